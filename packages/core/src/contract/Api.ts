@@ -1,0 +1,209 @@
+/**
+ * The /api/v1 contract: all eleven endpoints as one HttpApi definition.
+ * The server's handlers, the typed client and the OpenAPI document are all
+ * derived from this value; nothing restates a route or a field elsewhere.
+ */
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Context, Schema } from "effect"
+import { ErrorCatalog } from "./Errors.js"
+import { ActionId, type Scope } from "./Primitives.js"
+import { CreateAiCallRequest, CreateMessageRequest, IdempotencyHeaders } from "./Requests.js"
+import {
+  ActionRecord,
+  BotList,
+  CancellationAck,
+  ConversationPage,
+  CreationAck,
+  MessagePage,
+  NumberList,
+  TemplateList
+} from "./Resources.js"
+import { Authorization } from "./Security.js"
+
+/** The scope an endpoint requires; read by the server and written into the OpenAPI security requirement. */
+export class RequiredScope extends Context.Tag("@parley/core/RequiredScope")<RequiredScope, Scope>() {}
+
+const Accepted = { status: 202 } as const
+
+const ActionIdPath = Schema.Struct({ id: ActionId })
+const ConversationIdPath = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+    description: "Opaque conversation id from GET /conversations."
+  })
+})
+const CursorParams = Schema.Struct({
+  cursor: Schema.optional(
+    Schema.String.pipe(Schema.maxLength(512)).annotations({
+      description: "The opaque `nextCursor` of the previous page; omit for the first page."
+    })
+  )
+})
+
+/** An endpoint's scope annotations: the server enforces the scope, OpenAPI shows it as the security requirement. */
+const scoped = (scope: Scope) =>
+  Context.make(RequiredScope, scope).pipe(
+    Context.add(OpenApi.Transform, (operation) => ({
+      ...operation,
+      security: [{ bearer: [scope] }],
+      "x-required-scope": scope
+    }))
+  )
+
+export class ResourcesGroup extends HttpApiGroup.make("resources")
+  .add(
+    HttpApiEndpoint.get("listNumbers", "/numbers")
+      .addSuccess(NumberList)
+      .annotate(OpenApi.Summary, "List sender numbers permitted to the key")
+      .annotateContext(scoped("resources:read"))
+  )
+  .add(
+    HttpApiEndpoint.get("listBots", "/bots")
+      .addSuccess(BotList)
+      .annotate(OpenApi.Summary, "List active outbound bots")
+      .annotateContext(scoped("resources:read"))
+  )
+  .add(
+    HttpApiEndpoint.get("listTemplates", "/templates")
+      .addSuccess(TemplateList)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .annotate(OpenApi.Summary, "List up to 200 CRM message templates, ordered by name")
+      .annotateContext(scoped("resources:read"))
+  )
+  .annotate(OpenApi.Description, "Numbers, bots and templates the key may use.")
+{}
+
+export class ConversationsGroup extends HttpApiGroup.make("conversations")
+  .add(
+    HttpApiEndpoint.get("listConversations", "/conversations")
+      .setUrlParams(CursorParams)
+      .addSuccess(ConversationPage)
+      .annotate(
+        OpenApi.Description,
+        "Groups the SMS and WhatsApp records of each page of 50 CRM messages (newest first) by sender line and " +
+          "counterpart. A conversation may appear on several pages; `unreadCount` covers the current page only."
+      )
+      .annotateContext(scoped("messages:read"))
+  )
+  .add(
+    HttpApiEndpoint.get("getConversation", "/conversations/:id")
+      .setPath(ConversationIdPath)
+      .setUrlParams(CursorParams)
+      .addSuccess(MessagePage)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .annotate(OpenApi.Description, "The messages of one conversation visible to the key, newest first, 50 a page.")
+      .annotateContext(scoped("messages:read"))
+  )
+  .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+  .addError(ErrorCatalog.CRM_UNAVAILABLE)
+{}
+
+export class MessagesGroup extends HttpApiGroup.make("messages")
+  .add(
+    HttpApiEndpoint.post("createMessage", "/messages")
+      .setPayload(CreateMessageRequest)
+      .setHeaders(IdempotencyHeaders)
+      .addSuccess(CreationAck, Accepted)
+      .addError(ErrorCatalog.IDEMPOTENCY_KEY_REQUIRED)
+      .addError(ErrorCatalog.IDEMPOTENCY_KEY_REUSED)
+      .addError(ErrorCatalog.ACTION_PROCESSING)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .addError(ErrorCatalog.ALLOWANCE_EXHAUSTED)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .addError(ErrorCatalog.PAYLOAD_TOO_LARGE)
+      .addError(ErrorCatalog.UNSUPPORTED_MEDIA_TYPE)
+      .annotate(
+        OpenApi.Description,
+        "Queues (202 `accepted`) or schedules (202 `scheduled`) a text. 202 means accepted, never delivered: " +
+          "follow the record's status or subscribe to events. Exactly one of `body` and `templateUuid`. " +
+          "WhatsApp is sent immediately and needs a WhatsApp-connected sender; outside the 24-hour session " +
+          "`whatsAppContentSid` is required. Test keys answer `test: true` with a `test_` id and change nothing."
+      )
+      .annotateContext(scoped("messages:write"))
+  )
+  .add(
+    HttpApiEndpoint.get("getMessage", "/messages/:id")
+      .setPath(ActionIdPath)
+      .addSuccess(ActionRecord)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .annotateContext(scoped("messages:read"))
+  )
+  .add(
+    HttpApiEndpoint.post("cancelMessage", "/messages/:id/cancel")
+      .setPath(ActionIdPath)
+      .addSuccess(CancellationAck)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .addError(ErrorCatalog.ACTION_NOT_CANCELLABLE)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .annotate(OpenApi.Description, "Only Queued actions scheduled more than 30 seconds ahead can be cancelled.")
+      .annotateContext(scoped("messages:write"))
+  )
+{}
+
+export class AiCallsGroup extends HttpApiGroup.make("aiCalls")
+  .add(
+    HttpApiEndpoint.post("createAiCall", "/ai-calls")
+      .setPayload(CreateAiCallRequest)
+      .setHeaders(IdempotencyHeaders)
+      .addSuccess(CreationAck, Accepted)
+      .addError(ErrorCatalog.IDEMPOTENCY_KEY_REQUIRED)
+      .addError(ErrorCatalog.IDEMPOTENCY_KEY_REUSED)
+      .addError(ErrorCatalog.ACTION_PROCESSING)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .addError(ErrorCatalog.ALLOWANCE_EXHAUSTED)
+      .addError(ErrorCatalog.AI_CALLS_DISABLED)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .addError(ErrorCatalog.PAYLOAD_TOO_LARGE)
+      .addError(ErrorCatalog.UNSUPPORTED_MEDIA_TYPE)
+      .annotate(
+        OpenApi.Description,
+        "Queues or schedules an outbound AI bot call. The transcript arrives in the record's `body`."
+      )
+      .annotateContext(scoped("calls:write"))
+  )
+  .add(
+    HttpApiEndpoint.get("getAiCall", "/ai-calls/:id")
+      .setPath(ActionIdPath)
+      .addSuccess(ActionRecord)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .annotateContext(scoped("calls:read"))
+  )
+  .add(
+    HttpApiEndpoint.post("cancelAiCall", "/ai-calls/:id/cancel")
+      .setPath(ActionIdPath)
+      .addSuccess(CancellationAck)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .addError(ErrorCatalog.ACTION_NOT_CANCELLABLE)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .annotate(OpenApi.Description, "Only Queued calls scheduled more than 30 seconds ahead can be cancelled.")
+      .annotateContext(scoped("calls:write"))
+  )
+{}
+
+export class ParleyApi extends HttpApi.make("parley")
+  .add(ResourcesGroup)
+  .add(ConversationsGroup)
+  .add(MessagesGroup)
+  .add(AiCallsGroup)
+  .addError(ErrorCatalog.INVALID_REQUEST)
+  .addError(ErrorCatalog.SCOPE_MISSING)
+  .middleware(Authorization)
+  .prefix("/api/v1")
+  .annotate(OpenApi.Title, "Parley API")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(
+    OpenApi.Description,
+    "Queue or schedule texts (SMS, WhatsApp), start outbound AI bot calls, and read back conversations, " +
+      "messages and call records for a CRM organisation. Every error body is " +
+      "`{\"error\": {\"code\", \"message\", \"requestId\"}}` and every response carries `X-Request-ID`."
+  )
+{}
+

@@ -1,0 +1,86 @@
+/**
+ * The small value types every resource and request of /api/v1 is made of.
+ * Each carries its constraint from the contract so that a violation is a 400
+ * naming the field, and each is documented so the OpenAPI document says why.
+ */
+import { Schema } from "effect"
+
+/** E.164 telephone number, as the contract defines it. */
+export const E164 = Schema.String.pipe(
+  Schema.pattern(/^\+[1-9]\d{7,14}$/, {
+    message: () => "must be an E.164 telephone number such as +14155550100"
+  })
+).annotations({
+  identifier: "E164",
+  description: "Telephone number in E.164 format (`^\\+[1-9]\\d{7,14}$`).",
+  examples: ["+14155550100"]
+})
+
+const OFFSET_TIMESTAMP =
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/
+
+/**
+ * ISO 8601 timestamp that must carry a timezone offset (`Z` or `±hh:mm`).
+ * A local time without an offset is ambiguous for scheduling, so it is refused.
+ */
+export const OffsetTimestamp = Schema.String.pipe(
+  Schema.filter((s) =>
+    OFFSET_TIMESTAMP.test(s) && !Number.isNaN(Date.parse(s))
+      ? true
+      : "must be an ISO 8601 timestamp with a timezone offset, such as 2026-01-31T09:30:00+01:00"
+  )
+).annotations({
+  identifier: "OffsetTimestamp",
+  description: "ISO 8601 timestamp with a timezone offset.",
+  examples: ["2026-01-31T09:30:00+01:00"]
+})
+
+/** Timestamps the service writes: always UTC ISO 8601. */
+export const Timestamp = Schema.String.annotations({
+  identifier: "Timestamp",
+  description: "ISO 8601 timestamp with a timezone offset (the service writes UTC).",
+  examples: ["2026-01-31T08:30:00.000Z"]
+})
+
+/** CRM action ids are numeric strings. */
+export const ActionId = Schema.String.pipe(
+  Schema.pattern(/^[1-9]\d{0,18}$/, {
+    message: () => "must be a numeric CRM action id; simulated test_ ids cannot be read"
+  })
+).annotations({
+  identifier: "ActionId",
+  description: "Numeric CRM action id. Simulated `test_` ids returned to test keys cannot be read.",
+  examples: ["1042"]
+})
+
+export const Scope = Schema.Literal(
+  "resources:read",
+  "messages:read",
+  "messages:write",
+  "calls:read",
+  "calls:write"
+).annotations({ identifier: "Scope" })
+export type Scope = typeof Scope.Type
+export const ALL_SCOPES: ReadonlyArray<Scope> = Scope.literals
+
+export const CrmModule = Schema.Literal("Leads", "Contacts", "Vendors", "Deals").annotations({
+  identifier: "CrmModule",
+  description: "CRM module of a linked record."
+})
+export type CrmModule = typeof CrmModule.Type
+
+export const Channel = Schema.Literal("SMS", "WhatsApp").annotations({ identifier: "Channel" })
+export type Channel = typeof Channel.Type
+
+export const CallMode = Schema.Literal("follow_script", "deliver_specific_message").annotations({
+  identifier: "CallMode",
+  description:
+    "`follow_script`: the bot runs its own script. `deliver_specific_message`: the bot delivers `purposeMessage`."
+})
+export type CallMode = typeof CallMode.Type
+
+export const KeyMode = Schema.Literal("test", "live")
+export type KeyMode = typeof KeyMode.Type
+
+/** A bounded string: `maxLength` is part of the contract (Limits table). */
+export const BoundedString = (max: number) => Schema.String.pipe(Schema.maxLength(max))

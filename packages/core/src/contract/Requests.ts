@@ -1,0 +1,91 @@
+/**
+ * The two request bodies of /api/v1 with every constraint of the contract.
+ * Cross-field rules that need no state (exactly one of body/templateUuid,
+ * WhatsApp never scheduled) live here too, so they are a 400 before any work.
+ */
+import { Schema } from "effect"
+import { BoundedString, CallMode, Channel, CrmModule, E164, OffsetTimestamp } from "./Primitives.js"
+
+export const RecordLink = Schema.Struct({
+  module: CrmModule,
+  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
+}).annotations({ identifier: "RecordLink", description: "Links the action to a CRM record." })
+export type RecordLink = typeof RecordLink.Type
+
+const ContentVariables = Schema.Record({
+  key: Schema.String.pipe(
+    Schema.pattern(/^\{\{[1-9]\d{0,2}\}\}$/, { message: () => "variable keys must look like {{1}}, {{2}}, …" })
+  ),
+  value: Schema.String.pipe(Schema.maxLength(1024))
+}).annotations({
+  identifier: "WhatsAppContentVariables",
+  description: "Template variables keyed `{{1}}`, `{{2}}`, and so on."
+})
+
+const MessageFields = Schema.Struct({
+  to: E164,
+  fromNumberSid: BoundedString(64).pipe(Schema.minLength(1)).annotations({
+    description: "A `sid` from GET /numbers."
+  }),
+  record: Schema.optional(RecordLink),
+  scheduledFor: Schema.optional(OffsetTimestamp).annotations({
+    description: "At least 30 seconds in the future. Never with channel WhatsApp."
+  }),
+  body: Schema.optional(BoundedString(5000).pipe(Schema.minLength(1))),
+  templateUuid: Schema.optional(BoundedString(128).pipe(Schema.minLength(1))).annotations({
+    description: "A template `id` from GET /templates."
+  }),
+  channel: Schema.optionalWith(Channel, { default: () => "SMS" as const }),
+  whatsAppContentSid: Schema.optional(BoundedString(64).pipe(Schema.minLength(1))).annotations({
+    description: "Approved content template SID; required when the WhatsApp session is closed."
+  }),
+  whatsAppContentVariables: Schema.optional(ContentVariables)
+})
+
+export const CreateMessageRequest = MessageFields.pipe(
+  Schema.filter((m) => {
+    if ((m.body === undefined) === (m.templateUuid === undefined)) {
+      return { path: ["body"], message: "exactly one of body and templateUuid must be provided" }
+    }
+    if (m.channel === "WhatsApp" && m.scheduledFor !== undefined) {
+      return { path: ["scheduledFor"], message: "WhatsApp messages are sent immediately and cannot be scheduled" }
+    }
+    if (m.channel === "SMS" && (m.whatsAppContentSid !== undefined || m.whatsAppContentVariables !== undefined)) {
+      return { path: ["whatsAppContentSid"], message: "whatsAppContent fields apply to channel WhatsApp only" }
+    }
+    return true
+  })
+).annotations({ identifier: "CreateMessageRequest" })
+export type CreateMessageRequest = typeof CreateMessageRequest.Type
+
+export const CreateAiCallRequest = Schema.Struct({
+  to: E164,
+  fromNumberSid: BoundedString(64).pipe(Schema.minLength(1)),
+  record: Schema.optional(RecordLink),
+  scheduledFor: Schema.optional(OffsetTimestamp).annotations({
+    description: "At least 30 seconds in the future."
+  }),
+  botId: BoundedString(128).pipe(Schema.minLength(1)).annotations({
+    description: "An active outbound bot `id` from GET /bots."
+  }),
+  mode: CallMode,
+  purposeMessage: Schema.optional(BoundedString(4000))
+}).pipe(
+  Schema.filter((c) =>
+    c.mode === "deliver_specific_message" && (c.purposeMessage === undefined || c.purposeMessage.trim() === "")
+      ? { path: ["purposeMessage"], message: "purposeMessage is required with mode deliver_specific_message" }
+      : true
+  )
+).annotations({ identifier: "CreateAiCallRequest" })
+export type CreateAiCallRequest = typeof CreateAiCallRequest.Type
+
+export const IdempotencyHeaders = Schema.Struct({
+  "idempotency-key": Schema.String.pipe(
+    Schema.minLength(1, { message: () => "Idempotency-Key header is required" }),
+    Schema.maxLength(128, { message: () => "Idempotency-Key must be at most 128 characters" })
+  ).annotations({
+    description:
+      "Required. At most 128 characters. Retrying with the same key and payload replays the first result " +
+      "(with `Idempotent-Replayed: true`); a different payload with the same key is a 400."
+  })
+})

@@ -1,0 +1,330 @@
+/**
+ * Texts and AI calls: creation, reading and cancellation — the rules of the
+ * contract in the order a request meets them.
+ *
+ * Creation runs inside Idempotency.run, so everything below happens once per
+ * Idempotency-Key and commits together with the stored response and the
+ * `*.queued` event. Test keys go through every check and then stop: they get
+ * a `test_` id, and nothing is written to the CRM or sent.
+ */
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import {
+  ActionNotCancellable,
+  type ActionProcessing,
+  AiCallsDisabled,
+  AllowanceExhausted,
+  CrmPermissionDenied,
+  type IdempotencyKeyReused,
+  InvalidRequest,
+  NotFound,
+  type ResourceDenied
+} from "../contract/Errors.js"
+import type { CreateAiCallRequest, CreateMessageRequest, RecordLink } from "../contract/Requests.js"
+import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Resources.js"
+import {
+  type ActionKind,
+  Crm,
+  type CrmAction,
+  type CrmError,
+  type CrmRecord,
+  isCancellable,
+  type NewAction
+} from "../ports/Crm.js"
+import type { EventOutbox } from "../ports/EventOutbox.js"
+import type { StorageError } from "../ports/StorageError.js"
+import { UnitOfWork } from "../ports/UnitOfWork.js"
+import { toActionRecord } from "./ActionRecords.js"
+import type { CallerInfo } from "./Caller.js"
+import { newId } from "./Crypto.js"
+import { Directory } from "./Directory.js"
+import { emit } from "./Events.js"
+import { Idempotency } from "./Idempotency.js"
+import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
+import { renderTemplate } from "./Templates.js"
+import { isSessionOpen } from "./WhatsApp.js"
+
+export type CreateError =
+  | InvalidRequest
+  | ResourceDenied
+  | CrmPermissionDenied
+  | AllowanceExhausted
+  | AiCallsDisabled
+  | IdempotencyKeyReused
+  | ActionProcessing
+  | CrmError
+  | StorageError
+
+export interface CreationResult {
+  readonly ack: CreationAck
+  readonly replayed: boolean
+}
+
+export interface ActionsService {
+  readonly createMessage: (
+    caller: CallerInfo,
+    request: CreateMessageRequest,
+    idempotencyKey: string
+  ) => Effect.Effect<CreationResult, CreateError>
+  readonly createAiCall: (
+    caller: CallerInfo,
+    request: CreateAiCallRequest,
+    idempotencyKey: string
+  ) => Effect.Effect<CreationResult, CreateError>
+  readonly get: (
+    caller: CallerInfo,
+    kind: ActionKind,
+    id: string
+  ) => Effect.Effect<ActionRecord, NotFound | CrmPermissionDenied | CrmError | StorageError>
+  readonly cancel: (
+    caller: CallerInfo,
+    kind: ActionKind,
+    id: string
+  ) => Effect.Effect<CancellationAck, NotFound | ActionNotCancellable | CrmPermissionDenied | CrmError | StorageError>
+}
+
+export class Actions extends Context.Tag("@parley/core/Actions")<Actions, ActionsService>() {}
+
+const KIND_NAME: Record<ActionKind, string> = { message: "message", ai_call: "AI call" }
+
+export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | EventOutbox | UnitOfWork> = Layer.effect(
+  Actions,
+  Effect.gen(function*() {
+    const crm = yield* Crm
+    const directory = yield* Directory
+    const idempotency = yield* Idempotency
+    const outbox = yield* Effect.context<EventOutbox>()
+    const unitOfWork = yield* UnitOfWork
+
+    const requireWrite = (caller: CallerInfo) =>
+      caller.account.permissions.actionsWrite
+        ? Effect.void
+        : Effect.fail(
+          new CrmPermissionDenied({
+            message: `The connected CRM account (${caller.account.name}) may not create or change actions.`
+          })
+        )
+
+    /** The linked record, checked against the account's module permissions. */
+    const linkedRecord = (caller: CallerInfo, link: RecordLink | undefined) =>
+      Effect.gen(function*() {
+        if (link === undefined) return null
+        if (!caller.account.permissions.modules.includes(link.module)) {
+          return yield* new CrmPermissionDenied({
+            message: `record.module: the connected CRM account may not read ${link.module}.`
+          })
+        }
+        const found = yield* crm.findRecord(caller.orgId, link.module, link.id)
+        if (Option.isNone(found)) {
+          return yield* new InvalidRequest({ message: `record.id: no ${link.module} record ${link.id}.` })
+        }
+        return found.value
+      })
+
+    const baseAction = (caller: CallerInfo, record: CrmRecord | null, now: string) => ({
+      orgId: caller.orgId,
+      direction: "Outbound" as const,
+      status: "Queued" as const,
+      read: now,
+      at: now,
+      owner: { id: caller.account.id, name: caller.account.name },
+      record: record === null ? null : { module: record.module, id: record.id, name: record.name },
+      linkedRecords: record === null ? [] : [{ module: record.module, id: record.id, name: record.name }],
+      sid: null,
+      audioFileId: null,
+      errorMessage: null,
+      sentBy: `API key ${caller.keyId}`,
+      modified: now,
+      apiKeyId: caller.keyId
+    })
+
+    /** Ends creation: a simulated ack for test keys; for live keys the CRM action and its event. */
+    const commit = (caller: CallerInfo, action: NewAction) =>
+      Effect.gen(function*() {
+        const status = action.scheduledFor === null ? "accepted" as const : "scheduled" as const
+        if (caller.mode === "test") return CreationAck.make({ id: newId("test"), status, test: true })
+        const stored = yield* crm.insertAction(action)
+        yield* Effect.provide(emit(action.kind === "message" ? "message.queued" : "ai_call.queued", stored), outbox)
+        return CreationAck.make({ id: stored.id, status, test: false })
+      })
+
+    const idempotent = (
+      caller: CallerInfo,
+      path: string,
+      payload: CreateMessageRequest | CreateAiCallRequest,
+      idempotencyKey: string,
+      create: Effect.Effect<CreationAck, CreateError>
+    ) =>
+      Effect.map(
+        idempotency.run(
+          {
+            keyId: caller.keyId,
+            idempotencyKey,
+            method: "POST",
+            path,
+            payload,
+            // Keep the record until a scheduled action has run, plus the usual retention.
+            retainUntil: payload.scheduledFor === undefined ? undefined : Date.parse(payload.scheduledFor)
+          },
+          { schema: CreationAck, status: 202 },
+          create
+        ),
+        ({ replayed, value }) => ({ ack: value, replayed })
+      )
+
+    /** Finds an action the caller may see; anything else reads as missing. */
+    const visibleAction = (caller: CallerInfo, kind: ActionKind, id: string) =>
+      Effect.gen(function*() {
+        const permissions = caller.account.permissions
+        if (permissions.actionsView === "none") {
+          return yield* new CrmPermissionDenied({
+            message: `The connected CRM account (${caller.account.name}) may not read actions.`
+          })
+        }
+        const notFound = new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })
+        const found = yield* crm.findAction(caller.orgId, id)
+        if (Option.isNone(found) || found.value.kind !== kind) return yield* notFound
+        const action = found.value
+        if (permissions.actionsView === "own" && action.owner?.id !== caller.account.id) return yield* notFound
+        if (caller.numberSids.length > 0) {
+          const lines = (yield* directory.permittedNumbers(caller)).map((n) => n.phoneNumber)
+          if (!lines.includes(action.line)) return yield* notFound
+        }
+        return action
+      })
+
+    return Actions.of({
+      createMessage: (caller, request, idempotencyKey) =>
+        Effect.gen(function*() {
+          return yield* idempotent(caller, "/api/v1/messages", request, idempotencyKey, Effect.gen(function*() {
+            yield* requireWrite(caller)
+            const schedule = yield* validateScheduledFor(request.scheduledFor)
+            const number = yield* directory.resolveNumber(
+              caller,
+              request.fromNumberSid,
+              request.channel === "WhatsApp" ? "whatsApp" : "sms"
+            )
+            const record = yield* linkedRecord(caller, request.record)
+            let body = request.body ?? ""
+            let templateId: string | null = null
+            if (request.templateUuid !== undefined) {
+              if (!caller.account.permissions.templates) {
+                return yield* new CrmPermissionDenied({
+                  message: "templateUuid: the connected CRM account may not read message templates."
+                })
+              }
+              const template = yield* crm.findTemplate(caller.orgId, request.templateUuid)
+              if (Option.isNone(template)) {
+                return yield* new InvalidRequest({ message: `templateUuid: no template ${request.templateUuid}.` })
+              }
+              templateId = template.value.id
+              body = yield* renderTemplate(template.value.body, record)
+            }
+            if (request.channel === "WhatsApp" && request.whatsAppContentSid === undefined) {
+              const last = yield* crm.lastInboundWhatsApp(caller.orgId, number.phoneNumber, request.to)
+              if (!isSessionOpen(Option.getOrNull(last), yield* Clock.currentTimeMillis)) {
+                return yield* new InvalidRequest({
+                  message: "whatsAppContentSid: required because the 24-hour WhatsApp session with " +
+                    `${request.to} is closed (no inbound WhatsApp message from them in the last 24 hours).`
+                })
+              }
+            }
+            if (caller.mode === "live" && caller.organisation.smsAllowance !== null &&
+              caller.organisation.smsAllowance <= 0) {
+              return yield* new AllowanceExhausted({ message: "The organisation's text allowance is used up." })
+            }
+            const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+            return yield* commit(caller, {
+              ...baseAction(caller, record, now),
+              kind: "message",
+              type: request.channel,
+              line: number.phoneNumber,
+              counterpart: request.to,
+              fromNumberSid: number.sid,
+              body,
+              botId: null,
+              mode: null,
+              purposeMessage: null,
+              templateId,
+              whatsAppContentSid: request.whatsAppContentSid ?? null,
+              whatsAppContentVariables: request.whatsAppContentVariables ?? null,
+              scheduledFor: schedule.scheduledFor,
+              dueAt: schedule.dueAt
+            })
+          }))
+        }).pipe(Effect.withSpan("Actions.createMessage")),
+
+      createAiCall: (caller, request, idempotencyKey) =>
+        Effect.gen(function*() {
+          return yield* idempotent(caller, "/api/v1/ai-calls", request, idempotencyKey, Effect.gen(function*() {
+            yield* requireWrite(caller)
+            if (caller.mode === "live" && !caller.organisation.aiCallsEnabled) {
+              return yield* new AiCallsDisabled({ message: "AI calls are turned off in the organisation's AI settings." })
+            }
+            const schedule = yield* validateScheduledFor(request.scheduledFor)
+            const number = yield* directory.resolveNumber(caller, request.fromNumberSid, "voice")
+            const bot = yield* directory.resolveBot(caller, request.botId)
+            const record = yield* linkedRecord(caller, request.record)
+            if (caller.mode === "live" && caller.organisation.callAllowance !== null &&
+              caller.organisation.callAllowance <= 0) {
+              return yield* new AllowanceExhausted({ message: "The organisation's AI call allowance is used up." })
+            }
+            const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+            return yield* commit(caller, {
+              ...baseAction(caller, record, now),
+              kind: "ai_call",
+              type: "Call",
+              line: number.phoneNumber,
+              counterpart: request.to,
+              fromNumberSid: number.sid,
+              body: "",
+              botId: bot.id,
+              mode: request.mode,
+              purposeMessage: request.purposeMessage ?? null,
+              templateId: null,
+              whatsAppContentSid: null,
+              whatsAppContentVariables: null,
+              scheduledFor: schedule.scheduledFor,
+              dueAt: schedule.dueAt
+            })
+          }))
+        }).pipe(Effect.withSpan("Actions.createAiCall")),
+
+      get: (caller, kind, id) => Effect.map(visibleAction(caller, kind, id), toActionRecord),
+
+      cancel: (caller, kind, id) =>
+        Effect.gen(function*() {
+          yield* requireWrite(caller)
+          const action = yield* visibleAction(caller, kind, id)
+          const now = yield* Clock.currentTimeMillis
+          const horizon = cancellationHorizon(now)
+          const refuse = (current: CrmAction) =>
+            new ActionNotCancellable({
+              message: `${KIND_NAME[kind]} ${id} is ${current.status}` +
+                (current.status === "Queued" ? " and due within 30 seconds" : "") +
+                "; only Queued actions scheduled more than 30 seconds ahead can be cancelled."
+            })
+          if (caller.mode === "test") {
+            // Simulated: the same rules, no change.
+            if (!isCancellable(action, horizon)) return yield* refuse(action)
+            return CancellationAck.make({ id, status: "cancelled", test: true })
+          }
+          return yield* unitOfWork.atomically(Effect.gen(function*() {
+            const outcome = yield* crm.cancelAction(caller.orgId, kind, id, horizon, new Date(now).toISOString())
+            switch (outcome._tag) {
+              case "NotFound":
+                return yield* new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })
+              case "NotCancellable":
+                return yield* refuse(outcome.action)
+              case "Cancelled": {
+                yield* Effect.provide(
+                  emit(kind === "message" ? "message.cancelled" : "ai_call.cancelled", outcome.action),
+                  outbox
+                )
+                return CancellationAck.make({ id, status: "cancelled" })
+              }
+            }
+          }))
+        }).pipe(Effect.withSpan("Actions.cancel"))
+    })
+  })
+)

@@ -1,0 +1,163 @@
+/**
+ * Conversations, as the contract defines them: each page reads 50 CRM
+ * messages (SMS and WhatsApp, newest first) visible to the key and to the
+ * executing CRM account, and groups them by (sender line, counterpart).
+ * A conversation may appear on several pages; unread counts cover the page.
+ * Pagination is keyset on the action id, so every page costs the same.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { CrmPermissionDenied, InvalidRequest, NotFound } from "../contract/Errors.js"
+import { type ActionRecord, ConversationSummary, type LinkedRecord } from "../contract/Resources.js"
+import { Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
+import type { StorageError } from "../ports/StorageError.js"
+import { toActionRecord } from "./ActionRecords.js"
+import type { CallerInfo } from "./Caller.js"
+import { CursorSigner } from "./Cursors.js"
+import { Directory } from "./Directory.js"
+
+export const PAGE_SIZE = 50
+const PREVIEW_LENGTH = 160
+
+const ConversationKey = Schema.Struct({ l: Schema.String, p: Schema.String })
+const ListCursor = Schema.Struct({ k: Schema.Literal("list"), b: Schema.String })
+const ConversationCursor = Schema.Struct({ k: Schema.Literal("conv"), l: Schema.String, p: Schema.String, b: Schema.String })
+
+export interface Page<A> {
+  readonly items: ReadonlyArray<A>
+  readonly nextCursor: string | null
+}
+
+type ReadError = CrmPermissionDenied | InvalidRequest | CrmError | StorageError
+
+export interface ConversationsService {
+  readonly list: (caller: CallerInfo, cursor: string | undefined) => Effect.Effect<Page<ConversationSummary>, ReadError>
+  readonly messages: (
+    caller: CallerInfo,
+    conversationId: string,
+    cursor: string | undefined
+  ) => Effect.Effect<Page<ActionRecord>, ReadError | NotFound>
+}
+
+export class Conversations extends Context.Tag("@parley/core/Conversations")<Conversations, ConversationsService>() {}
+
+/** What the key and the executing account may see: the lines of its numbers and, for "own" accounts, their actions. */
+export const visibility = (caller: CallerInfo) =>
+  Effect.gen(function*() {
+    if (caller.account.permissions.actionsView === "none") {
+      return yield* new CrmPermissionDenied({
+        message: `The connected CRM account (${caller.account.name}) may not read messages.`
+      })
+    }
+    const directory = yield* Directory
+    const lines = caller.numberSids.length === 0
+      ? null
+      : (yield* directory.permittedNumbers(caller)).map((n) => n.phoneNumber)
+    const ownerId = caller.account.permissions.actionsView === "own" ? caller.account.id : null
+    return { lines, ownerId }
+  })
+
+const summarise = (id: string, newest: CrmAction, actions: ReadonlyArray<CrmAction>): ConversationSummary => {
+  const unreadCount = actions.filter((a) => a.direction === "Inbound" && a.read === null).length
+  const linked = new Map<string, LinkedRecord>()
+  for (const a of actions) for (const r of a.linkedRecords) linked.set(`${r.module}/${r.id}`, r)
+  const named = actions.find((a) => a.record !== null)
+  return ConversationSummary.make({
+    id,
+    phone: newest.counterpart,
+    name: named?.record?.name ?? newest.counterpart,
+    preview: newest.body.length > PREVIEW_LENGTH ? `${newest.body.slice(0, PREVIEW_LENGTH - 1)}…` : newest.body,
+    at: newest.at,
+    unread: unreadCount > 0,
+    owner: newest.owner,
+    direction: newest.direction,
+    status: newest.status,
+    type: newest.type,
+    ...(newest.sentBy === null ? {} : { sentBy: newest.sentBy }),
+    linkedRecords: [...linked.values()],
+    unreadCount,
+    line: newest.line
+  })
+}
+
+export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Directory> = Layer.effect(
+  Conversations,
+  Effect.gen(function*() {
+    const crm = yield* Crm
+    const signer = yield* CursorSigner
+    const directory = yield* Directory
+    const withDirectory = Effect.provideService(Directory, directory)
+
+    const badCursor = () =>
+      new InvalidRequest({ message: "cursor: not a cursor this API issued; pass nextCursor back unchanged." })
+
+    return Conversations.of({
+      list: Effect.fn("Conversations.list")(function*(caller, cursor) {
+        const { lines, ownerId } = yield* withDirectory(visibility(caller))
+        let beforeId: string | null = null
+        if (cursor !== undefined) {
+          const decoded = signer.verify(caller.orgId, cursor, ListCursor)
+          if (Option.isNone(decoded)) return yield* badCursor()
+          beforeId = decoded.value.b
+        }
+        const rows = yield* crm.queryActions({
+          orgId: caller.orgId,
+          kinds: ["message"],
+          lines,
+          ownerId,
+          conversation: null,
+          beforeId,
+          limit: PAGE_SIZE + 1
+        })
+        const page = rows.slice(0, PAGE_SIZE)
+        // Rows come newest first, so the first action of each group is its newest.
+        const groups = new Map<string, { readonly newest: CrmAction; readonly actions: Array<CrmAction> }>()
+        for (const action of page) {
+          const key = `${action.line}\u0000${action.counterpart}`
+          const group = groups.get(key)
+          if (group === undefined) groups.set(key, { newest: action, actions: [action] })
+          else group.actions.push(action)
+        }
+        const items = [...groups.values()].map(({ actions, newest }) =>
+          summarise(signer.sign(caller.orgId, { l: newest.line, p: newest.counterpart }), newest, actions)
+        )
+        const last = page[page.length - 1]
+        const nextCursor = rows.length > PAGE_SIZE && last !== undefined
+          ? signer.sign(caller.orgId, { k: "list", b: last.id })
+          : null
+        return { items, nextCursor }
+      }),
+      messages: Effect.fn("Conversations.messages")(function*(caller, conversationId, cursor) {
+        const { lines, ownerId } = yield* withDirectory(visibility(caller))
+        const notFound = () => new NotFound({ message: "No such conversation." })
+        const key = signer.verify(caller.orgId, conversationId, ConversationKey)
+        if (Option.isNone(key)) return yield* notFound()
+        const { l: line, p: counterpart } = key.value
+        if (lines !== null && !lines.includes(line)) return yield* notFound()
+        let beforeId: string | null = null
+        if (cursor !== undefined) {
+          const decoded = signer.verify(caller.orgId, cursor, ConversationCursor)
+          if (Option.isNone(decoded) || decoded.value.l !== line || decoded.value.p !== counterpart) {
+            return yield* badCursor()
+          }
+          beforeId = decoded.value.b
+        }
+        const rows = yield* crm.queryActions({
+          orgId: caller.orgId,
+          kinds: ["message"],
+          lines,
+          ownerId,
+          conversation: { line, counterpart },
+          beforeId,
+          limit: PAGE_SIZE + 1
+        })
+        if (rows.length === 0 && cursor === undefined) return yield* notFound()
+        const page = rows.slice(0, PAGE_SIZE)
+        const last = page[page.length - 1]
+        const nextCursor = rows.length > PAGE_SIZE && last !== undefined
+          ? signer.sign(caller.orgId, { k: "conv", l: line, p: counterpart, b: last.id })
+          : null
+        return { items: page.map(toActionRecord), nextCursor }
+      })
+    })
+  })
+)

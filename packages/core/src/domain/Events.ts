@@ -1,0 +1,50 @@
+/**
+ * Signed events: the kinds Parley emits and their payload `{type, timestamp,
+ * data}`, where `data` is the same record as GET /messages/{id} or
+ * /ai-calls/{id}. Delivery follows Standard Webhooks v1 (see the server).
+ */
+import { Clock, Effect, Schema } from "effect"
+import { ActionRecord } from "../contract/Resources.js"
+import type { CrmAction } from "../ports/Crm.js"
+import { EventOutbox } from "../ports/EventOutbox.js"
+import type { StorageError } from "../ports/StorageError.js"
+import { toActionRecord } from "./ActionRecords.js"
+import { newId } from "./Crypto.js"
+
+export const EventType = Schema.Literal(
+  "message.queued",
+  "message.sent",
+  "message.delivered",
+  "message.failed",
+  "message.cancelled",
+  "message.received",
+  "ai_call.queued",
+  "ai_call.started",
+  "ai_call.completed",
+  "ai_call.failed",
+  "ai_call.cancelled"
+).annotations({ identifier: "EventType" })
+export type EventType = typeof EventType.Type
+
+export const EventPayload = Schema.Struct({
+  type: EventType,
+  timestamp: Schema.String,
+  data: ActionRecord
+}).annotations({ identifier: "EventPayload" })
+export type EventPayload = typeof EventPayload.Type
+
+const encodePayload = Schema.encodeSync(Schema.parseJson(EventPayload))
+
+/** Appends the event to the outbox; call it inside the unit of work of the change it reports. */
+export const emit = (type: EventType, action: CrmAction): Effect.Effect<void, StorageError, EventOutbox> =>
+  Effect.gen(function*() {
+    const outbox = yield* EventOutbox
+    const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
+    yield* outbox.append({
+      id: newId("evt"),
+      orgId: action.orgId,
+      type,
+      timestamp,
+      payload: encodePayload({ type, timestamp, data: toActionRecord(action) })
+    })
+  })

@@ -1,0 +1,30 @@
+/**
+ * The time rules of creation and cancellation, read through Effect's Clock:
+ * - `scheduledFor` must be at least 30 seconds ahead when the request arrives;
+ * - an action can be cancelled only while Queued and scheduled more than 30
+ *   seconds ahead (the dispatcher never claims an action that close to its
+ *   time while a cancellation could still win, see the server's dispatcher).
+ */
+import { Clock, Effect } from "effect"
+import { InvalidRequest } from "../contract/Errors.js"
+
+export const MIN_LEAD_MS = 30_000
+
+/** The instant an action becomes due (epoch ms): its scheduledFor, or now. */
+export const validateScheduledFor = (
+  scheduledFor: string | undefined
+): Effect.Effect<{ readonly dueAt: number; readonly scheduledFor: string | null }, InvalidRequest> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    if (scheduledFor === undefined) return { dueAt: now, scheduledFor: null }
+    const at = Date.parse(scheduledFor)
+    if (at - now < MIN_LEAD_MS) {
+      return yield* new InvalidRequest({
+        message: "scheduledFor: must be at least 30 seconds in the future (omit it to send now)."
+      })
+    }
+    return { dueAt: at, scheduledFor: new Date(at).toISOString() }
+  })
+
+/** The instant after which a scheduledFor still allows cancellation. */
+export const cancellationHorizon = (now: number): string => new Date(now + MIN_LEAD_MS).toISOString()

@@ -1,0 +1,45 @@
+/**
+ * How the core is assembled: the domain services over whatever port layers
+ * the host provides (the server's SQLite or Postgres, or the memory layers).
+ */
+import { Layer } from "effect"
+import * as Access from "./domain/Access.js"
+import * as Actions from "./domain/Actions.js"
+import * as ApiKeys from "./domain/ApiKeys.js"
+import * as Authenticator from "./domain/Authenticator.js"
+import * as Conversations from "./domain/Conversations.js"
+import * as Directory from "./domain/Directory.js"
+import * as Idempotency from "./domain/Idempotency.js"
+import * as RateLimiter from "./domain/RateLimiter.js"
+import * as AiCallProvider from "./ports/AiCallProvider.js"
+import * as ApiKeyStore from "./ports/ApiKeyStore.js"
+import * as Carrier from "./ports/Carrier.js"
+import * as Crm from "./ports/Crm.js"
+import * as EventOutbox from "./ports/EventOutbox.js"
+import * as IdempotencyStore from "./ports/IdempotencyStore.js"
+import * as Organisations from "./ports/Organisations.js"
+import * as RateLimitStore from "./ports/RateLimitStore.js"
+import * as UnitOfWork from "./ports/UnitOfWork.js"
+
+/** Every domain service; needs the storage ports, a RateLimitConfig and a CursorSigner. */
+export const DomainLayer = Layer.mergeAll(
+  Authenticator.layer,
+  Actions.layer,
+  Conversations.layer
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(Directory.layer, Idempotency.layer)),
+  Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, RateLimiter.layer, Access.layer))
+)
+
+/** Every port in memory: for tests, and for embedding the core without a database. */
+export const MemoryPortsLayer = Layer.mergeAll(
+  Organisations.layerMemory,
+  ApiKeyStore.layerMemory,
+  IdempotencyStore.layerMemory,
+  RateLimitStore.layerMemory,
+  Crm.layerMemory,
+  EventOutbox.layerMemory,
+  UnitOfWork.layerMemory,
+  Carrier.layerMemory,
+  AiCallProvider.layerMemory
+)

@@ -1,0 +1,36 @@
+/**
+ * Port: the transactional outbox of signed events. The domain appends an
+ * event in the same unit of work as the change it reports; the server's
+ * delivery worker reads the outbox and posts each event to the webhooks.
+ */
+import { Context, Effect, Layer, Ref } from "effect"
+import type { StorageError } from "./StorageError.js"
+
+export interface OutboxEvent {
+  /** `evt_…`; also the Standard Webhooks `webhook-id`. */
+  readonly id: string
+  readonly orgId: string
+  readonly type: string
+  readonly timestamp: string
+  /** The encoded JSON payload `{type, timestamp, data}`. */
+  readonly payload: string
+}
+
+export interface EventOutboxService {
+  readonly append: (event: OutboxEvent) => Effect.Effect<void, StorageError>
+  /** Events of an organisation, oldest first (for inspection and tests). */
+  readonly list: (orgId: string) => Effect.Effect<ReadonlyArray<OutboxEvent>, StorageError>
+}
+
+export class EventOutbox extends Context.Tag("@parley/core/ports/EventOutbox")<EventOutbox, EventOutboxService>() {}
+
+export const layerMemory: Layer.Layer<EventOutbox> = Layer.effect(
+  EventOutbox,
+  Effect.gen(function*() {
+    const events = yield* Ref.make<ReadonlyArray<OutboxEvent>>([])
+    return EventOutbox.of({
+      append: (event) => Ref.update(events, (all) => [...all, event]),
+      list: (orgId) => Effect.map(Ref.get(events), (all) => all.filter((e) => e.orgId === orgId))
+    })
+  })
+)

@@ -1,0 +1,112 @@
+/**
+ * Port: the organisations Parley serves and their settings — access state,
+ * sending hours, allowances, AI settings — with their sender numbers and bots.
+ * The server gives it SQLite and Postgres layers; the memory layer is beside it.
+ */
+import { Context, Effect, Layer, Option, Ref } from "effect"
+import type { StorageError } from "./StorageError.js"
+
+export interface Organisation {
+  readonly id: string
+  readonly name: string
+  readonly subscriptionActive: boolean
+  readonly seatActive: boolean
+  readonly pilotOpen: boolean
+  readonly aiCallsEnabled: boolean
+  /** IANA time zone of the sending hours. */
+  readonly timezone: string
+  /** Sending-hours spec (see SendingHours); `always` when unrestricted. */
+  readonly sendingHours: string
+  /** Texts left to send; null means unlimited. */
+  readonly smsAllowance: number | null
+  /** AI calls left to start; null means unlimited. */
+  readonly callAllowance: number | null
+  readonly botsManagementUrl: string | null
+  readonly templatesManagementUrl: string | null
+  readonly createdAt: string
+}
+
+export interface NumberRow {
+  readonly orgId: string
+  readonly sid: string
+  readonly phoneNumber: string
+  readonly friendlyName: string
+  readonly sms: boolean
+  readonly voice: boolean
+  readonly whatsApp: boolean
+  readonly voiceOutboundBotId: string | null
+}
+
+export interface BotRow {
+  readonly orgId: string
+  readonly id: string
+  readonly name: string
+  readonly description: string | null
+  readonly active: boolean
+  readonly direction: "outbound" | "inbound"
+}
+
+export type OrganisationPatch = Partial<Omit<Organisation, "id" | "createdAt">>
+export type AllowanceKind = "sms" | "call"
+
+export interface OrganisationsService {
+  readonly insert: (org: Organisation) => Effect.Effect<void, StorageError>
+  readonly get: (orgId: string) => Effect.Effect<Option.Option<Organisation>, StorageError>
+  readonly list: Effect.Effect<ReadonlyArray<Organisation>, StorageError>
+  readonly update: (orgId: string, patch: OrganisationPatch) => Effect.Effect<Option.Option<Organisation>, StorageError>
+  /**
+   * Take one unit of an allowance atomically. False when it is used up;
+   * an unlimited allowance always succeeds.
+   */
+  readonly takeAllowance: (orgId: string, kind: AllowanceKind) => Effect.Effect<boolean, StorageError>
+  readonly upsertNumber: (row: NumberRow) => Effect.Effect<void, StorageError>
+  readonly listNumbers: (orgId: string) => Effect.Effect<ReadonlyArray<NumberRow>, StorageError>
+  readonly upsertBot: (row: BotRow) => Effect.Effect<void, StorageError>
+  readonly listBots: (orgId: string) => Effect.Effect<ReadonlyArray<BotRow>, StorageError>
+}
+
+export class Organisations extends Context.Tag("@parley/core/ports/Organisations")<
+  Organisations,
+  OrganisationsService
+>() {}
+
+const byName = <A extends { readonly phoneNumber?: string; readonly name?: string }>(a: A, b: A) =>
+  (a.phoneNumber ?? a.name ?? "").localeCompare(b.phoneNumber ?? b.name ?? "")
+
+/** In-memory organisations, for tests and for embedding the core without a database. */
+export const layerMemory: Layer.Layer<Organisations> = Layer.effect(
+  Organisations,
+  Effect.gen(function*() {
+    const orgs = yield* Ref.make(new Map<string, Organisation>())
+    const numbers = yield* Ref.make(new Map<string, NumberRow>())
+    const bots = yield* Ref.make(new Map<string, BotRow>())
+    const keyOf = (orgId: string, id: string) => `${orgId}\u0000${id}`
+    return Organisations.of({
+      insert: (org) => Ref.update(orgs, (m) => new Map(m).set(org.id, org)),
+      get: (orgId) => Effect.map(Ref.get(orgs), (m) => Option.fromNullable(m.get(orgId))),
+      list: Effect.map(Ref.get(orgs), (m) => [...m.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt))),
+      update: (orgId, patch) =>
+        Ref.modify(orgs, (m) => {
+          const current = m.get(orgId)
+          if (current === undefined) return [Option.none(), m]
+          const next: Organisation = { ...current, ...patch }
+          return [Option.some(next), new Map(m).set(orgId, next)]
+        }),
+      takeAllowance: (orgId, kind) =>
+        Ref.modify(orgs, (m) => {
+          const current = m.get(orgId)
+          if (current === undefined) return [false, m]
+          const field = kind === "sms" ? "smsAllowance" : "callAllowance"
+          const left = current[field]
+          if (left === null) return [true, m]
+          if (left <= 0) return [false, m]
+          return [true, new Map(m).set(orgId, { ...current, [field]: left - 1 })]
+        }),
+      upsertNumber: (row) => Ref.update(numbers, (m) => new Map(m).set(keyOf(row.orgId, row.sid), row)),
+      listNumbers: (orgId) =>
+        Effect.map(Ref.get(numbers), (m) => [...m.values()].filter((n) => n.orgId === orgId).sort(byName)),
+      upsertBot: (row) => Ref.update(bots, (m) => new Map(m).set(keyOf(row.orgId, row.id), row)),
+      listBots: (orgId) => Effect.map(Ref.get(bots), (m) => [...m.values()].filter((b) => b.orgId === orgId).sort(byName))
+    })
+  })
+)

@@ -1,0 +1,30 @@
+/**
+ * The core under test: every domain service over the memory ports, with a
+ * fixed cursor secret and the default rate limit. Tests run with TestClock,
+ * whose time starts at 0 (1970-01-01T00:00:00Z) unless a test sets it.
+ */
+import { Effect, Layer, TestClock } from "effect"
+import { Demo } from "../src/index.js"
+import * as Authenticator from "../src/domain/Authenticator.js"
+import * as Cursors from "../src/domain/Cursors.js"
+import { RateLimitConfig } from "../src/domain/RateLimiter.js"
+import { DomainLayer, MemoryPortsLayer } from "../src/layers.js"
+
+export const CoreTestLayer = DomainLayer.pipe(
+  Layer.provideMerge(MemoryPortsLayer),
+  Layer.provideMerge(Cursors.layerFromSecret("test-secret")),
+  Layer.provideMerge(RateLimitConfig.layer(RateLimitConfig.default))
+)
+
+/** 2026-03-02T10:00:00Z, a Monday. */
+export const MONDAY_10_UTC = Date.parse("2026-03-02T10:00:00Z")
+
+/** Sets the clock, seeds the demo organisation and answers its summary (with fresh test and live keys). */
+export const seedDemo = Effect.gen(function*() {
+  yield* TestClock.setTime(MONDAY_10_UTC)
+  return yield* Demo.seedDemo()
+})
+
+/** The caller a token authenticates as (also consumes one rate-limit unit). */
+export const callerFor = (token: string) =>
+  Effect.map(Effect.flatMap(Authenticator.Authenticator, (a) => a.authenticate(token)), (r) => r.caller)
