@@ -6,8 +6,9 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import { ErrorCatalog } from "./Errors.js"
+import { finishOpenApiDocument } from "./OpenApiTransform.js"
 import { ActionId, type Scope } from "./Primitives.js"
-import { CreateAiCallRequest, CreateMessageRequest, IdempotencyHeaders } from "./Requests.js"
+import { CreateAiCallRequest, CreateMessageRequest, IDEMPOTENCY_HEADER, IdempotencyHeaders } from "./Requests.js"
 import {
   ActionRecord,
   BotList,
@@ -45,9 +46,17 @@ const scoped = (scope: Scope) =>
     Context.add(OpenApi.Transform, (operation) => ({
       ...operation,
       security: [{ bearer: [scope] }],
-      "x-required-scope": scope
+      "x-required-scope": scope,
+      ...(Array.isArray(operation.parameters) ? { parameters: operation.parameters.map(requireIdempotencyHeader) } : {})
     }))
   )
+
+/** See IdempotencyHeaders: decoded as optional, documented (and enforced) as required. */
+const requireIdempotencyHeader = (parameter: unknown): unknown =>
+  typeof parameter === "object" && parameter !== null && "name" in parameter &&
+    parameter.name === IDEMPOTENCY_HEADER
+    ? { ...parameter, required: true }
+    : parameter
 
 export class ResourcesGroup extends HttpApiGroup.make("resources")
   .add(
@@ -70,6 +79,7 @@ export class ResourcesGroup extends HttpApiGroup.make("resources")
       .annotate(OpenApi.Summary, "List up to 200 CRM message templates, ordered by name")
       .annotateContext(scoped("resources:read"))
   )
+  .middleware(Authorization)
   .annotate(OpenApi.Description, "Numbers, bots and templates the key may use.")
 {}
 
@@ -96,6 +106,7 @@ export class ConversationsGroup extends HttpApiGroup.make("conversations")
   )
   .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
   .addError(ErrorCatalog.CRM_UNAVAILABLE)
+  .middleware(Authorization)
 {}
 
 export class MessagesGroup extends HttpApiGroup.make("messages")
@@ -142,6 +153,7 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
       .annotate(OpenApi.Description, "Only Queued actions scheduled more than 30 seconds ahead can be cancelled.")
       .annotateContext(scoped("messages:write"))
   )
+  .middleware(Authorization)
 {}
 
 export class AiCallsGroup extends HttpApiGroup.make("aiCalls")
@@ -186,6 +198,7 @@ export class AiCallsGroup extends HttpApiGroup.make("aiCalls")
       .annotate(OpenApi.Description, "Only Queued calls scheduled more than 30 seconds ahead can be cancelled.")
       .annotateContext(scoped("calls:write"))
   )
+  .middleware(Authorization)
 {}
 
 export class ParleyApi extends HttpApi.make("parley")
@@ -195,10 +208,12 @@ export class ParleyApi extends HttpApi.make("parley")
   .add(AiCallsGroup)
   .addError(ErrorCatalog.INVALID_REQUEST)
   .addError(ErrorCatalog.SCOPE_MISSING)
-  .middleware(Authorization)
+  // Authorization is on each group, not here: an API-level middleware would also guard
+  // unknown routes and the extra routes (docs, health), which must answer without a key.
   .prefix("/api/v1")
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "1.0.0")
+  .annotate(OpenApi.Transform, finishOpenApiDocument)
   .annotate(
     OpenApi.Description,
     "Queue or schedule texts (SMS, WhatsApp), start outbound AI bot calls, and read back conversations, " +
@@ -207,3 +222,16 @@ export class ParleyApi extends HttpApi.make("parley")
   )
 {}
 
+
+/** The scope each endpoint requires, read back from the contract, keyed `group.endpoint` (e.g. `messages.createMessage`). */
+export const endpointScopes: ReadonlyMap<string, Scope> = (() => {
+  const scopes = new Map<string, Scope>()
+  HttpApi.reflect(ParleyApi, {
+    onGroup: () => undefined,
+    onEndpoint: ({ endpoint, group, mergedAnnotations }) => {
+      const scope = Context.getOption(mergedAnnotations, RequiredScope)
+      if (scope._tag === "Some") scopes.set(`${group.identifier}.${endpoint.name}`, scope.value)
+    }
+  })
+  return scopes
+})()

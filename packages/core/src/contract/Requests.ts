@@ -79,13 +79,20 @@ export const CreateAiCallRequest = Schema.Struct({
 ).annotations({ identifier: "CreateAiCallRequest" })
 export type CreateAiCallRequest = typeof CreateAiCallRequest.Type
 
+/**
+ * The header is optional at decoding so that its absence is the contract's
+ * own error (400 IDEMPOTENCY_KEY_REQUIRED, raised by the handler) rather than
+ * a generic schema failure; the OpenAPI document marks it required.
+ */
 export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.String.pipe(
-    Schema.minLength(1, { message: () => "Idempotency-Key header is required" }),
+  "idempotency-key": Schema.optional(Schema.String.pipe(
+    Schema.minLength(1, { message: () => "Idempotency-Key must not be empty" }),
     Schema.maxLength(128, { message: () => "Idempotency-Key must be at most 128 characters" })
-  ).annotations({
+  )).annotations({
     description:
       "Required. At most 128 characters. Retrying with the same key and payload replays the first result " +
       "(with `Idempotent-Replayed: true`); a different payload with the same key is a 400."
   })
 })
+
+export const IDEMPOTENCY_HEADER = "idempotency-key"

@@ -19,6 +19,7 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@parl
     ErrorCatalog.IDENTITY_CHANGED,
     ErrorCatalog.PILOT_PENDING,
     ErrorCatalog.SETUP_UNAVAILABLE,
+    ErrorCatalog.CRM_UNAVAILABLE,
     ErrorCatalog.INTERNAL
   ),
   security: {

@@ -54,6 +54,9 @@ export type CreateError =
   | CrmError
   | StorageError
 
+/** AI settings do not apply to texts. */
+export type CreateMessageError = Exclude<CreateError, AiCallsDisabled>
+
 export interface CreationResult {
   readonly ack: CreationAck
   readonly replayed: boolean
@@ -64,7 +67,7 @@ export interface ActionsService {
     caller: CallerInfo,
     request: CreateMessageRequest,
     idempotencyKey: string
-  ) => Effect.Effect<CreationResult, CreateError>
+  ) => Effect.Effect<CreationResult, CreateMessageError>
   readonly createAiCall: (
     caller: CallerInfo,
     request: CreateAiCallRequest,
@@ -147,12 +150,12 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
         return CreationAck.make({ id: stored.id, status, test: false })
       })
 
-    const idempotent = (
+    const idempotent = <E>(
       caller: CallerInfo,
       path: string,
       payload: CreateMessageRequest | CreateAiCallRequest,
       idempotencyKey: string,
-      create: Effect.Effect<CreationAck, CreateError>
+      create: Effect.Effect<CreationAck, E>
     ) =>
       Effect.map(
         idempotency.run(

@@ -4,9 +4,11 @@
  * event commit together or not at all.
  */
 import { Context, Effect, Layer } from "effect"
+import type { StorageError } from "./StorageError.js"
 
 export interface UnitOfWorkService {
-  readonly atomically: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Fails with StorageError when the transaction itself cannot begin or commit. */
+  readonly atomically: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageError, R>
 }
 
 export class UnitOfWork extends Context.Tag("@parley/core/ports/UnitOfWork")<UnitOfWork, UnitOfWorkService>() {}

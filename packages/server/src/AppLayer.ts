@@ -1,0 +1,38 @@
+/**
+ * The whole application, assembled: the core's domain over the SQL ports on
+ * the configured database. The HTTP server and every CLI command share it.
+ */
+import { AiCallProvider, Carrier, DomainLayer, RateLimiter } from "@parley/core"
+import { Effect, Layer } from "effect"
+import { ServerConfig } from "./config/ServerConfig.js"
+import { DatabaseLive } from "./store/Database.js"
+import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
+import * as SqlCrm from "./store/SqlCrm.js"
+import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
+import * as SqlOrganisations from "./store/SqlOrganisations.js"
+import { CursorSignerLayer, EventOutboxLayer, RateLimitStoreLayer, UnitOfWorkLayer } from "./store/SqlSmallPorts.js"
+
+const RateLimitConfigLive = Layer.effect(
+  RateLimiter.RateLimitConfig,
+  Effect.map(ServerConfig, (config) => ({ limit: config.rateLimitPerMinute, windowSeconds: 60 }))
+)
+
+/** Every storage port on SQL, plus the simulated carrier and AI-call provider (the embedded defaults). */
+export const SqlPortsLive = Layer.mergeAll(
+  SqlOrganisations.layer,
+  SqlApiKeyStore.layer,
+  SqlIdempotencyStore.layer,
+  SqlCrm.layer,
+  RateLimitStoreLayer,
+  EventOutboxLayer,
+  UnitOfWorkLayer,
+  CursorSignerLayer,
+  Carrier.layerMemory,
+  AiCallProvider.layerMemory
+).pipe(Layer.provideMerge(DatabaseLive))
+
+/** The domain services and the ports they run on; needs only ServerConfig. */
+export const AppLive = DomainLayer.pipe(
+  Layer.provideMerge(SqlPortsLive),
+  Layer.provideMerge(RateLimitConfigLive)
+)

@@ -1,0 +1,22 @@
+/** `parley serve`: the HTTP server (what `pnpm start` runs, with --demo). */
+import { Command, Options } from "@effect/cli"
+import { Demo } from "@parley/core"
+import { Console, Effect, Layer } from "effect"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { HttpServerLive } from "../../http/HttpServerLive.js"
+import { describeDemo } from "./demo.js"
+
+const withDemo = Options.boolean("demo").pipe(
+  Options.withDescription("Seed the demo organisation and print its keys and a curl to try")
+)
+
+export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig
+    if (demo) {
+      const summary = yield* Demo.seedDemo()
+      yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
+      yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
+    }
+    return yield* Layer.launch(HttpServerLive)
+  })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))

@@ -1,0 +1,49 @@
+/**
+ * The one place that reads configuration. Parley is configured from the
+ * environment only:
+ * - PORT (default 8787)
+ * - PARLEY_DATA_DIR (default ./.parley; holds the SQLite file parley.db)
+ * - PARLEY_RATE_LIMIT_PER_MINUTE (default 60, per API key)
+ * - LOG_LEVEL (default info: debug, info, warn, error, none)
+ * - PARLEY_MAX_BODY_BYTES (default 65536)
+ */
+import { Config, Context, Effect, Layer, LogLevel } from "effect"
+
+export interface ServerSettings {
+  readonly port: number
+  readonly dataDir: string
+  readonly rateLimitPerMinute: number
+  readonly logLevel: LogLevel.LogLevel
+  readonly maxBodyBytes: number
+}
+
+const logLevel = Config.literal("debug", "info", "warn", "error", "none")("LOG_LEVEL").pipe(
+  Config.withDefault("info" as const),
+  Config.map((level) => {
+    switch (level) {
+      case "debug": return LogLevel.Debug
+      case "info": return LogLevel.Info
+      case "warn": return LogLevel.Warning
+      case "error": return LogLevel.Error
+      case "none": return LogLevel.None
+    }
+  })
+)
+
+export const settingsConfig: Config.Config<ServerSettings> = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(8787)),
+  dataDir: Config.string("PARLEY_DATA_DIR").pipe(Config.withDefault("./.parley")),
+  rateLimitPerMinute: Config.integer("PARLEY_RATE_LIMIT_PER_MINUTE").pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(60)
+  ),
+  logLevel,
+  maxBodyBytes: Config.integer("PARLEY_MAX_BODY_BYTES").pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(64 * 1024)
+  )
+})
+
+export class ServerConfig extends Context.Tag("@parley/server/ServerConfig")<ServerConfig, ServerSettings>() {
+  static readonly layer = Layer.effect(ServerConfig, Effect.orDie(settingsConfig))
+}

@@ -1,0 +1,47 @@
+/**
+ * The one error mapper of the HTTP layer. Errors that the contract encodes
+ * itself (handler and middleware failures) never come here; this writes the
+ * spec's error body for what happens around the contract — unknown routes,
+ * wrong methods, oversized or malformed bodies, and unexpected failures — and
+ * turns infrastructure failures into their contract errors.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { type ApiError, Crm, CrmUnavailable, errorStatusAndCode, SetupUnavailable, StorageError } from "@parley/core"
+import { Effect } from "effect"
+
+export const errorResponse = (
+  error: ApiError,
+  requestId: string,
+  headers: Record<string, string> = {}
+): HttpServerResponse.HttpServerResponse => {
+  const { code, status } = errorStatusAndCode(error)
+  return HttpServerResponse.unsafeJson({ error: { code, message: error.message, requestId } }, { status, headers })
+}
+
+/** A short, secret-free description of a failure's cause for the log: its class and code, never its message or SQL. */
+export const describeCause = (cause: unknown): string => {
+  const inner = cause instanceof StorageError || cause instanceof Crm.CrmError ? cause.cause : cause
+  const nested = typeof inner === "object" && inner !== null && "cause" in inner ? inner.cause : inner
+  const name = nested instanceof Error ? nested.name : typeof nested
+  const code = typeof nested === "object" && nested !== null && "code" in nested ? String(nested.code) : undefined
+  return code === undefined ? name : `${name}(${code})`
+}
+
+/** Storage down → 503 SETUP_UNAVAILABLE; CRM failure → 502 CRM_UNAVAILABLE. The cause is logged without details. */
+export const infrastructureErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(
+    effect,
+    (error): error is Extract<E, StorageError | Crm.CrmError> =>
+      error instanceof StorageError || error instanceof Crm.CrmError,
+    (error) =>
+      Effect.gen(function*() {
+        yield* Effect.annotateLogs(Effect.logError("infrastructure failure"), {
+          operation: error.operation,
+          cause: describeCause(error)
+        })
+        const failure: SetupUnavailable | CrmUnavailable = error instanceof StorageError
+          ? new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." })
+          : new CrmUnavailable({ message: "The CRM did not answer; retry shortly." })
+        return yield* Effect.fail(failure)
+      })
+  )

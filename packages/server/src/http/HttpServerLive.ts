@@ -1,0 +1,45 @@
+/**
+ * The HTTP server: /api/v1 from the contract, its handlers and middleware,
+ * the extra routes, and the request pipeline around all of it, on node:http.
+ */
+import { createServer } from "node:http"
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { ParleyApi } from "@parley/core"
+import { Effect, Layer } from "effect"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { AuthorizationLive } from "./Authorization.js"
+import { DecodeErrorsLive } from "./DecodeErrors.js"
+import { ExtraRoutesLive } from "./ExtraRoutes.js"
+import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
+import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
+import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
+import { requestPipeline } from "./RequestPipeline.js"
+
+const ApiLive = HttpApiBuilder.api(ParleyApi).pipe(
+  Layer.provide([ResourcesHandlers, ConversationsHandlers, MessagesHandlers, AiCallsHandlers]),
+  Layer.provide(AuthorizationLive)
+)
+
+/**
+ * The request pipeline wraps the app itself, not the server: a middleware
+ * given to the server sees responses only after they have been written.
+ */
+const ServeLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const config = yield* ServerConfig
+    const app = yield* HttpApiBuilder.httpApp
+    return HttpServer.serve(requestPipeline({ maxBodyBytes: config.maxBodyBytes })(app))
+  })
+).pipe(Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]))
+
+export const HttpServerLive = Layer.unwrapEffect(
+  Effect.map(ServerConfig, (config) =>
+    ServeLive.pipe(
+      Layer.provide(ExtraRoutesLive),
+      Layer.provide(DecodeErrorsLive),
+      Layer.provide(ApiLive),
+      HttpServer.withLogAddress,
+      Layer.provide(NodeHttpServer.layer(createServer, { port: config.port }))
+    ))
+)

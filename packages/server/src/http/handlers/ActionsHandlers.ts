@@ -1,0 +1,61 @@
+/**
+ * POST/GET/cancel for /messages and /ai-calls. A replayed creation carries
+ * `Idempotent-Replayed: true`, as Stripe's does.
+ */
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { Actions, IdempotencyKeyRequired, ParleyApi } from "@parley/core"
+import { Effect } from "effect"
+import { guarded } from "./guard.js"
+
+const markReplayed = HttpApp.appendPreResponseHandler((_request, response) =>
+  Effect.succeed(HttpServerResponse.setHeader(response, "idempotent-replayed", "true"))
+)
+
+/** Absent header: the contract's own 400 rather than a schema failure (see IdempotencyHeaders). */
+const idempotencyKey = (
+  headers: { readonly "idempotency-key"?: string | undefined }
+): Effect.Effect<string, IdempotencyKeyRequired> => {
+  const key = headers["idempotency-key"]
+  return key === undefined
+    ? Effect.fail(
+      new IdempotencyKeyRequired({
+        message: "The Idempotency-Key header is required: send a unique key (at most 128 characters) per new request."
+      })
+    )
+    : Effect.succeed(key)
+}
+
+const acknowledge = ({ ack, replayed }: Actions.CreationResult) =>
+  replayed ? Effect.as(markReplayed, ack) : Effect.succeed(ack)
+
+export const MessagesHandlers = HttpApiBuilder.group(ParleyApi, "messages", (handlers) =>
+  Effect.gen(function*() {
+    const actions = yield* Actions.Actions
+    return handlers
+      .handle("createMessage", ({ headers, payload }) =>
+        guarded("messages.createMessage", (caller) =>
+          idempotencyKey(headers).pipe(
+            Effect.flatMap((key) => actions.createMessage(caller, payload, key)),
+            Effect.flatMap(acknowledge)
+          )))
+      .handle("getMessage", ({ path }) =>
+        guarded("messages.getMessage", (caller) => actions.get(caller, "message", path.id)))
+      .handle("cancelMessage", ({ path }) =>
+        guarded("messages.cancelMessage", (caller) => actions.cancel(caller, "message", path.id)))
+  }))
+
+export const AiCallsHandlers = HttpApiBuilder.group(ParleyApi, "aiCalls", (handlers) =>
+  Effect.gen(function*() {
+    const actions = yield* Actions.Actions
+    return handlers
+      .handle("createAiCall", ({ headers, payload }) =>
+        guarded("aiCalls.createAiCall", (caller) =>
+          idempotencyKey(headers).pipe(
+            Effect.flatMap((key) => actions.createAiCall(caller, payload, key)),
+            Effect.flatMap(acknowledge)
+          )))
+      .handle("getAiCall", ({ path }) =>
+        guarded("aiCalls.getAiCall", (caller) => actions.get(caller, "ai_call", path.id)))
+      .handle("cancelAiCall", ({ path }) =>
+        guarded("aiCalls.cancelAiCall", (caller) => actions.cancel(caller, "ai_call", path.id)))
+  }))

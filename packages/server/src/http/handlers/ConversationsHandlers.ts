@@ -1,0 +1,15 @@
+/** GET /conversations and /conversations/{id}. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Conversations, ParleyApi } from "@parley/core"
+import { Effect } from "effect"
+import { guarded } from "./guard.js"
+
+export const ConversationsHandlers = HttpApiBuilder.group(ParleyApi, "conversations", (handlers) =>
+  Effect.gen(function*() {
+    const conversations = yield* Conversations.Conversations
+    return handlers
+      .handle("listConversations", ({ urlParams }) =>
+        guarded("conversations.listConversations", (caller) => conversations.list(caller, urlParams.cursor)))
+      .handle("getConversation", ({ path, urlParams }) =>
+        guarded("conversations.getConversation", (caller) => conversations.messages(caller, path.id, urlParams.cursor)))
+  }))

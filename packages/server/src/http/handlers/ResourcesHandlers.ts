@@ -1,0 +1,25 @@
+/** GET /numbers, /bots, /templates. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Directory, ParleyApi } from "@parley/core"
+import { Effect } from "effect"
+import { guarded } from "./guard.js"
+
+export const ResourcesHandlers = HttpApiBuilder.group(ParleyApi, "resources", (handlers) =>
+  Effect.gen(function*() {
+    const directory = yield* Directory.Directory
+    return handlers
+      .handle("listNumbers", () =>
+        guarded("resources.listNumbers", (caller) => Effect.map(directory.numbers(caller), (items) => ({ items }))))
+      .handle("listBots", () =>
+        guarded("resources.listBots", (caller) =>
+          Effect.map(directory.bots(caller), (items) => ({
+            items,
+            managementUrl: caller.organisation.botsManagementUrl
+          }))))
+      .handle("listTemplates", () =>
+        guarded("resources.listTemplates", (caller) =>
+          Effect.map(directory.templates(caller), (items) => ({
+            items,
+            managementUrl: caller.organisation.templatesManagementUrl
+          }))))
+  }))

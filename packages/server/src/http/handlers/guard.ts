@@ -1,0 +1,20 @@
+/**
+ * What every handler does before its own work: read the caller the
+ * Authorization middleware provided, enforce the scope the contract names for
+ * this endpoint, and turn infrastructure failures into contract errors.
+ */
+import { Caller, type CallerInfo, endpointScopes, Scopes } from "@parley/core"
+import { Effect } from "effect"
+import { infrastructureErrors } from "../ErrorResponses.js"
+
+export const guarded = <A, E, R>(
+  endpoint: string,
+  work: (caller: CallerInfo) => Effect.Effect<A, E, R>
+) =>
+  Effect.gen(function*() {
+    const scope = endpointScopes.get(endpoint)
+    if (scope === undefined) return yield* Effect.dieMessage(`no scope in the contract for ${endpoint}`)
+    const caller = yield* Caller
+    yield* Scopes.requireScope(scope)
+    return yield* work(caller)
+  }).pipe(infrastructureErrors)

@@ -1,0 +1,306 @@
+/**
+ * The embedded CRM: Parley's default system of record, in the same database
+ * as everything else. Actions get their numeric ids from the auto-increment
+ * key, so "newest first" is "highest id first" and pages are keyset scans.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { CallMode, Crm, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core"
+import { Effect, Layer, Option, Schema } from "effect"
+import { DbInt, DbJson, NullableString, storage } from "./rows.js"
+
+const ConnectionRow = Schema.Struct({
+  state: Schema.Literal("connected", "disconnected", "identity_changed"),
+  account_id: NullableString,
+  account_name: NullableString,
+  permissions: Schema.NullOr(DbJson(Schema.Struct({
+    modules: Schema.Array(CrmModule),
+    actionsView: Schema.Literal("all", "own", "none"),
+    actionsWrite: Schema.Boolean,
+    templates: Schema.Boolean
+  })))
+})
+
+const TemplateRow = Schema.Struct({
+  org_id: Schema.String,
+  id: Schema.String,
+  crm_id: Schema.String,
+  record_type: NullableString,
+  name: Schema.String,
+  body: Schema.String
+})
+
+const RecordRow = Schema.Struct({
+  org_id: Schema.String,
+  module: CrmModule,
+  id: Schema.String,
+  name: Schema.String,
+  phone: NullableString,
+  owner_id: NullableString,
+  fields: DbJson(Schema.Record({ key: Schema.String, value: Schema.String }))
+})
+
+export const ActionRow = Schema.Struct({
+  id: Schema.Union(Schema.Number, Schema.String),
+  org_id: Schema.String,
+  kind: Schema.Literal("message", "ai_call"),
+  type: RecordType,
+  direction: Direction,
+  status: RecordStatus,
+  line: Schema.String,
+  counterpart: Schema.String,
+  from_number_sid: NullableString,
+  body: Schema.String,
+  bot_id: NullableString,
+  mode: Schema.NullOr(CallMode),
+  purpose_message: NullableString,
+  template_id: NullableString,
+  wa_content_sid: NullableString,
+  wa_content_variables: Schema.NullOr(DbJson(Schema.Record({ key: Schema.String, value: Schema.String }))),
+  read_at: NullableString,
+  at: Schema.String,
+  scheduled_for: NullableString,
+  due_at: DbInt,
+  owner_id: NullableString,
+  owner_name: NullableString,
+  record_module: Schema.NullOr(CrmModule),
+  record_id: NullableString,
+  record_name: NullableString,
+  linked_records: DbJson(Schema.Array(LinkedRecord)),
+  sid: NullableString,
+  audio_file_id: NullableString,
+  error_message: NullableString,
+  sent_by: NullableString,
+  modified: Schema.String,
+  api_key_id: NullableString
+})
+
+export const toAction = (r: typeof ActionRow.Type): Crm.CrmAction => ({
+  id: String(r.id),
+  orgId: r.org_id,
+  kind: r.kind,
+  type: r.type,
+  direction: r.direction,
+  status: r.status,
+  line: r.line,
+  counterpart: r.counterpart,
+  fromNumberSid: r.from_number_sid,
+  body: r.body,
+  botId: r.bot_id,
+  mode: r.mode,
+  purposeMessage: r.purpose_message,
+  templateId: r.template_id,
+  whatsAppContentSid: r.wa_content_sid,
+  whatsAppContentVariables: r.wa_content_variables,
+  read: r.read_at,
+  at: r.at,
+  scheduledFor: r.scheduled_for,
+  dueAt: r.due_at,
+  owner: r.owner_id === null ? null : { id: r.owner_id, name: r.owner_name ?? "" },
+  record: r.record_module === null || r.record_id === null
+    ? null
+    : { module: r.record_module, id: r.record_id, name: r.record_name ?? "" },
+  linkedRecords: r.linked_records,
+  sid: r.sid,
+  audioFileId: r.audio_file_id,
+  errorMessage: r.error_message,
+  sentBy: r.sent_by,
+  modified: r.modified,
+  apiKeyId: r.api_key_id
+})
+
+export const fromAction = (a: Crm.NewAction) => ({
+  org_id: a.orgId,
+  kind: a.kind,
+  type: a.type,
+  direction: a.direction,
+  status: a.status,
+  line: a.line,
+  counterpart: a.counterpart,
+  from_number_sid: a.fromNumberSid,
+  body: a.body,
+  bot_id: a.botId,
+  mode: a.mode,
+  purpose_message: a.purposeMessage,
+  template_id: a.templateId,
+  wa_content_sid: a.whatsAppContentSid,
+  wa_content_variables: a.whatsAppContentVariables === null ? null : JSON.stringify(a.whatsAppContentVariables),
+  read_at: a.read,
+  at: a.at,
+  scheduled_for: a.scheduledFor,
+  due_at: a.dueAt,
+  owner_id: a.owner?.id ?? null,
+  owner_name: a.owner?.name ?? null,
+  record_module: a.record?.module ?? null,
+  record_id: a.record?.id ?? null,
+  record_name: a.record?.name ?? null,
+  linked_records: JSON.stringify(a.linkedRecords),
+  sid: a.sid,
+  audio_file_id: a.audioFileId,
+  error_message: a.errorMessage,
+  sent_by: a.sentBy,
+  modified: a.modified,
+  api_key_id: a.apiKeyId
+})
+
+const decodeActions = Schema.decodeUnknown(Schema.Array(ActionRow))
+
+export const layer = Layer.effect(
+  Crm.Crm,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const connection = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ConnectionRow,
+      execute: (orgId) => sql`SELECT state, account_id, account_name, permissions FROM crm_connections
+                              WHERE org_id = ${orgId}`
+    })
+    const templates = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: Schema.String, limit: Schema.Number }),
+      Result: TemplateRow,
+      execute: ({ limit, orgId }) =>
+        sql`SELECT * FROM templates WHERE org_id = ${orgId} ORDER BY name, id LIMIT ${limit}`
+    })
+    const template = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: Schema.String, id: Schema.String }),
+      Result: TemplateRow,
+      execute: ({ id, orgId }) => sql`SELECT * FROM templates WHERE org_id = ${orgId} AND id = ${id}`
+    })
+    const record = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: Schema.String, module: Schema.String, id: Schema.String }),
+      Result: RecordRow,
+      execute: ({ id, module, orgId }) =>
+        sql`SELECT * FROM crm_records WHERE org_id = ${orgId} AND module = ${module} AND id = ${id}`
+    })
+    const records = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: RecordRow,
+      execute: (orgId) => sql`SELECT * FROM crm_records WHERE org_id = ${orgId} ORDER BY module, id`
+    })
+    const action = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: Schema.String, id: Schema.String }),
+      Result: ActionRow,
+      execute: ({ id, orgId }) => sql`SELECT * FROM actions WHERE org_id = ${orgId} AND id = ${id}`
+    })
+    const lastInbound = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: Schema.String, line: Schema.String, counterpart: Schema.String }),
+      Result: Schema.Struct({ at: Schema.String }),
+      execute: ({ counterpart, line, orgId }) =>
+        sql`SELECT at FROM actions WHERE org_id = ${orgId} AND line = ${line} AND counterpart = ${counterpart}
+            AND type = 'WhatsApp' AND direction = 'Inbound' ORDER BY id DESC LIMIT 1`
+    })
+
+    const toTemplate = (t: typeof TemplateRow.Type): Crm.TemplateRow => ({
+      orgId: t.org_id,
+      id: t.id,
+      crmId: t.crm_id,
+      recordType: t.record_type,
+      name: t.name,
+      body: t.body
+    })
+    const toRecord = (r: typeof RecordRow.Type): Crm.CrmRecord => ({
+      orgId: r.org_id,
+      module: r.module,
+      id: r.id,
+      name: r.name,
+      phone: r.phone,
+      ownerId: r.owner_id,
+      fields: r.fields
+    })
+
+    return Crm.Crm.of({
+      connection: (orgId) =>
+        storage("crm.connection")(Effect.map(connection(orgId), (found): Crm.CrmConnection => {
+          if (Option.isNone(found)) return { state: "disconnected" }
+          const row = found.value
+          if (row.state === "disconnected" || row.account_id === null || row.permissions === null) {
+            return { state: "disconnected" }
+          }
+          const account: Crm.CrmAccount = {
+            id: row.account_id,
+            name: row.account_name ?? row.account_id,
+            permissions: row.permissions
+          }
+          return row.state === "connected" ? { state: "connected", account } : { state: "identity_changed", account }
+        })),
+      setConnection: (orgId, c) => {
+        const account = c.state === "disconnected" ? null : c.account
+        return storage("crm.setConnection")(sql`INSERT INTO crm_connections ${
+          sql.insert({
+            org_id: orgId,
+            state: c.state,
+            account_id: account?.id ?? null,
+            account_name: account?.name ?? null,
+            permissions: account === null ? null : JSON.stringify(account.permissions)
+          })
+        } ON CONFLICT (org_id) DO UPDATE SET state = excluded.state, account_id = excluded.account_id,
+          account_name = excluded.account_name, permissions = excluded.permissions`)
+      },
+      listTemplates: (orgId, limit) =>
+        storage("crm.listTemplates")(Effect.map(templates({ orgId, limit }), (rows) => rows.map(toTemplate))),
+      findTemplate: (orgId, id) =>
+        storage("crm.findTemplate")(Effect.map(template({ orgId, id }), Option.map(toTemplate))),
+      upsertTemplate: (t) =>
+        storage("crm.upsertTemplate")(sql`INSERT INTO templates ${
+          sql.insert({ org_id: t.orgId, id: t.id, crm_id: t.crmId, record_type: t.recordType, name: t.name, body: t.body })
+        } ON CONFLICT (org_id, id) DO UPDATE SET crm_id = excluded.crm_id, record_type = excluded.record_type,
+          name = excluded.name, body = excluded.body`),
+      findRecord: (orgId, module, id) =>
+        storage("crm.findRecord")(Effect.map(record({ orgId, module, id }), Option.map(toRecord))),
+      upsertRecord: (r) =>
+        storage("crm.upsertRecord")(sql`INSERT INTO crm_records ${
+          sql.insert({
+            org_id: r.orgId,
+            module: r.module,
+            id: r.id,
+            name: r.name,
+            phone: r.phone,
+            owner_id: r.ownerId,
+            fields: JSON.stringify(r.fields)
+          })
+        } ON CONFLICT (org_id, module, id) DO UPDATE SET name = excluded.name, phone = excluded.phone,
+          owner_id = excluded.owner_id, fields = excluded.fields`),
+      listRecords: (orgId) => storage("crm.listRecords")(Effect.map(records(orgId), (rows) => rows.map(toRecord))),
+      insertAction: (a) =>
+        storage("crm.insertAction")(Effect.gen(function*() {
+          const rows = yield* sql`INSERT INTO actions ${sql.insert(fromAction(a))} RETURNING id`
+          const [row] = yield* Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(Schema.Number, Schema.String) })))(rows)
+          if (row === undefined) return yield* Effect.dieMessage("INSERT … RETURNING returned no row")
+          return { ...a, id: String(row.id) }
+        })),
+      findAction: (orgId, id) => storage("crm.findAction")(Effect.map(action({ orgId, id }), Option.map(toAction))),
+      queryActions: (q) =>
+        storage("crm.queryActions")(Effect.gen(function*() {
+          const conditions = [
+            sql`org_id = ${q.orgId}`,
+            sql.in("kind", q.kinds),
+            ...(q.lines === null ? [] : [q.lines.length === 0 ? sql`1 = 0` : sql.in("line", q.lines)]),
+            ...(q.ownerId === null ? [] : [sql`owner_id = ${q.ownerId}`]),
+            ...(q.conversation === null
+              ? []
+              : [sql`line = ${q.conversation.line}`, sql`counterpart = ${q.conversation.counterpart}`]),
+            ...(q.beforeId === null ? [] : [sql`id < ${Number(q.beforeId)}`])
+          ]
+          const rows = yield* sql`SELECT * FROM actions WHERE ${sql.and(conditions)} ORDER BY id DESC LIMIT ${q.limit}`
+          return (yield* decodeActions(rows)).map(toAction)
+        })),
+      cancelAction: (orgId, kind, id, notBefore, at) =>
+        storage("crm.cancelAction")(Effect.gen(function*() {
+          // The same condition the dispatcher's claim checks: exactly one of them can win the row.
+          const updated = yield* sql`UPDATE actions SET status = 'Cancelled', modified = ${at}
+            WHERE org_id = ${orgId} AND id = ${Number(id)} AND kind = ${kind}
+              AND status = 'Queued' AND scheduled_for IS NOT NULL AND due_at > ${Date.parse(notBefore)}
+            RETURNING *`
+          const [row] = yield* decodeActions(updated)
+          if (row !== undefined) return { _tag: "Cancelled" as const, action: toAction(row) }
+          const current = yield* action({ orgId, id })
+          if (Option.isNone(current) || current.value.kind !== kind) return { _tag: "NotFound" as const }
+          return { _tag: "NotCancellable" as const, action: toAction(current.value) }
+        })),
+      lastInboundWhatsApp: (orgId, line, counterpart) =>
+        storage("crm.lastInboundWhatsApp")(
+          Effect.map(lastInbound({ orgId, line, counterpart }), Option.map((r) => r.at))
+        )
+    })
+  })
+)

@@ -1,0 +1,180 @@
+/** Organisations, their numbers and bots, in SQL. */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Organisations } from "@parley/core"
+import { Effect, Layer, Option, Schema } from "effect"
+import { bool, DbBool, DbInt, NullableString, storage } from "./rows.js"
+
+const OrganisationRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  subscription_active: DbBool,
+  seat_active: DbBool,
+  pilot_open: DbBool,
+  ai_calls_enabled: DbBool,
+  timezone: Schema.String,
+  sending_hours: Schema.String,
+  sms_allowance: Schema.NullOr(DbInt),
+  call_allowance: Schema.NullOr(DbInt),
+  bots_management_url: NullableString,
+  templates_management_url: NullableString,
+  created_at: Schema.String
+})
+
+const toOrganisation = (row: typeof OrganisationRow.Type): Organisations.Organisation => ({
+  id: row.id,
+  name: row.name,
+  subscriptionActive: row.subscription_active,
+  seatActive: row.seat_active,
+  pilotOpen: row.pilot_open,
+  aiCallsEnabled: row.ai_calls_enabled,
+  timezone: row.timezone,
+  sendingHours: row.sending_hours,
+  smsAllowance: row.sms_allowance,
+  callAllowance: row.call_allowance,
+  botsManagementUrl: row.bots_management_url,
+  templatesManagementUrl: row.templates_management_url,
+  createdAt: row.created_at
+})
+
+const fromOrganisation = (org: Organisations.Organisation) => ({
+  id: org.id,
+  name: org.name,
+  subscription_active: bool(org.subscriptionActive),
+  seat_active: bool(org.seatActive),
+  pilot_open: bool(org.pilotOpen),
+  ai_calls_enabled: bool(org.aiCallsEnabled),
+  timezone: org.timezone,
+  sending_hours: org.sendingHours,
+  sms_allowance: org.smsAllowance,
+  call_allowance: org.callAllowance,
+  bots_management_url: org.botsManagementUrl,
+  templates_management_url: org.templatesManagementUrl,
+  created_at: org.createdAt
+})
+
+const NumberRow = Schema.Struct({
+  org_id: Schema.String,
+  sid: Schema.String,
+  phone_number: Schema.String,
+  friendly_name: Schema.String,
+  sms: DbBool,
+  voice: DbBool,
+  whatsapp: DbBool,
+  voice_outbound_bot_id: NullableString
+})
+
+const BotRow = Schema.Struct({
+  org_id: Schema.String,
+  id: Schema.String,
+  name: Schema.String,
+  description: NullableString,
+  active: DbBool,
+  direction: Schema.Literal("outbound", "inbound")
+})
+
+export const layer = Layer.effect(
+  Organisations.Organisations,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const findOrg = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: OrganisationRow,
+      execute: (id) => sql`SELECT * FROM organisations WHERE id = ${id}`
+    })
+    const listOrgs = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: OrganisationRow,
+      execute: () => sql`SELECT * FROM organisations ORDER BY created_at, id`
+    })
+    const listNumbers = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: NumberRow,
+      execute: (orgId) => sql`SELECT * FROM numbers WHERE org_id = ${orgId} ORDER BY phone_number, sid`
+    })
+    const listBots = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: BotRow,
+      execute: (orgId) => sql`SELECT * FROM bots WHERE org_id = ${orgId} ORDER BY name, id`
+    })
+
+    const get = (orgId: string) => Effect.map(findOrg(orgId), Option.map(toOrganisation))
+
+    return Organisations.Organisations.of({
+      insert: (org) => storage("organisations.insert")(sql`INSERT INTO organisations ${sql.insert(fromOrganisation(org))}`),
+      get: (orgId) => storage("organisations.get")(get(orgId)),
+      list: storage("organisations.list")(Effect.map(listOrgs(undefined), (rows) => rows.map(toOrganisation))),
+      update: (orgId, patch) =>
+        storage("organisations.update")(
+          sql.withTransaction(Effect.gen(function*() {
+            const current = yield* get(orgId)
+            if (Option.isNone(current)) return Option.none()
+            const next = { ...current.value, ...patch }
+            const { id: _id, created_at: _created, ...columns } = fromOrganisation(next)
+            yield* sql`UPDATE organisations SET ${sql.update(columns)} WHERE id = ${orgId}`
+            return Option.some(next)
+          }))
+        ),
+      takeAllowance: (orgId, kind) =>
+        storage("organisations.takeAllowance")(
+          Effect.map(
+            kind === "sms"
+              ? sql`UPDATE organisations SET sms_allowance = sms_allowance - 1
+                    WHERE id = ${orgId} AND (sms_allowance IS NULL OR sms_allowance > 0) RETURNING id`
+              : sql`UPDATE organisations SET call_allowance = call_allowance - 1
+                    WHERE id = ${orgId} AND (call_allowance IS NULL OR call_allowance > 0) RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        ),
+      upsertNumber: (n) =>
+        storage("organisations.upsertNumber")(sql`INSERT INTO numbers ${
+          sql.insert({
+            org_id: n.orgId,
+            sid: n.sid,
+            phone_number: n.phoneNumber,
+            friendly_name: n.friendlyName,
+            sms: bool(n.sms),
+            voice: bool(n.voice),
+            whatsapp: bool(n.whatsApp),
+            voice_outbound_bot_id: n.voiceOutboundBotId
+          })
+        } ON CONFLICT (org_id, sid) DO UPDATE SET phone_number = excluded.phone_number,
+          friendly_name = excluded.friendly_name, sms = excluded.sms, voice = excluded.voice,
+          whatsapp = excluded.whatsapp, voice_outbound_bot_id = excluded.voice_outbound_bot_id`),
+      listNumbers: (orgId) =>
+        storage("organisations.listNumbers")(Effect.map(listNumbers(orgId), (rows) =>
+          rows.map((r) => ({
+            orgId: r.org_id,
+            sid: r.sid,
+            phoneNumber: r.phone_number,
+            friendlyName: r.friendly_name,
+            sms: r.sms,
+            voice: r.voice,
+            whatsApp: r.whatsapp,
+            voiceOutboundBotId: r.voice_outbound_bot_id
+          })))),
+      upsertBot: (b) =>
+        storage("organisations.upsertBot")(sql`INSERT INTO bots ${
+          sql.insert({
+            org_id: b.orgId,
+            id: b.id,
+            name: b.name,
+            description: b.description,
+            active: bool(b.active),
+            direction: b.direction
+          })
+        } ON CONFLICT (org_id, id) DO UPDATE SET name = excluded.name, description = excluded.description,
+          active = excluded.active, direction = excluded.direction`),
+      listBots: (orgId) =>
+        storage("organisations.listBots")(Effect.map(listBots(orgId), (rows) =>
+          rows.map((r) => ({
+            orgId: r.org_id,
+            id: r.id,
+            name: r.name,
+            description: r.description,
+            active: r.active,
+            direction: r.direction
+          }))))
+    })
+  })
+)

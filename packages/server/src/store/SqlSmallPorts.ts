@@ -1,0 +1,91 @@
+/**
+ * The small SQL ports: rate-limit counters, the event outbox, the unit of
+ * work (a database transaction) and the installation's cursor secret.
+ */
+import { SqlClient, SqlError, SqlSchema } from "@effect/sql"
+import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "@parley/core"
+import { Effect, Layer, Option, Schema } from "effect"
+import { DbInt, storage } from "./rows.js"
+
+/** One statement per request: count it in the current window, or start a new window. */
+export const RateLimitStoreLayer = Layer.effect(
+  RateLimitStore.RateLimitStore,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const hit = SqlSchema.single({
+      Request: Schema.Struct({ key: Schema.String, windowStart: Schema.Number }),
+      Result: Schema.Struct({ count: DbInt }),
+      execute: ({ key, windowStart }) =>
+        sql`INSERT INTO rate_limits (key, window_start, count) VALUES (${key}, ${windowStart}, 1)
+            ON CONFLICT (key) DO UPDATE SET
+              count = CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.count + 1 ELSE 1 END,
+              window_start = excluded.window_start
+            RETURNING count`
+    })
+    return RateLimitStore.RateLimitStore.of({
+      hit: (key, windowStart) =>
+        storage("rateLimits.hit")(Effect.map(hit({ key, windowStart }), (row) => row.count))
+    })
+  })
+)
+
+const EventRow = Schema.Struct({
+  id: Schema.String,
+  org_id: Schema.String,
+  type: Schema.String,
+  timestamp: Schema.String,
+  payload: Schema.String
+})
+
+export const EventOutboxLayer = Layer.effect(
+  EventOutbox.EventOutbox,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const list = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: EventRow,
+      execute: (orgId) => sql`SELECT id, org_id, type, timestamp, payload FROM events WHERE org_id = ${orgId} ORDER BY seq`
+    })
+    return EventOutbox.EventOutbox.of({
+      append: (e) =>
+        storage("events.append")(sql`INSERT INTO events ${
+          sql.insert({ id: e.id, org_id: e.orgId, type: e.type, timestamp: e.timestamp, payload: e.payload })
+        }`),
+      list: (orgId) =>
+        storage("events.list")(Effect.map(list(orgId), (rows) =>
+          rows.map((r) => ({ id: r.id, orgId: r.org_id, type: r.type, timestamp: r.timestamp, payload: r.payload }))))
+    })
+  })
+)
+
+export const UnitOfWorkLayer = Layer.effect(
+  UnitOfWork.UnitOfWork,
+  Effect.map(SqlClient.SqlClient, (sql) =>
+    UnitOfWork.UnitOfWork.of({
+      // Repositories already turn their own SQL failures into StorageError; what is left is BEGIN/COMMIT.
+      atomically: (effect) =>
+        Effect.mapError(
+          sql.withTransaction(effect),
+          (error) => error instanceof SqlError.SqlError ? new StorageError({ operation: "transaction", cause: error }) : error
+        )
+    }))
+)
+
+const CURSOR_SECRET = "cursor_secret"
+
+/** The installation's cursor secret, created on first start and shared by every process on the database. */
+export const CursorSignerLayer = Layer.effect(
+  Cursors.CursorSigner,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const read = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ value: Schema.String }),
+      execute: (name) => sql`SELECT value FROM settings WHERE name = ${name}`
+    })
+    yield* sql`INSERT INTO settings (name, value) VALUES (${CURSOR_SECRET}, ${Cursors.newSecret()})
+               ON CONFLICT (name) DO NOTHING`
+    const secret = yield* read(CURSOR_SECRET)
+    return Cursors.make(Option.getOrElse(Option.map(secret, (s) => s.value), Cursors.newSecret))
+  }).pipe(Effect.orDie)
+)

@@ -1,0 +1,178 @@
+/**
+ * Versioned schema migrations, run by @effect/sql's Migrator at start-up (and
+ * by every CLI command) for SQLite and Postgres alike. The SQL is portable:
+ * booleans are 0/1 integers, timestamps ISO text, epoch milliseconds BIGINT,
+ * JSON as text. The only dialect difference, the auto-increment key, is
+ * `autoId` below.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+const autoId = Effect.map(SqlClient.SqlClient, (sql) =>
+  sql.onDialectOrElse({
+    pg: () => sql.literal("BIGSERIAL PRIMARY KEY"),
+    orElse: () => sql.literal("INTEGER PRIMARY KEY AUTOINCREMENT")
+  }))
+
+const initial = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const id = yield* autoId
+  yield* sql`CREATE TABLE organisations (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    subscription_active INTEGER NOT NULL,
+    seat_active INTEGER NOT NULL,
+    pilot_open INTEGER NOT NULL,
+    ai_calls_enabled INTEGER NOT NULL,
+    timezone TEXT NOT NULL,
+    sending_hours TEXT NOT NULL,
+    sms_allowance BIGINT,
+    call_allowance BIGINT,
+    bots_management_url TEXT,
+    templates_management_url TEXT,
+    created_at TEXT NOT NULL
+  )`
+  yield* sql`CREATE TABLE numbers (
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    sid TEXT NOT NULL,
+    phone_number TEXT NOT NULL,
+    friendly_name TEXT NOT NULL,
+    sms INTEGER NOT NULL,
+    voice INTEGER NOT NULL,
+    whatsapp INTEGER NOT NULL,
+    voice_outbound_bot_id TEXT,
+    PRIMARY KEY (org_id, sid)
+  )`
+  yield* sql`CREATE TABLE bots (
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    active INTEGER NOT NULL,
+    direction TEXT NOT NULL,
+    PRIMARY KEY (org_id, id)
+  )`
+  yield* sql`CREATE TABLE crm_connections (
+    org_id TEXT PRIMARY KEY REFERENCES organisations(id),
+    state TEXT NOT NULL,
+    account_id TEXT,
+    account_name TEXT,
+    permissions TEXT
+  )`
+  yield* sql`CREATE TABLE templates (
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    id TEXT NOT NULL,
+    crm_id TEXT NOT NULL,
+    record_type TEXT,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (org_id, id)
+  )`
+  yield* sql`CREATE INDEX templates_by_name ON templates (org_id, name, id)`
+  yield* sql`CREATE TABLE crm_records (
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    module TEXT NOT NULL,
+    id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    phone TEXT,
+    owner_id TEXT,
+    fields TEXT NOT NULL,
+    PRIMARY KEY (org_id, module, id)
+  )`
+  yield* sql`CREATE TABLE actions (
+    id ${id},
+    org_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    type TEXT NOT NULL,
+    direction TEXT NOT NULL,
+    status TEXT NOT NULL,
+    line TEXT NOT NULL,
+    counterpart TEXT NOT NULL,
+    from_number_sid TEXT,
+    body TEXT NOT NULL,
+    bot_id TEXT,
+    mode TEXT,
+    purpose_message TEXT,
+    template_id TEXT,
+    wa_content_sid TEXT,
+    wa_content_variables TEXT,
+    read_at TEXT,
+    at TEXT NOT NULL,
+    scheduled_for TEXT,
+    due_at BIGINT NOT NULL,
+    owner_id TEXT,
+    owner_name TEXT,
+    record_module TEXT,
+    record_id TEXT,
+    record_name TEXT,
+    linked_records TEXT NOT NULL,
+    sid TEXT,
+    audio_file_id TEXT,
+    error_message TEXT,
+    sent_by TEXT,
+    modified TEXT NOT NULL,
+    api_key_id TEXT
+  )`
+  // Newest-first pages of one organisation's texts or calls (keyset on id).
+  yield* sql`CREATE INDEX actions_by_org_kind ON actions (org_id, kind, id)`
+  // One conversation's pages, and the WhatsApp session lookup.
+  yield* sql`CREATE INDEX actions_by_conversation ON actions (org_id, line, counterpart, id)`
+  // The dispatcher's queue: only Queued rows, by due time.
+  yield* sql`CREATE INDEX actions_due ON actions (due_at) WHERE status = 'Queued'`
+  yield* sql`CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    name TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    number_sids TEXT NOT NULL,
+    bot_ids TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    revoked_at TEXT
+  )`
+  yield* sql`CREATE INDEX api_keys_by_org ON api_keys (org_id, created_at)`
+  yield* sql`CREATE TABLE idempotency_keys (
+    key_id TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    locked_until BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    status INTEGER,
+    body TEXT,
+    PRIMARY KEY (key_id, idempotency_key)
+  )`
+  yield* sql`CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)`
+  yield* sql`CREATE TABLE rate_limits (
+    key TEXT PRIMARY KEY,
+    window_start BIGINT NOT NULL,
+    count INTEGER NOT NULL
+  )`
+  yield* sql`CREATE TABLE events (
+    seq ${id},
+    id TEXT NOT NULL UNIQUE,
+    org_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    payload TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX events_by_org ON events (org_id, seq)`
+  yield* sql`CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    url TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    disabled_at TEXT
+  )`
+  yield* sql`CREATE TABLE settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  )`
+})
+
+export const migrations = {
+  "0001_initial": initial
+}
