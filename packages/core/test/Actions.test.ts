@@ -123,6 +123,13 @@ const inboundWhatsApp = (orgId: string, line: string, counterpart: string, at: s
   apiKeyId: null
 })
 
+/**
+ * The failure of `effect`. A success fails the test with a plain message: an
+ * Effect failing with a Schema.Class-laden value can stall vitest's reporter.
+ */
+const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
+  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
+
 const nowIso = Effect.map(TestClock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
 describe("test keys simulate", () => {
@@ -228,10 +235,10 @@ describe("sender numbers named in a request", () => {
       const demo = yield* seedDemo
       const caller = yield* callerFor(demo.keys.live)
       const actions = yield* Actions.Actions
-      const onText = yield* Effect.flip(actions.createMessage(caller, message({ fromNumberSid: "PN_nope" }), "k1"))
+      const onText = yield* failureOf(actions.createMessage(caller, message({ fromNumberSid: "PN_nope" }), "k1"))
       expect(onText._tag).toBe("InvalidRequest")
       expect(onText.message).toMatch(/^fromNumberSid:/)
-      const onCall = yield* Effect.flip(actions.createAiCall(caller, aiCall({ fromNumberSid: "PN_nope" }), "k2"))
+      const onCall = yield* failureOf(actions.createAiCall(caller, aiCall({ fromNumberSid: "PN_nope" }), "k2"))
       expect(onCall._tag).toBe("InvalidRequest")
       expect(onCall.message).toMatch(/^fromNumberSid:/)
       expect(yield* crmActions(demo.orgId)).toHaveLength(0)
@@ -247,7 +254,7 @@ describe("sender numbers named in a request", () => {
         sms: true, voice: true, whatsApp: false, voiceOutboundBotId: null
       })
       const caller = yield* callerFor(demo.keys.live)
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         (yield* Actions.Actions).createMessage(caller, message({ fromNumberSid: "PN_other_only" }), "k1")
       )
       expect(error._tag).toBe("InvalidRequest")
@@ -260,10 +267,10 @@ describe("sender numbers named in a request", () => {
       const token = yield* restrictedKey(demo.orgId, "live", { numberSids: [SALES] })
       const caller = yield* callerFor(token)
       const actions = yield* Actions.Actions
-      const denied = yield* Effect.flip(actions.createMessage(caller, message({ fromNumberSid: SUPPORT }), "k1"))
+      const denied = yield* failureOf(actions.createMessage(caller, message({ fromNumberSid: SUPPORT }), "k1"))
       expect(denied._tag).toBe("ResourceDenied")
       expect(denied.message).toMatch(/fromNumberSid/)
-      const deniedCall = yield* Effect.flip(actions.createAiCall(caller, aiCall({ fromNumberSid: SUPPORT }), "k2"))
+      const deniedCall = yield* failureOf(actions.createAiCall(caller, aiCall({ fromNumberSid: SUPPORT }), "k2"))
       expect(deniedCall._tag).toBe("ResourceDenied")
       const { ack } = yield* actions.createMessage(caller, message({ fromNumberSid: SALES }), "k3")
       expect(ack.test).toBe(false)
@@ -274,7 +281,7 @@ describe("sender numbers named in a request", () => {
     Effect.gen(function*() {
       const demo = yield* seedDemo
       const caller = yield* callerFor(demo.keys.test)
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         (yield* Actions.Actions).createMessage(
           caller,
           message({ channel: "WhatsApp", whatsAppContentSid: CONTENT_SID }),
@@ -289,7 +296,7 @@ describe("sender numbers named in a request", () => {
     Effect.gen(function*() {
       const demo = yield* seedDemo
       const caller = yield* callerFor(demo.keys.test)
-      const error = yield* Effect.flip((yield* Actions.Actions).createAiCall(caller, aiCall({ fromNumberSid: WHATSAPP }), "k1"))
+      const error = yield* failureOf((yield* Actions.Actions).createAiCall(caller, aiCall({ fromNumberSid: WHATSAPP }), "k1"))
       expect(error._tag).toBe("InvalidRequest")
       expect(error.message).toMatch(/^fromNumberSid:.*voice/)
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -303,7 +310,7 @@ describe("sender numbers named in a request", () => {
         sms: false, voice: true, whatsApp: false, voiceOutboundBotId: null
       })
       const caller = yield* callerFor(demo.keys.test)
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         (yield* Actions.Actions).createMessage(caller, message({ fromNumberSid: "PN_voice_only" }), "k1")
       )
       expect(error._tag).toBe("InvalidRequest")
@@ -323,7 +330,7 @@ describe("bots named in a request", () => {
       const caller = yield* callerFor(demo.keys.live)
       const actions = yield* Actions.Actions
       for (const [i, botId] of ["bot_nope", "bot_legacy", "bot_inbound"].entries()) {
-        const error = yield* Effect.flip(actions.createAiCall(caller, aiCall({ botId }), `k${i}`))
+        const error = yield* failureOf(actions.createAiCall(caller, aiCall({ botId }), `k${i}`))
         expect(error._tag, botId).toBe("InvalidRequest")
         expect(error.message, botId).toMatch(/^botId:/)
       }
@@ -336,7 +343,7 @@ describe("bots named in a request", () => {
       const token = yield* restrictedKey(demo.orgId, "live", { botIds: ["bot_sales"] })
       const caller = yield* callerFor(token)
       const actions = yield* Actions.Actions
-      const error = yield* Effect.flip(actions.createAiCall(caller, aiCall({ botId: "bot_support" }), "k1"))
+      const error = yield* failureOf(actions.createAiCall(caller, aiCall({ botId: "bot_support" }), "k1"))
       expect(error._tag).toBe("ResourceDenied")
       expect(error.message).toMatch(/botId/)
       const { ack } = yield* actions.createAiCall(caller, aiCall({ botId: "bot_sales" }), "k2")
@@ -389,12 +396,12 @@ describe("templates and merge", () => {
       const demo = yield* seedDemo
       const caller = yield* callerFor(demo.keys.test)
       const actions = yield* Actions.Actions
-      const noRecord = yield* Effect.flip(
+      const noRecord = yield* failureOf(
         actions.createMessage(caller, message({ body: undefined, templateUuid: REMINDER_TEMPLATE }), "k1")
       )
       expect(noRecord._tag).toBe("InvalidRequest")
       expect(noRecord.message).toContain("${Leads.First Name}")
-      const otherModule = yield* Effect.flip(
+      const otherModule = yield* failureOf(
         actions.createMessage(
           caller,
           message({ body: undefined, templateUuid: REMINDER_TEMPLATE, record: { module: "Contacts", id: "6001" } }),
@@ -415,7 +422,7 @@ describe("templates and merge", () => {
       })
       const caller = yield* callerFor(demo.keys.test)
       const actions = yield* Actions.Actions
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         actions.createMessage(
           caller,
           message({ body: undefined, templateUuid: "tpl-company", record: { module: "Leads", id: "5002" } }),
@@ -438,12 +445,12 @@ describe("templates and merge", () => {
       const demo = yield* seedDemo
       const caller = yield* callerFor(demo.keys.test)
       const actions = yield* Actions.Actions
-      const template = yield* Effect.flip(
+      const template = yield* failureOf(
         actions.createMessage(caller, message({ body: undefined, templateUuid: "no-such-template" }), "k1")
       )
       expect(template._tag).toBe("InvalidRequest")
       expect(template.message).toMatch(/^templateUuid:/)
-      const record = yield* Effect.flip(
+      const record = yield* failureOf(
         actions.createMessage(caller, message({ record: { module: "Leads", id: "999999" } }), "k2")
       )
       expect(record._tag).toBe("InvalidRequest")
@@ -459,7 +466,7 @@ describe("templates and merge", () => {
         orgId: "org_other", id: "tpl-other", crmId: "1", recordType: null, name: "Other", body: "Other org"
       })
       const caller = yield* callerFor(demo.keys.test)
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         (yield* Actions.Actions).createMessage(caller, message({ body: undefined, templateUuid: "tpl-other" }), "k1")
       )
       expect(error._tag).toBe("InvalidRequest")
@@ -473,7 +480,7 @@ describe("WhatsApp 24-hour session", () => {
       const demo = yield* seedDemo
       const caller = yield* callerFor(demo.keys.live)
       const actions = yield* Actions.Actions
-      const closed = yield* Effect.flip(
+      const closed = yield* failureOf(
         actions.createMessage(caller, message({ fromNumberSid: WHATSAPP, channel: "WhatsApp" }), "k1")
       )
       expect(closed._tag).toBe("InvalidRequest")
@@ -516,7 +523,7 @@ describe("WhatsApp 24-hour session", () => {
       expect(stillOpen.ack.status).toBe("accepted")
 
       yield* TestClock.adjust(Duration.seconds(1))
-      const closed = yield* Effect.flip(actions.createMessage(yield* callerFor(demo.keys.test), freeText, "k3"))
+      const closed = yield* failureOf(actions.createMessage(yield* callerFor(demo.keys.test), freeText, "k3"))
       expect(closed._tag).toBe("InvalidRequest")
       expect(closed.message).toMatch(/^whatsAppContentSid:/)
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -534,7 +541,7 @@ describe("WhatsApp 24-hour session", () => {
       yield* crm.insertAction(inboundWhatsApp(demo.orgId, WHATSAPP_LINE, "+447700900001", now))
       yield* crm.insertAction(inboundWhatsApp(demo.orgId, "+14155550198", RECIPIENT, now))
       const caller = yield* callerFor(demo.keys.test)
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         (yield* Actions.Actions).createMessage(caller, message({ fromNumberSid: WHATSAPP, channel: "WhatsApp" }), "k1")
       )
       expect(error._tag).toBe("InvalidRequest")
@@ -549,7 +556,7 @@ describe("allowances and AI settings (live keys only)", () => {
       const organisations = yield* Organisations.Organisations
       yield* organisations.update(demo.orgId, { smsAllowance: 0 })
       const actions = yield* Actions.Actions
-      const error = yield* Effect.flip(actions.createMessage(yield* callerFor(demo.keys.live), message(), "k1"))
+      const error = yield* failureOf(actions.createMessage(yield* callerFor(demo.keys.live), message(), "k1"))
       expect(error._tag).toBe("AllowanceExhausted")
       expect(yield* crmActions(demo.orgId)).toHaveLength(0)
       const { ack } = yield* actions.createMessage(yield* callerFor(demo.keys.test), message(), "k2")
@@ -565,7 +572,7 @@ describe("allowances and AI settings (live keys only)", () => {
       const organisations = yield* Organisations.Organisations
       yield* organisations.update(demo.orgId, { callAllowance: 0 })
       const actions = yield* Actions.Actions
-      const error = yield* Effect.flip(actions.createAiCall(yield* callerFor(demo.keys.live), aiCall(), "k1"))
+      const error = yield* failureOf(actions.createAiCall(yield* callerFor(demo.keys.live), aiCall(), "k1"))
       expect(error._tag).toBe("AllowanceExhausted")
       const { ack } = yield* actions.createAiCall(yield* callerFor(demo.keys.test), aiCall(), "k2")
       expect(ack.test).toBe(true)
@@ -579,7 +586,7 @@ describe("allowances and AI settings (live keys only)", () => {
       const organisations = yield* Organisations.Organisations
       yield* organisations.update(demo.orgId, { aiCallsEnabled: false })
       const actions = yield* Actions.Actions
-      const error = yield* Effect.flip(actions.createAiCall(yield* callerFor(demo.keys.live), aiCall(), "k1"))
+      const error = yield* failureOf(actions.createAiCall(yield* callerFor(demo.keys.live), aiCall(), "k1"))
       expect(error._tag).toBe("AiCallsDisabled")
       expect(yield* crmActions(demo.orgId)).toHaveLength(0)
       const { ack } = yield* actions.createAiCall(yield* callerFor(demo.keys.test), aiCall(), "k2")
@@ -605,10 +612,10 @@ describe("CRM permissions of the connected account", () => {
       const live = yield* callerFor(demo.keys.live)
       const test = yield* callerFor(demo.keys.test)
       const failures = [
-        yield* Effect.flip(actions.createMessage(live, message(), "k1")),
-        yield* Effect.flip(actions.createAiCall(live, aiCall(), "k2")),
-        yield* Effect.flip(actions.createMessage(test, message(), "k3")),
-        yield* Effect.flip(actions.cancel(live, "message", ack.id))
+        yield* failureOf(actions.createMessage(live, message(), "k1")),
+        yield* failureOf(actions.createAiCall(live, aiCall(), "k2")),
+        yield* failureOf(actions.createMessage(test, message(), "k3")),
+        yield* failureOf(actions.cancel(live, "message", ack.id))
       ]
       expect(failures.map((e) => e._tag)).toEqual(Array(4).fill("CrmPermissionDenied"))
       expect((yield* crmActions(demo.orgId)).map((a) => [a.id, a.status])).toEqual([[ack.id, "Queued"]])
@@ -622,12 +629,12 @@ describe("CRM permissions of the connected account", () => {
       yield* connectAccount(demo.orgId, { ...DEMO_ACCOUNT, permissions: { modules: ["Contacts"] } })
       const caller = yield* callerFor(demo.keys.live)
       const actions = yield* Actions.Actions
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         actions.createMessage(caller, message({ record: { module: "Leads", id: "5001" } }), "k1")
       )
       expect(error._tag).toBe("CrmPermissionDenied")
       expect(error.message).toMatch(/record\.module/)
-      const onCall = yield* Effect.flip(
+      const onCall = yield* failureOf(
         actions.createAiCall(caller, aiCall({ record: { module: "Leads", id: "5001" } }), "k2")
       )
       expect(onCall._tag).toBe("CrmPermissionDenied")
@@ -642,7 +649,7 @@ describe("CRM permissions of the connected account", () => {
       const actions = yield* Actions.Actions
       const { ack } = yield* actions.createMessage(yield* callerFor(demo.keys.live), message(), "k1")
       yield* connectAccount(demo.orgId, { ...DEMO_ACCOUNT, permissions: { actionsView: "none" } })
-      const error = yield* Effect.flip(actions.get(yield* callerFor(demo.keys.live), "message", ack.id))
+      const error = yield* failureOf(actions.get(yield* callerFor(demo.keys.live), "message", ack.id))
       expect(error._tag).toBe("CrmPermissionDenied")
     }).pipe(Effect.provide(CoreTestLayer)))
 
@@ -650,7 +657,7 @@ describe("CRM permissions of the connected account", () => {
     Effect.gen(function*() {
       const demo = yield* seedDemo
       yield* connectAccount(demo.orgId, { ...DEMO_ACCOUNT, permissions: { templates: false } })
-      const error = yield* Effect.flip(
+      const error = yield* failureOf(
         (yield* Actions.Actions).createMessage(
           yield* callerFor(demo.keys.live),
           message({ body: undefined, templateUuid: FOLLOW_UP_TEMPLATE }),
@@ -671,7 +678,7 @@ describe("CRM permissions of the connected account", () => {
       yield* connectAccount(demo.orgId, { id: "crm_user_olga", name: "Olga Own", permissions: { actionsView: "own" } })
       const olga = yield* callerFor(demo.keys.live)
       const olgas = yield* actions.createMessage(olga, message({ body: "from Olga" }), "k2")
-      const hidden = yield* Effect.flip(actions.get(olga, "message", danas.ack.id))
+      const hidden = yield* failureOf(actions.get(olga, "message", danas.ack.id))
       expect(hidden._tag).toBe("NotFound")
       expect((yield* actions.get(olga, "message", olgas.ack.id)).owner).toEqual({ id: "crm_user_olga", name: "Olga Own" })
       // With "all" the same action is visible.
@@ -692,12 +699,12 @@ describe("reading actions", () => {
       expect((yield* actions.get(otherCaller, "message", ack.id)).id).toBe(ack.id)
       // ...the demo organisation does not, and cannot tell it from a missing id.
       const caller = yield* callerFor(demo.keys.live)
-      const foreign = yield* Effect.flip(actions.get(caller, "message", ack.id))
+      const foreign = yield* failureOf(actions.get(caller, "message", ack.id))
       expect(foreign._tag).toBe("NotFound")
-      const missing = yield* Effect.flip(actions.get(caller, "message", "987654"))
+      const missing = yield* failureOf(actions.get(caller, "message", "987654"))
       expect(missing._tag).toBe("NotFound")
       expect(foreign.message.replace(ack.id, "ID")).toBe(missing.message.replace("987654", "ID"))
-      const cancel = yield* Effect.flip(actions.cancel(caller, "message", ack.id))
+      const cancel = yield* failureOf(actions.cancel(caller, "message", ack.id))
       expect(cancel._tag).toBe("NotFound")
     }).pipe(Effect.provide(CoreTestLayer)))
 
@@ -708,8 +715,8 @@ describe("reading actions", () => {
       const actions = yield* Actions.Actions
       const text = yield* actions.createMessage(caller, message(), "k1")
       const call = yield* actions.createAiCall(caller, aiCall(), "k2")
-      expect((yield* Effect.flip(actions.get(caller, "ai_call", text.ack.id)))._tag).toBe("NotFound")
-      expect((yield* Effect.flip(actions.get(caller, "message", call.ack.id)))._tag).toBe("NotFound")
+      expect((yield* failureOf(actions.get(caller, "ai_call", text.ack.id)))._tag).toBe("NotFound")
+      expect((yield* failureOf(actions.get(caller, "message", call.ack.id)))._tag).toBe("NotFound")
       expect((yield* actions.get(caller, "message", text.ack.id)).id).toBe(text.ack.id)
       expect((yield* actions.get(caller, "ai_call", call.ack.id)).id).toBe(call.ack.id)
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -720,7 +727,7 @@ describe("reading actions", () => {
       const actions = yield* Actions.Actions
       const { ack } = yield* actions.createMessage(yield* callerFor(demo.keys.live), message({ fromNumberSid: SALES }), "k1")
       const supportOnly = yield* callerFor(yield* restrictedKey(demo.orgId, "live", { numberSids: [SUPPORT] }))
-      expect((yield* Effect.flip(actions.get(supportOnly, "message", ack.id)))._tag).toBe("NotFound")
+      expect((yield* failureOf(actions.get(supportOnly, "message", ack.id)))._tag).toBe("NotFound")
       const salesOnly = yield* callerFor(yield* restrictedKey(demo.orgId, "live", { numberSids: [SALES] }))
       expect((yield* actions.get(salesOnly, "message", ack.id)).id).toBe(ack.id)
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -759,7 +766,7 @@ describe("Directory lists", () => {
       const listed = yield* directory.templates(yield* callerFor(demo.keys.live))
       expect(listed.map((t) => t.name)).toEqual(["Appointment reminder", "Follow-up", "Welcome"])
       yield* connectAccount(demo.orgId, { ...DEMO_ACCOUNT, permissions: { templates: false } })
-      const error = yield* Effect.flip(directory.templates(yield* callerFor(demo.keys.live)))
+      const error = yield* failureOf(directory.templates(yield* callerFor(demo.keys.live)))
       expect(error._tag).toBe("CrmPermissionDenied")
     }).pipe(Effect.provide(CoreTestLayer)))
 

@@ -3,7 +3,7 @@
 // cursors and conversation ids are opaque, stable and tamper-evident.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ALL_SCOPES, ApiKeys, Conversations, Crm, Cursors, Demo } from "../src/index.js"
+import { ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/index.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 const SALES = "PN00000000000000000000000000000001"
@@ -23,6 +23,13 @@ interface Msg {
   readonly kind?: Crm.ActionKind
   readonly ownerId?: string
 }
+
+/**
+ * The failure of `effect`. A success fails the test with a plain message: an
+ * Effect failing with a Schema.Class-laden value can stall vitest's reporter.
+ */
+const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
+  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
 
 let clock = Date.parse("2026-03-01T00:00:00Z")
 
@@ -75,11 +82,10 @@ const allListPages = (token: string) =>
   Effect.gen(function*() {
     const service = yield* conversationsService
     const caller = yield* callerFor(token)
-    const pages: Array<Conversations.Page<{ readonly preview?: string | undefined; readonly unreadCount: number }>> = []
+    const pages: Array<Conversations.Page<ConversationSummary>> = []
     let cursor: string | undefined = undefined
     for (let guard = 0; guard < 100; guard++) {
-      const page: Conversations.Page<{ readonly preview?: string | undefined; readonly unreadCount: number }> =
-        yield* service.list(caller, cursor)
+      const page: Conversations.Page<ConversationSummary> = yield* service.list(caller, cursor)
       pages.push(page)
       if (page.nextCursor === null) break
       cursor = page.nextCursor
@@ -198,11 +204,7 @@ describe("GET /conversations", () => {
         { line: SALES_LINE, counterpart: ADA, direction: "Inbound", body: "new" }
       ])
       const pages = yield* allListPages(demo.keys.live)
-      const counts = pages.map((p) =>
-        (p.items as ReadonlyArray<{ readonly phone?: string; readonly unreadCount: number }>)
-          .filter((c) => c.phone === ADA)
-          .map((c) => c.unreadCount)
-      )
+      const counts = pages.map((p) => p.items.filter((c) => c.phone === ADA).map((c) => c.unreadCount))
       // Page 1: "new" and "old2"; page 2: "old1" and "old0". Never all 4 at once.
       expect(counts).toEqual([[2], [2]])
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -260,7 +262,7 @@ describe("GET /conversations", () => {
         items[0]?.id ?? "missing"
       ]
       for (const cursor of forged) {
-        const error = yield* Effect.flip(service.list(caller, cursor))
+        const error = yield* failureOf(service.list(caller, cursor))
         expect(error._tag, cursor).toBe("InvalidRequest")
         expect(error.message, cursor).toMatch(/^cursor:/)
       }
@@ -287,7 +289,7 @@ describe("GET /conversations", () => {
       // It works where it was issued...
       expect((yield* service.list(otherCaller, foreign ?? undefined)).items[0]?.preview).toBe("org_other-9")
       // ...and not in the demo organisation, though the demo has a page there too.
-      const error = yield* Effect.flip(service.list(yield* callerFor(demo.keys.live), foreign ?? undefined))
+      const error = yield* failureOf(service.list(yield* callerFor(demo.keys.live), foreign ?? undefined))
       expect(error._tag).toBe("InvalidRequest")
     }).pipe(Effect.provide(CoreTestLayer)))
 
@@ -336,7 +338,7 @@ describe("GET /conversations", () => {
       const own = yield* service.list(yield* callerFor(demo.keys.live), undefined)
       expect(own.items.map((c) => c.preview)).toEqual(["mine"])
       yield* connectAccount(demo.orgId, "crm_user_demo", { actionsView: "none" })
-      const error = yield* Effect.flip(service.list(yield* callerFor(demo.keys.live), undefined))
+      const error = yield* failureOf(service.list(yield* callerFor(demo.keys.live), undefined))
       expect(error._tag).toBe("CrmPermissionDenied")
     }).pipe(Effect.provide(CoreTestLayer)))
 })
@@ -406,7 +408,7 @@ describe("GET /conversations/{id}", () => {
         empty
       ]
       for (const id of candidates) {
-        const error = yield* Effect.flip(service.messages(caller, id, undefined))
+        const error = yield* failureOf(service.messages(caller, id, undefined))
         expect(error._tag, id).toBe("NotFound")
       }
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -428,11 +430,15 @@ describe("GET /conversations/{id}", () => {
       const ada = list.items.find((c) => c.phone === ADA)?.id ?? ""
       const alan = list.items.find((c) => c.phone === ALAN)?.id ?? ""
       // ALAN's 55 are the newest, so the first list page holds only ALAN; find ADA on the second.
-      const adaId = ada !== "" ? ada : (yield* service.list(caller, list.nextCursor ?? undefined)).items[0]?.id ?? ""
+      const adaId = ada !== ""
+        ? ada
+        : (yield* service.list(caller, list.nextCursor ?? undefined)).items.find((c) => c.phone === ADA)?.id ?? ""
+      expect(adaId).not.toBe("")
+      expect(adaId).not.toBe(alan)
       const alanCursor = (yield* service.messages(caller, alan, undefined)).nextCursor
       expect(alanCursor).not.toBeNull()
       for (const cursor of [alanCursor ?? "", list.nextCursor ?? "", "garbage"]) {
-        const error = yield* Effect.flip(service.messages(caller, adaId, cursor))
+        const error = yield* failureOf(service.messages(caller, adaId, cursor))
         expect(error._tag, cursor).toBe("InvalidRequest")
       }
       expect((yield* service.messages(caller, alan, alanCursor ?? undefined)).items).toHaveLength(5)
@@ -446,7 +452,7 @@ describe("GET /conversations/{id}", () => {
       const id = (yield* service.list(yield* callerFor(demo.keys.live), undefined)).items[0]?.id ?? ""
       expect((yield* service.messages(yield* callerFor(demo.keys.live), id, undefined)).items).toHaveLength(1)
       const salesOnly = yield* callerFor(yield* restrictedToken(demo.orgId, [SALES]))
-      const error = yield* Effect.flip(service.messages(salesOnly, id, undefined))
+      const error = yield* failureOf(service.messages(salesOnly, id, undefined))
       expect(error._tag).toBe("NotFound")
     }).pipe(Effect.provide(CoreTestLayer)))
 
@@ -463,6 +469,6 @@ describe("GET /conversations/{id}", () => {
       expect((yield* service.messages(caller, id, undefined)).items.map((m) => m.body)).toEqual(["text"])
       const callsOnly = Cursors.make("test-secret").sign(demo.orgId, { l: SALES_LINE, p: GRACE })
       yield* insert(demo.orgId, [{ line: SALES_LINE, counterpart: GRACE, direction: "Outbound", body: "c", kind: "ai_call" }])
-      expect((yield* Effect.flip(service.messages(caller, callsOnly, undefined)))._tag).toBe("NotFound")
+      expect((yield* failureOf(service.messages(caller, callsOnly, undefined)))._tag).toBe("NotFound")
     }).pipe(Effect.provide(CoreTestLayer)))
 })

@@ -174,6 +174,19 @@ describe("CreateMessageRequest", () => {
   })
 })
 
+describe("CreateMessageRequest: WhatsApp content fields", () => {
+  it("refuses whatsAppContentSid with channel SMS, naming whatsAppContentSid", () => {
+    expectFieldError(decodeMessage({ ...message, whatsAppContentSid: "HX0123456789abcdef0123456789abcdef" }), "whatsAppContentSid")
+  })
+  it("accepts variables keyed {{1}}, {{2}} and refuses other keys", () => {
+    const whatsApp = { ...message, channel: "WhatsApp", whatsAppContentSid: "HX0123456789abcdef0123456789abcdef" }
+    const decoded = expectOk(decodeMessage({ ...whatsApp, whatsAppContentVariables: { "{{1}}": "Ada", "{{2}}": "Tue" } }))
+    expect(decoded.whatsAppContentVariables).toEqual({ "{{1}}": "Ada", "{{2}}": "Tue" })
+    expectFieldError(decodeMessage({ ...whatsApp, whatsAppContentVariables: { name: "Ada" } }), "whatsAppContentVariables")
+    expectFieldError(decodeMessage({ ...whatsApp, whatsAppContentVariables: { "{{0}}": "Ada" } }), "whatsAppContentVariables")
+  })
+})
+
 describe("CreateAiCallRequest", () => {
   it("decodes a minimal body", () => {
     const decoded = expectOk(decodeCall(call))

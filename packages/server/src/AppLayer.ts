@@ -11,6 +11,7 @@ import * as SqlCrm from "./store/SqlCrm.js"
 import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
 import { CursorSignerLayer, EventOutboxLayer, RateLimitStoreLayer, UnitOfWorkLayer } from "./store/SqlSmallPorts.js"
+import * as SqlWebhooks from "./store/SqlWebhooks.js"
 
 const RateLimitConfigLive = Layer.effect(
   RateLimiter.RateLimitConfig,
@@ -27,6 +28,7 @@ export const SqlPortsLive = Layer.mergeAll(
   EventOutboxLayer,
   UnitOfWorkLayer,
   CursorSignerLayer,
+  SqlWebhooks.layer,
   Carrier.layerMemory,
   AiCallProvider.layerMemory
 ).pipe(Layer.provideMerge(DatabaseLive))

@@ -303,7 +303,7 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
           const refuse = (current: CrmAction) =>
             new ActionNotCancellable({
               message: `${KIND_NAME[kind]} ${id} is ${current.status}` +
-                (current.status === "Queued" ? " and due within 30 seconds" : "") +
+                (current.status !== "Queued" ? "" : current.scheduledFor === null ? " and was not scheduled" : " and due within 30 seconds") +
                 "; only Queued actions scheduled more than 30 seconds ahead can be cancelled."
             })
           if (caller.mode === "test") {

@@ -1,5 +1,14 @@
 /** Every `parley` subcommand. */
+import { bots } from "./bots.js"
+import { crm } from "./crm.js"
 import { demo } from "./demo.js"
+import { inbound } from "./inbound.js"
+import { keys } from "./keys.js"
+import { numbers } from "./numbers.js"
+import { orgs } from "./orgs.js"
+import { records } from "./records.js"
 import { serve } from "./serve.js"
+import { templates } from "./templates.js"
+import { webhooks } from "./webhooks.js"
 
-export const commands = [serve, demo] as const
+export const commands = [serve, demo, orgs, crm, keys, numbers, bots, templates, records, webhooks, inbound] as const

@@ -1,0 +1,328 @@
+// The OpenAPI document derived from the HttpApi definition: all eleven
+// operations of the spec's endpoint table with their scope, parameters,
+// success status and error responses in the common error shape; and the
+// script that writes it.
+import { describe, expect, it } from "@effect/vitest"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { main, writeOpenApi } from "../scripts/write-openapi.js"
+import { openApiDocument } from "../src/contract/OpenApiDocument.js"
+
+interface JsonSchema {
+  readonly $ref?: string
+  readonly anyOf?: ReadonlyArray<JsonSchema>
+  readonly oneOf?: ReadonlyArray<JsonSchema>
+  readonly type?: string
+  readonly enum?: ReadonlyArray<unknown>
+  readonly required?: ReadonlyArray<string>
+  readonly properties?: Readonly<Record<string, JsonSchema>>
+  readonly maxLength?: number
+  readonly description?: string
+}
+interface Parameter {
+  readonly name: string
+  readonly in: string
+  readonly required?: boolean
+  readonly schema?: JsonSchema
+}
+interface Response {
+  readonly description?: string
+  readonly content?: Readonly<Record<string, { readonly schema?: JsonSchema }>>
+}
+interface Operation {
+  readonly security?: ReadonlyArray<Readonly<Record<string, ReadonlyArray<string>>>>
+  readonly parameters?: ReadonlyArray<Parameter>
+  readonly requestBody?: { readonly required?: boolean; readonly content?: Readonly<Record<string, { readonly schema?: JsonSchema }>> }
+  readonly responses: Readonly<Record<string, Response>>
+}
+interface Document {
+  readonly openapi: string
+  readonly info: { readonly title: string; readonly version: string }
+  readonly paths: Readonly<Record<string, Readonly<Record<string, Operation>>>>
+  readonly components: {
+    readonly schemas: Readonly<Record<string, JsonSchema>>
+    readonly securitySchemes?: Readonly<Record<string, { readonly type: string; readonly scheme?: string }>>
+  }
+}
+
+/** The document as a client sees it: plain JSON. */
+const doc = JSON.parse(JSON.stringify(openApiDocument())) as Document
+
+type Kind = "list" | "get" | "create" | "cancel"
+
+/** The spec's endpoint table. */
+const ENDPOINTS: ReadonlyArray<{
+  readonly method: "get" | "post"
+  readonly path: string
+  readonly scope: string
+  readonly success: "200" | "202"
+  readonly kind: Kind
+}> = [
+  { method: "get", path: "/api/v1/numbers", scope: "resources:read", success: "200", kind: "list" },
+  { method: "get", path: "/api/v1/bots", scope: "resources:read", success: "200", kind: "list" },
+  { method: "get", path: "/api/v1/templates", scope: "resources:read", success: "200", kind: "list" },
+  { method: "get", path: "/api/v1/conversations", scope: "messages:read", success: "200", kind: "list" },
+  { method: "get", path: "/api/v1/conversations/{id}", scope: "messages:read", success: "200", kind: "get" },
+  { method: "post", path: "/api/v1/messages", scope: "messages:write", success: "202", kind: "create" },
+  { method: "post", path: "/api/v1/ai-calls", scope: "calls:write", success: "202", kind: "create" },
+  { method: "get", path: "/api/v1/messages/{id}", scope: "messages:read", success: "200", kind: "get" },
+  { method: "get", path: "/api/v1/ai-calls/{id}", scope: "calls:read", success: "200", kind: "get" },
+  { method: "post", path: "/api/v1/messages/{id}/cancel", scope: "messages:write", success: "200", kind: "cancel" },
+  { method: "post", path: "/api/v1/ai-calls/{id}/cancel", scope: "calls:write", success: "200", kind: "cancel" }
+]
+
+/** The status of every error code the issue names. */
+const ISSUE_CODE_STATUS: Readonly<Record<string, string>> = {
+  INVALID_REQUEST: "400",
+  IDEMPOTENCY_KEY_REQUIRED: "400",
+  IDEMPOTENCY_KEY_REUSED: "400",
+  UNAUTHORIZED: "401",
+  SCOPE_MISSING: "403",
+  RESOURCE_DENIED: "403",
+  SUBSCRIPTION_INACTIVE: "403",
+  SEAT_INACTIVE: "403",
+  OAUTH_REQUIRED: "403",
+  IDENTITY_CHANGED: "403",
+  CRM_PERMISSION_DENIED: "403",
+  ALLOWANCE_EXHAUSTED: "403",
+  AI_CALLS_DISABLED: "403",
+  NOT_FOUND: "404",
+  ACTION_PROCESSING: "409",
+  ACTION_NOT_CANCELLABLE: "409",
+  PAYLOAD_TOO_LARGE: "413",
+  RATE_LIMITED: "429",
+  INTERNAL: "500",
+  CRM_UNAVAILABLE: "502",
+  PILOT_PENDING: "503",
+  SETUP_UNAVAILABLE: "503"
+}
+
+/** With Parley's own additions (405 is the router's answer and appears on no operation). */
+const CODE_STATUS: Readonly<Record<string, string>> = {
+  ...ISSUE_CODE_STATUS,
+  METHOD_NOT_ALLOWED: "405",
+  UNSUPPORTED_MEDIA_TYPE: "415"
+}
+
+const operation = (method: string, path: string): Operation => {
+  const op = doc.paths[path]?.[method]
+  if (op === undefined) throw new Error(`no ${method.toUpperCase()} ${path} in the document`)
+  return op
+}
+
+const resolveRef = (schema: JsonSchema): JsonSchema => {
+  if (schema.$ref === undefined) return schema
+  const name = schema.$ref.replace("#/components/schemas/", "")
+  const target = doc.components.schemas[name]
+  if (target === undefined) throw new Error(`dangling $ref ${schema.$ref}`)
+  return resolveRef(target)
+}
+
+/** The alternatives of a response schema (anyOf/oneOf flattened), resolved. */
+const alternatives = (schema: JsonSchema): ReadonlyArray<JsonSchema> => {
+  const union = schema.anyOf ?? schema.oneOf
+  if (union !== undefined) return union.flatMap(alternatives)
+  const resolved = resolveRef(schema)
+  return resolved === schema ? [schema] : alternatives(resolved)
+}
+
+const errorSchemas = (response: Response): ReadonlyArray<JsonSchema> => {
+  const schema = response.content?.["application/json"]?.schema
+  if (schema === undefined) throw new Error("error response without an application/json schema")
+  return alternatives(schema)
+}
+
+/** The `code` of an error schema in the `{error: {code, message, requestId}}` shape; throws otherwise. */
+const errorCode = (schema: JsonSchema): string => {
+  expect(schema.type).toBe("object")
+  expect(schema.required).toEqual(["error"])
+  const inner = schema.properties?.["error"]
+  expect(inner).toBeDefined()
+  const error = resolveRef(inner ?? {})
+  expect(error.type).toBe("object")
+  expect([...(error.required ?? [])].sort()).toEqual(["code", "message", "requestId"])
+  expect(resolveRef(error.properties?.["message"] ?? {}).type).toBe("string")
+  expect(resolveRef(error.properties?.["requestId"] ?? {}).type).toBe("string")
+  const code = resolveRef(error.properties?.["code"] ?? {})
+  expect(code.type).toBe("string")
+  expect(code.enum).toHaveLength(1)
+  return String(code.enum?.[0])
+}
+
+const codesAt = (op: Operation, status: string): ReadonlyArray<string> => {
+  const response = op.responses[status]
+  if (response === undefined) throw new Error(`no ${status} response`)
+  return errorSchemas(response).map(errorCode)
+}
+
+describe("OpenAPI document", () => {
+  it("is OpenAPI 3.1 with a versioned info block and an http bearer security scheme", () => {
+    expect(doc.openapi).toMatch(/^3\.1\./)
+    expect(doc.info.version).toBe("1.0.0")
+    expect(doc.components.securitySchemes?.["bearer"]).toMatchObject({ type: "http", scheme: "bearer" })
+  })
+
+  it("lists exactly the eleven operations of the spec, under /api/v1", () => {
+    const listed = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`)
+    )
+    expect(listed.sort()).toEqual(ENDPOINTS.map((e) => `${e.method.toUpperCase()} ${e.path}`).sort())
+  })
+
+  describe.each(ENDPOINTS)("$method $path", ({ kind, method, path, scope, success }) => {
+    const op = operation(method, path)
+
+    it(`requires bearer with scope ${scope}`, () => {
+      expect(op.security).toEqual([{ bearer: [scope] }])
+    })
+
+    it(`answers ${success} on success and no other 2xx`, () => {
+      const ok = Object.keys(op.responses).filter((s) => s.startsWith("2"))
+      expect(ok).toEqual([success])
+      const schema = op.responses[success]?.content?.["application/json"]?.schema
+      expect(schema).toBeDefined()
+    })
+
+    it("declares its path, query and header parameters", () => {
+      const params = (op.parameters ?? []).map((p) => [p.in, p.name, p.required === true])
+      const expected: Array<[string, string, boolean]> = []
+      if (path.includes("{id}")) expected.push(["path", "id", true])
+      if (path.startsWith("/api/v1/conversations")) expected.push(["query", "cursor", false])
+      if (kind === "create") expected.push(["header", "idempotency-key", true])
+      expect(params.sort()).toEqual(expected.sort())
+    })
+
+    it("answers 400/401/403/429/500/503 in the common error shape, each code under its own status", () => {
+      for (const status of ["400", "401", "403", "429", "500", "503"]) {
+        expect(Object.keys(op.responses), status).toContain(status)
+      }
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (status.startsWith("2")) continue
+        for (const schema of errorSchemas(response)) {
+          const code = errorCode(schema)
+          expect(CODE_STATUS[code], `${code} under ${status}`).toBe(status)
+        }
+      }
+      expect(codesAt(op, "400")).toContain("INVALID_REQUEST")
+      expect(codesAt(op, "401")).toContain("UNAUTHORIZED")
+      expect(codesAt(op, "403")).toEqual(expect.arrayContaining([
+        "SCOPE_MISSING",
+        "SUBSCRIPTION_INACTIVE",
+        "SEAT_INACTIVE",
+        "OAUTH_REQUIRED",
+        "IDENTITY_CHANGED"
+      ]))
+      expect(codesAt(op, "429")).toContain("RATE_LIMITED")
+      expect(codesAt(op, "500")).toContain("INTERNAL")
+      expect(codesAt(op, "503")).toEqual(expect.arrayContaining(["PILOT_PENDING", "SETUP_UNAVAILABLE"]))
+    })
+
+    if (kind === "create") {
+      it("answers 409 ACTION_PROCESSING, 413 PAYLOAD_TOO_LARGE and the idempotency 400s and resource 403s", () => {
+        expect(codesAt(op, "409")).toContain("ACTION_PROCESSING")
+        expect(codesAt(op, "413")).toContain("PAYLOAD_TOO_LARGE")
+        expect(codesAt(op, "400")).toEqual(
+          expect.arrayContaining(["IDEMPOTENCY_KEY_REQUIRED", "IDEMPOTENCY_KEY_REUSED"])
+        )
+        expect(codesAt(op, "403")).toEqual(
+          expect.arrayContaining(["RESOURCE_DENIED", "ALLOWANCE_EXHAUSTED", "CRM_PERMISSION_DENIED"])
+        )
+        if (path.endsWith("/ai-calls")) expect(codesAt(op, "403")).toContain("AI_CALLS_DISABLED")
+        expect(op.requestBody?.required).toBe(true)
+        const header = op.parameters?.find((p) => p.name === "idempotency-key")
+        expect(header?.schema?.maxLength).toBe(128)
+      })
+    } else {
+      it("has no request body and no 413", () => {
+        expect(op.requestBody).toBeUndefined()
+        expect(Object.keys(op.responses)).not.toContain("413")
+      })
+    }
+
+    if (kind === "get" || kind === "cancel") {
+      it("answers 404 NOT_FOUND", () => {
+        expect(codesAt(op, "404")).toEqual(["NOT_FOUND"])
+      })
+    } else {
+      it("has no 404", () => {
+        expect(Object.keys(op.responses)).not.toContain("404")
+      })
+    }
+
+    if (kind === "cancel") {
+      it("answers 409 ACTION_NOT_CANCELLABLE", () => {
+        expect(codesAt(op, "409")).toContain("ACTION_NOT_CANCELLABLE")
+      })
+    }
+  })
+
+  it("puts the Limits table into the request schemas", () => {
+    const message = resolveRef({ $ref: "#/components/schemas/CreateMessageRequest" })
+    const call = resolveRef({ $ref: "#/components/schemas/CreateAiCallRequest" })
+    const maxOf = (schema: JsonSchema, field: string) => resolveRef(schema.properties?.[field] ?? {}).maxLength
+    expect(maxOf(message, "fromNumberSid")).toBe(64)
+    expect(maxOf(message, "body")).toBe(5000)
+    expect(maxOf(message, "templateUuid")).toBe(128)
+    expect(maxOf(message, "whatsAppContentSid")).toBe(64)
+    expect(maxOf(call, "fromNumberSid")).toBe(64)
+    expect(maxOf(call, "botId")).toBe(128)
+    expect(maxOf(call, "purposeMessage")).toBe(4000)
+    expect([...(message.required ?? [])].sort()).toEqual(["fromNumberSid", "to"])
+    expect([...(call.required ?? [])].sort()).toEqual(["botId", "fromNumberSid", "mode", "to"])
+    expect(resolveRef(message.properties?.["channel"] ?? {}).enum).toEqual(["SMS", "WhatsApp"])
+    expect(resolveRef(call.properties?.["mode"] ?? {}).enum).toEqual(["follow_script", "deliver_specific_message"])
+  })
+
+  it("every error schema in the document has the {error: {code, message, requestId}} shape and a description", () => {
+    const errors = Object.entries(doc.components.schemas).filter(([name]) => name.startsWith("Error_"))
+    expect(errors.map(([name]) => name.replace("Error_", ""))).toEqual(
+      expect.arrayContaining(Object.keys(ISSUE_CODE_STATUS))
+    )
+    for (const [name, schema] of errors) {
+      expect(errorCode(schema), name).toBe(name.replace("Error_", ""))
+      expect(schema.description, name).toMatch(/\S/)
+    }
+  })
+
+  it("keeps no HttpApiDecodeError and no dangling $ref", () => {
+    const text = JSON.stringify(doc)
+    expect(text).not.toContain("HttpApiDecodeError")
+    const refs = [...text.matchAll(/"\$ref":"([^"]+)"/g)].map((m) => m[1] ?? "")
+    expect(refs.length).toBeGreaterThan(0)
+    for (const ref of new Set(refs)) {
+      expect(ref).toMatch(/^#\/components\/schemas\//)
+      expect(doc.components.schemas[ref.replace("#/components/schemas/", "")], ref).toBeDefined()
+    }
+  })
+})
+
+describe("scripts/write-openapi.ts", () => {
+  it("writes the pretty-printed document to the given path and answers where", () => {
+    const dir = mkdtempSync(join(tmpdir(), "parley-openapi-"))
+    try {
+      const target = join(dir, "nested", "openapi.json")
+      const written = writeOpenApi(target)
+      expect(written).toBe(target)
+      const text = readFileSync(target, "utf8")
+      expect(JSON.parse(text)).toEqual(doc)
+      expect(text).toBe(`${JSON.stringify(doc, null, 2)}\n`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("main takes the path from its first argument and prints where it wrote", () => {
+    const dir = mkdtempSync(join(tmpdir(), "parley-openapi-"))
+    try {
+      const target = join(dir, "out.json")
+      const lines: Array<string> = []
+      const written = main([target], (line) => lines.push(line))
+      expect(written).toBe(target)
+      expect(lines).toEqual([`Wrote the OpenAPI document to ${target}`])
+      expect(JSON.parse(readFileSync(target, "utf8"))).toEqual(doc)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

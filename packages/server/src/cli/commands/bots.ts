@@ -1,0 +1,75 @@
+/** `parley bots add | list`: the organisation's AI-call bots. */
+import { Command, Options } from "@effect/cli"
+import { Crypto, Organisations } from "@parley/core"
+import { Effect, Option } from "effect"
+import { fail, nonEmpty, orNone, requireOrg } from "../Input.js"
+import { json, print, table } from "../Output.js"
+
+const view = (b: Organisations.BotRow) => ({
+  id: b.id,
+  orgId: b.orgId,
+  name: b.name,
+  description: b.description,
+  active: b.active,
+  direction: b.direction
+})
+
+const add = Command.make(
+  "add",
+  {
+    json,
+    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    name: Options.text("name").pipe(Options.withDescription("The bot's name")),
+    id: Options.text("id").pipe(
+      Options.withDescription("Bot id (default: a new bot_… id); an existing id is updated"),
+      Options.optional
+    ),
+    description: Options.text("description").pipe(Options.withDescription("What the bot does"), Options.optional),
+    inactive: Options.boolean("inactive").pipe(Options.withDescription("Add the bot switched off")),
+    direction: Options.choice("direction", ["outbound", "inbound"]).pipe(
+      Options.withDescription("Outbound bots can be started through the API"),
+      Options.withDefault("outbound" as const)
+    )
+  },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const organisations = yield* Organisations.Organisations
+      const id = Option.isSome(input.id) ? yield* nonEmpty("--id", input.id.value) : Crypto.newId("bot")
+      if (id.length > 128) return yield* fail(`--id "${id}" is longer than 128 characters`)
+      const row: Organisations.BotRow = {
+        orgId: input.org,
+        id,
+        name: yield* nonEmpty("--name", input.name),
+        description: Option.getOrNull(input.description),
+        active: !input.inactive,
+        direction: input.direction
+      }
+      yield* organisations.upsertBot(row)
+      yield* print(input.json, view(row), () =>
+        `Added ${row.active ? "active" : "inactive"} ${row.direction} bot ${row.id} (${row.name}) to ${row.orgId}`)
+    })
+).pipe(Command.withDescription("Add (or update, by --id) an AI-call bot"))
+
+const list = Command.make(
+  "list",
+  { json, org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")) },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const organisations = yield* Organisations.Organisations
+      const rows = yield* organisations.listBots(input.org)
+      yield* print(input.json, { items: rows.map(view) }, () =>
+        rows.length === 0
+          ? `No bots for ${input.org}: add one with \`parley bots add --org ${input.org} --name NAME\`.`
+          : table([
+            ["ID", "NAME", "STATUS", "DIRECTION", "DESCRIPTION"],
+            ...rows.map((b) => [b.id, b.name, b.active ? "active" : "inactive", b.direction, orNone(b.description)])
+          ]))
+    })
+).pipe(Command.withDescription("List an organisation's bots"))
+
+export const bots = Command.make("bots").pipe(
+  Command.withDescription("AI-call bots"),
+  Command.withSubcommands([add, list])
+)

@@ -1,0 +1,153 @@
+/**
+ * `parley crm connect | disconnect | identity-changed | permissions`: the
+ * organisation's connected CRM account, whose permissions every request runs
+ * under. Connecting another account switches the executing account for every key.
+ */
+import { Args, Command, Options } from "@effect/cli"
+import { Crm } from "@parley/core"
+import { Effect, Option } from "effect"
+import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
+import { json, print } from "../Output.js"
+
+const org = Args.text({ name: "ORG" }).pipe(Args.withDescription("Organisation id (org_…)"))
+
+/** A stable account id from a display name: "Dana Demo" → "crm_user_dana_demo". */
+export const accountIdFor = (name: string): string => {
+  const slug = name.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "")
+  return `crm_user_${slug === "" ? "account" : slug}`
+}
+
+const view = (orgId: string, connection: Crm.CrmConnection) =>
+  connection.state === "disconnected"
+    ? { orgId, state: connection.state, account: null }
+    : { orgId, state: connection.state, account: connection.account }
+
+const describe = (orgId: string, connection: Crm.CrmConnection): string => {
+  if (connection.state === "disconnected") return `CRM of ${orgId}: disconnected`
+  const { permissions } = connection.account
+  return [
+    `CRM of ${orgId}: ${connection.state === "connected" ? "connected" : "identity changed (reconnect required)"}`,
+    fields([
+      ["account", `${connection.account.name} (${connection.account.id})`],
+      ["modules", permissions.modules.length === 0 ? "none" : permissions.modules.join(", ")],
+      ["actions", permissions.actionsView],
+      ["actions write", permissions.actionsWrite ? "on" : "off"],
+      ["templates", permissions.templates ? "on" : "off"]
+    ])
+  ].join("\n")
+}
+
+const show = (asJson: boolean, orgId: string, connection: Crm.CrmConnection) =>
+  print(asJson, view(orgId, connection), () => describe(orgId, connection))
+
+const connect = Command.make(
+  "connect",
+  {
+    json,
+    org,
+    account: Options.text("account").pipe(Options.withDescription("Display name of the CRM account")),
+    accountId: Options.text("account-id").pipe(
+      Options.withDescription("CRM user id of the account (default: derived from the name)"),
+      Options.optional
+    )
+  },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const crm = yield* Crm.Crm
+      const name = yield* nonEmpty("--account", input.account)
+      const id = Option.isSome(input.accountId)
+        ? yield* nonEmpty("--account-id", input.accountId.value)
+        : accountIdFor(name)
+      const current = yield* crm.connection(input.org)
+      // Reconnecting keeps the permissions set for the organisation; a first connection gets full permissions.
+      const permissions = current.state === "disconnected" ? Crm.FULL_PERMISSIONS : current.account.permissions
+      const connection: Crm.CrmConnection = { state: "connected", account: { id, name, permissions } }
+      yield* crm.setConnection(input.org, connection)
+      yield* show(input.json, input.org, connection)
+    })
+).pipe(Command.withDescription("Connect (or reconnect) the CRM account every key of the organisation runs as"))
+
+const disconnect = Command.make("disconnect", { json, org }, (input) =>
+  Effect.gen(function*() {
+    yield* requireOrg(input.org)
+    const crm = yield* Crm.Crm
+    const connection: Crm.CrmConnection = { state: "disconnected" }
+    yield* crm.setConnection(input.org, connection)
+    yield* show(input.json, input.org, connection)
+  })).pipe(Command.withDescription("Disconnect the CRM account (requests then fail with OAUTH_REQUIRED)"))
+
+const connectedAccount = (orgId: string) =>
+  Effect.gen(function*() {
+    yield* requireOrg(orgId)
+    const crm = yield* Crm.Crm
+    const current = yield* crm.connection(orgId)
+    if (current.state === "disconnected") {
+      return yield* fail(`No CRM account is connected for "${orgId}": run \`parley crm connect ${orgId} --account NAME\``)
+    }
+    return current
+  })
+
+const identityChanged = Command.make("identity-changed", { json, org }, (input) =>
+  Effect.gen(function*() {
+    const current = yield* connectedAccount(input.org)
+    const crm = yield* Crm.Crm
+    const connection: Crm.CrmConnection = { state: "identity_changed", account: current.account }
+    yield* crm.setConnection(input.org, connection)
+    yield* show(input.json, input.org, connection)
+  })).pipe(
+    Command.withDescription("Mark the connection's identity as changed (requests then fail with IDENTITY_CHANGED)")
+  )
+
+const parseModules = (value: string) => {
+  if (value.trim().toLowerCase() === "none") return Effect.succeed([])
+  const items = csv(value)
+  return items.length === 0
+    ? fail(`--modules is empty; give a comma-separated list of ${MODULES.join(", ")}, or none`)
+    : oneOfEach("--modules", items, MODULES, "module")
+}
+
+const permissions = Command.make(
+  "permissions",
+  {
+    json,
+    org,
+    modules: Options.text("modules").pipe(
+      Options.withDescription("Readable modules, comma-separated (Leads,Contacts,Vendors,Deals), or none"),
+      Options.optional
+    ),
+    actions: Options.choice("actions", ["all", "own", "none"]).pipe(
+      Options.withDescription("Which actions the account sees"),
+      Options.optional
+    ),
+    actionsWrite: Options.choice("actions-write", ["on", "off"]).pipe(
+      Options.withDescription("Whether it may create and cancel actions"),
+      Options.optional
+    ),
+    templates: Options.choice("templates", ["on", "off"]).pipe(
+      Options.withDescription("Whether it may read message templates"),
+      Options.optional
+    )
+  },
+  (input) =>
+    Effect.gen(function*() {
+      const current = yield* connectedAccount(input.org)
+      const before = current.account.permissions
+      const modules = Option.isNone(input.modules) ? before.modules : yield* parseModules(input.modules.value)
+      const next: Crm.CrmPermissions = {
+        modules,
+        actionsView: Option.getOrElse(input.actions, () => before.actionsView),
+        actionsWrite: Option.match(input.actionsWrite, { onNone: () => before.actionsWrite, onSome: (v) => v === "on" }),
+        templates: Option.match(input.templates, { onNone: () => before.templates, onSome: (v) => v === "on" })
+      }
+      const crm = yield* Crm.Crm
+      const connection: Crm.CrmConnection = { ...current, account: { ...current.account, permissions: next } }
+      yield* crm.setConnection(input.org, connection)
+      yield* show(input.json, input.org, connection)
+    })
+).pipe(Command.withDescription("Set the connected CRM account's permissions"))
+
+export const crm = Command.make("crm").pipe(
+  Command.withDescription("The organisation's connected CRM account"),
+  Command.withSubcommands([connect, disconnect, identityChanged, permissions])
+)

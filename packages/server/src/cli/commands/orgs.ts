@@ -1,0 +1,145 @@
+/** `parley orgs create | update | list`: organisations and their settings. */
+import { Args, Command, Options } from "@effect/cli"
+import { Crypto, Organisations, SendingHours } from "@parley/core"
+import { Effect, Either, Option } from "effect"
+import { allowance, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
+import { json, print, table } from "../Output.js"
+
+const showAllowance = (n: number | null) => (n === null ? "unlimited" : String(n))
+
+export const describeOrg = (org: Organisations.Organisation): string =>
+  [
+    `Organisation ${org.id} (${org.name})`,
+    fields([
+      ["subscription", org.subscriptionActive ? "active" : "inactive"],
+      ["seat", org.seatActive ? "active" : "inactive"],
+      ["pilot", org.pilotOpen ? "open" : "pending"],
+      ["AI calls", org.aiCallsEnabled ? "on" : "off"],
+      ["sending hours", `${org.sendingHours} (${org.timezone})`],
+      ["SMS allowance", showAllowance(org.smsAllowance)],
+      ["call allowance", showAllowance(org.callAllowance)],
+      ["created", org.createdAt]
+    ])
+  ].join("\n")
+
+const create = Command.make(
+  "create",
+  { json, name: Options.text("name").pipe(Options.withDescription("The organisation's name")) },
+  ({ json, name }) =>
+    Effect.gen(function*() {
+      const organisations = yield* Organisations.Organisations
+      const org: Organisations.Organisation = {
+        id: Crypto.newId("org"),
+        name: yield* nonEmpty("--name", name),
+        subscriptionActive: true,
+        seatActive: true,
+        pilotOpen: true,
+        aiCallsEnabled: true,
+        timezone: "UTC",
+        sendingHours: "always",
+        smsAllowance: null,
+        callAllowance: null,
+        botsManagementUrl: null,
+        templatesManagementUrl: null,
+        createdAt: yield* nowIso
+      }
+      yield* organisations.insert(org)
+      yield* print(json, org, () => describeOrg(org))
+    })
+).pipe(Command.withDescription("Create an organisation (active, pilot open, AI calls on, always open, unlimited)"))
+
+const onOff = <A extends string, B extends string>(name: string, on: A, off: B, description: string) =>
+  Options.choice(name, [on, off]).pipe(Options.withDescription(description), Options.optional)
+
+const update = Command.make(
+  "update",
+  {
+    json,
+    org: Args.text({ name: "ORG" }).pipe(Args.withDescription("Organisation id (org_…)")),
+    subscription: onOff("subscription", "active", "inactive", "Subscription state"),
+    seat: onOff("seat", "active", "inactive", "Seat of the connected CRM account"),
+    pilot: onOff("pilot", "open", "pending", "Pilot gate"),
+    aiCalls: onOff("ai-calls", "on", "off", "AI calls"),
+    sendingHours: Options.text("sending-hours").pipe(
+      Options.withDescription("`always` or windows such as \"Mon-Fri 09:00-17:00; Sat 10:00-14:00\""),
+      Options.optional
+    ),
+    timezone: Options.text("timezone").pipe(
+      Options.withDescription("IANA time zone of the sending hours, such as Europe/Berlin"),
+      Options.optional
+    ),
+    smsAllowance: Options.text("sms-allowance").pipe(
+      Options.withDescription("Texts left to send: N or unlimited"),
+      Options.optional
+    ),
+    callAllowance: Options.text("call-allowance").pipe(
+      Options.withDescription("AI calls left to start: N or unlimited"),
+      Options.optional
+    )
+  },
+  (input) =>
+    Effect.gen(function*() {
+      const current = yield* requireOrg(input.org)
+      const patch: { -readonly [K in keyof Organisations.OrganisationPatch]: Organisations.OrganisationPatch[K] } = {}
+      if (Option.isSome(input.subscription)) patch.subscriptionActive = input.subscription.value === "active"
+      if (Option.isSome(input.seat)) patch.seatActive = input.seat.value === "active"
+      if (Option.isSome(input.pilot)) patch.pilotOpen = input.pilot.value === "open"
+      if (Option.isSome(input.aiCalls)) patch.aiCallsEnabled = input.aiCalls.value === "on"
+      if (Option.isSome(input.sendingHours) || Option.isSome(input.timezone)) {
+        const spec = Option.getOrElse(input.sendingHours, () => current.sendingHours)
+        const zone = Option.getOrElse(input.timezone, () => current.timezone)
+        if (!SendingHours.isValidTimeZone(zone.trim())) {
+          return yield* fail(`Invalid --timezone "${zone}": expected an IANA time zone such as Europe/Berlin`)
+        }
+        const parsed = SendingHours.parseSendingHours(spec, zone)
+        if (Either.isLeft(parsed)) return yield* fail(`Invalid --sending-hours "${spec}": ${parsed.left.message}`)
+        patch.sendingHours = spec.trim().toLowerCase() === "always" ? "always" : spec.trim()
+        patch.timezone = parsed.right.timezone
+      }
+      if (Option.isSome(input.smsAllowance)) {
+        patch.smsAllowance = yield* allowance("--sms-allowance", input.smsAllowance.value)
+      }
+      if (Option.isSome(input.callAllowance)) {
+        patch.callAllowance = yield* allowance("--call-allowance", input.callAllowance.value)
+      }
+      if (Object.keys(patch).length === 0) {
+        return yield* fail(
+          "Nothing to update: give at least one of --subscription, --seat, --pilot, --ai-calls, --sending-hours, " +
+            "--timezone, --sms-allowance, --call-allowance"
+        )
+      }
+      const organisations = yield* Organisations.Organisations
+      const updated = yield* organisations.update(input.org, patch)
+      if (Option.isNone(updated)) return yield* fail(`Unknown organisation "${input.org}"`)
+      const org = updated.value
+      yield* print(input.json, org, () => describeOrg(org))
+    })
+).pipe(Command.withDescription("Change an organisation's access state, sending hours, AI settings or allowances"))
+
+const list = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function*() {
+    const organisations = yield* Organisations.Organisations
+    const orgs = yield* organisations.list
+    yield* print(json, { items: orgs }, () =>
+      orgs.length === 0
+        ? "No organisations yet: create one with `parley orgs create --name NAME`."
+        : table([
+          ["ID", "NAME", "SUBSCRIPTION", "SEAT", "PILOT", "AI CALLS", "SENDING HOURS", "SMS", "CALLS"],
+          ...orgs.map((o) => [
+            o.id,
+            o.name,
+            o.subscriptionActive ? "active" : "inactive",
+            o.seatActive ? "active" : "inactive",
+            o.pilotOpen ? "open" : "pending",
+            o.aiCallsEnabled ? "on" : "off",
+            `${o.sendingHours} (${o.timezone})`,
+            showAllowance(o.smsAllowance),
+            showAllowance(o.callAllowance)
+          ])
+        ]))
+  })).pipe(Command.withDescription("List organisations"))
+
+export const orgs = Command.make("orgs").pipe(
+  Command.withDescription("Organisations and their settings"),
+  Command.withSubcommands([create, update, list])
+)

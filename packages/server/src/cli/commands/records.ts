@@ -1,0 +1,91 @@
+/** `parley records add | list`: records of the embedded CRM's Leads, Contacts, Vendors and Deals. */
+import { Command, Options } from "@effect/cli"
+import { Crm } from "@parley/core"
+import { Effect, Option } from "effect"
+import { e164, fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
+import { json, print, table } from "../Output.js"
+
+const view = (r: Crm.CrmRecord) => ({
+  orgId: r.orgId,
+  module: r.module,
+  id: r.id,
+  name: r.name,
+  phone: r.phone,
+  ownerId: r.ownerId,
+  fields: r.fields
+})
+
+const parseFields = (items: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const parsed: Record<string, string> = {}
+    for (const item of items) {
+      const at = item.indexOf("=")
+      const label = at < 0 ? "" : item.slice(0, at).trim()
+      if (label === "") return yield* fail(`--field "${item}" must look like "First Name=Ada"`)
+      parsed[label] = item.slice(at + 1)
+    }
+    return parsed
+  })
+
+const add = Command.make(
+  "add",
+  {
+    json,
+    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    module: Options.choice("module", MODULES).pipe(Options.withDescription("CRM module")),
+    id: Options.text("id").pipe(Options.withDescription("Record id in the module; an existing id is updated")),
+    name: Options.text("name").pipe(Options.withDescription("Record name")),
+    phone: Options.text("phone").pipe(Options.withDescription("Phone number in E.164"), Options.optional),
+    owner: Options.text("owner").pipe(Options.withDescription("CRM account id of the record's owner"), Options.optional),
+    field: Options.text("field").pipe(
+      Options.withDescription("A field value for merging, LABEL=VALUE, such as \"First Name=Ada\" (repeatable)"),
+      Options.repeated
+    )
+  },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const crm = yield* Crm.Crm
+      const row: Crm.CrmRecord = {
+        orgId: input.org,
+        module: input.module,
+        id: yield* nonEmpty("--id", input.id),
+        name: yield* nonEmpty("--name", input.name),
+        phone: Option.isSome(input.phone) ? yield* e164("--phone", input.phone.value.trim()) : null,
+        ownerId: Option.isSome(input.owner) ? yield* nonEmpty("--owner", input.owner.value) : null,
+        fields: yield* parseFields(input.field)
+      }
+      yield* crm.upsertRecord(row)
+      yield* print(input.json, view(row), () => `Added ${row.module} record ${row.id} (${row.name}) to ${row.orgId}`)
+    })
+).pipe(Command.withDescription("Add (or update, by module and id) a CRM record"))
+
+const list = Command.make(
+  "list",
+  { json, org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")) },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const crm = yield* Crm.Crm
+      const rows = yield* crm.listRecords(input.org)
+      yield* print(input.json, { items: rows.map(view) }, () =>
+        rows.length === 0
+          ? `No CRM records for ${input.org}: add one with \`parley records add --org ${input.org} …\`.`
+          : table([
+            ["MODULE", "ID", "NAME", "PHONE", "OWNER", "FIELDS"],
+            ...rows.map((r) => [
+              r.module,
+              r.id,
+              r.name,
+              orNone(r.phone),
+              orNone(r.ownerId),
+              Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join("; ")
+            ])
+          ]))
+    })
+).pipe(Command.withDescription("List an organisation's CRM records"))
+
+export const records = Command.make("records").pipe(
+  Command.withDescription("Records of the embedded CRM"),
+  Command.withSubcommands([add, list])
+)

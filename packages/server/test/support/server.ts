@@ -1,0 +1,138 @@
+/**
+ * Black-box test support: a real Parley server process on a temporary SQLite
+ * data directory and a free port, driven over HTTP, and the real CLI against
+ * the same data directory.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "bin", "parley.mjs")
+
+export interface DemoSummary {
+  readonly orgId: string
+  readonly numbers: ReadonlyArray<{ readonly sid: string; readonly phoneNumber: string; readonly whatsApp: boolean }>
+  readonly bots: ReadonlyArray<{ readonly id: string; readonly name: string; readonly active: boolean }>
+  readonly templates: ReadonlyArray<{ readonly id: string; readonly name: string }>
+  readonly records: ReadonlyArray<{ readonly module: string; readonly id: string; readonly name: string }>
+  readonly keys: { readonly test: string; readonly live: string }
+}
+
+export interface CliResult {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+export class TestServer {
+  private child: ChildProcess | undefined
+  output = ""
+
+  private constructor(
+    readonly dataDir: string,
+    readonly port: number,
+    readonly env: Readonly<Record<string, string>>
+  ) {}
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`
+  }
+
+  /** Starts a server on a fresh data directory (or the given one) and waits until it answers /healthz. */
+  static async start(options: { readonly env?: Record<string, string>; readonly dataDir?: string } = {}) {
+    const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "parley-test-"))
+    const server = new TestServer(dataDir, await freePort(), options.env ?? {})
+    await server.boot()
+    return server
+  }
+
+  private processEnv(): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      LOG_LEVEL: "warn",
+      ...this.env,
+      PORT: String(this.port),
+      PARLEY_DATA_DIR: this.dataDir
+    }
+  }
+
+  private async boot(): Promise<void> {
+    const child = spawn(process.execPath, [BIN, "serve"], { env: this.processEnv(), stdio: ["ignore", "pipe", "pipe"] })
+    this.child = child
+    child.stdout?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
+    child.stderr?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
+    const deadline = Date.now() + 30_000
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${this.output}`)
+      try {
+        const response = await fetch(`${this.baseUrl}/healthz`)
+        if (response.ok) return
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    throw new Error(`server did not start: ${this.output}`)
+  }
+
+  /** Runs `parley <args>` against this server's data directory. */
+  cli(args: ReadonlyArray<string>): Promise<CliResult> {
+    return new Promise((resolve) => {
+      execFile(process.execPath, [BIN, ...args], { env: this.processEnv() }, (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1
+        resolve({ code, stdout, stderr })
+      })
+    })
+  }
+
+  async cliJson<A>(args: ReadonlyArray<string>): Promise<A> {
+    const result = await this.cli([...args, "--json"])
+    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed: ${result.stderr}`)
+    return JSON.parse(result.stdout) as A
+  }
+
+  demo(): Promise<DemoSummary> {
+    return this.cliJson<DemoSummary>(["demo"])
+  }
+
+  fetch(path: string, init: RequestInit & { readonly key?: string } = {}): Promise<Response> {
+    const headers = new Headers(init.headers)
+    if (init.key !== undefined) headers.set("authorization", `Bearer ${init.key}`)
+    if (init.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json")
+    return fetch(`${this.baseUrl}${path}`, { ...init, headers })
+  }
+
+  /** Stops the process: SIGTERM for a graceful stop, SIGKILL to simulate a crash. */
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+    const child = this.child
+    if (child === undefined || child.exitCode !== null) return
+    await new Promise<void>((resolve) => {
+      child.once("exit", () => resolve())
+      child.kill(signal)
+    })
+  }
+
+  async restart(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+    await this.stop(signal)
+    await this.boot()
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop()
+    rmSync(this.dataDir, { recursive: true, force: true })
+  }
+}
