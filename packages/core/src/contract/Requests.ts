@@ -12,12 +12,20 @@ export const RecordLink = Schema.Struct({
 }).annotations({ identifier: "RecordLink", description: "Links the action to a CRM record." })
 export type RecordLink = typeof RecordLink.Type
 
+const VARIABLE_KEY = /^\{\{[1-9]\d{0,2}\}\}$/
+
+// The key rule is a filter over the record, not a refined key schema: a Record
+// with a refined key silently drops the keys that do not match instead of
+// refusing them, so `{"name": "Ada"}` would decode as `{}`.
 const ContentVariables = Schema.Record({
-  key: Schema.String.pipe(
-    Schema.pattern(/^\{\{[1-9]\d{0,2}\}\}$/, { message: () => "variable keys must look like {{1}}, {{2}}, …" })
-  ),
+  key: Schema.String,
   value: Schema.String.pipe(Schema.maxLength(1024))
-}).annotations({
+}).pipe(
+  Schema.filter((variables) => {
+    const bad = Object.keys(variables).find((key) => !VARIABLE_KEY.test(key))
+    return bad === undefined ? true : { path: [bad], message: "variable keys must look like {{1}}, {{2}}, …" }
+  }, { jsonSchema: { propertyNames: { type: "string", pattern: VARIABLE_KEY.source } } })
+).annotations({
   identifier: "WhatsAppContentVariables",
   description: "Template variables keyed `{{1}}`, `{{2}}`, and so on."
 })

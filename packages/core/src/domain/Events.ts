@@ -48,3 +48,29 @@ export const emit = (type: EventType, action: CrmAction): Effect.Effect<void, St
       payload: encodePayload({ type, timestamp, data: toActionRecord(action) })
     })
   })
+
+/** The event a status change emits, if any (Sending and Ringing are steps no integration needs to hear of). */
+export const eventForStatus = (kind: "message" | "ai_call", status: string): EventType | null => {
+  if (kind === "message") {
+    switch (status) {
+      case "Queued": return "message.queued"
+      case "Sent": return "message.sent"
+      case "Delivered": return "message.delivered"
+      case "Undelivered":
+      case "Failed": return "message.failed"
+      case "Cancelled": return "message.cancelled"
+      case "Received": return "message.received"
+      default: return null
+    }
+  }
+  switch (status) {
+    case "Queued": return "ai_call.queued"
+    case "In Progress": return "ai_call.started"
+    case "Completed": return "ai_call.completed"
+    case "No Answer":
+    case "Busy":
+    case "Failed": return "ai_call.failed"
+    case "Cancelled": return "ai_call.cancelled"
+    default: return null
+  }
+}

@@ -6,6 +6,9 @@
  * - PARLEY_RATE_LIMIT_PER_MINUTE (default 60, per API key)
  * - LOG_LEVEL (default info: debug, info, warn, error, none)
  * - PARLEY_MAX_BODY_BYTES (default 65536)
+ * - PARLEY_SIM_STEP_MS (default 1000): how long each step of the simulated
+ *   carrier's and AI-call provider's lifecycle takes
+ * - PARLEY_DISPATCH_POLL_MS (default 50): how often an idle dispatcher looks for due work
  */
 import { Config, Context, Effect, Layer, LogLevel } from "effect"
 
@@ -15,6 +18,8 @@ export interface ServerSettings {
   readonly rateLimitPerMinute: number
   readonly logLevel: LogLevel.LogLevel
   readonly maxBodyBytes: number
+  readonly simStepMs: number
+  readonly dispatchPollMs: number
 }
 
 const logLevel = Config.literal("debug", "info", "warn", "error", "none")("LOG_LEVEL").pipe(
@@ -41,6 +46,14 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   maxBodyBytes: Config.integer("PARLEY_MAX_BODY_BYTES").pipe(
     Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
     Config.withDefault(64 * 1024)
+  ),
+  simStepMs: Config.integer("PARLEY_SIM_STEP_MS").pipe(
+    Config.validate({ message: "must be zero or more", validation: (n) => n >= 0 }),
+    Config.withDefault(1000)
+  ),
+  dispatchPollMs: Config.integer("PARLEY_DISPATCH_POLL_MS").pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(50)
   )
 })
 

@@ -139,7 +139,9 @@ export const fromAction = (a: Crm.NewAction) => ({
   error_message: a.errorMessage,
   sent_by: a.sentBy,
   modified: a.modified,
-  api_key_id: a.apiKeyId
+  api_key_id: a.apiKeyId,
+  // A live Queued action is work for the dispatcher from its due time on.
+  work_at: a.status === "Queued" ? a.dueAt : null
 })
 
 const decodeActions = Schema.decodeUnknown(Schema.Array(ActionRow))
@@ -286,10 +288,12 @@ export const layer = Layer.effect(
         })),
       cancelAction: (orgId, kind, id, notBefore, at) =>
         storage("crm.cancelAction")(Effect.gen(function*() {
-          // The same condition the dispatcher's claim checks: exactly one of them can win the row.
-          const updated = yield* sql`UPDATE actions SET status = 'Cancelled', modified = ${at}
+          // The dispatcher commits to a send with the mirror condition (status Queued, charged_at NULL):
+          // whichever update lands first wins the row, and the other finds nothing to change.
+          const updated = yield* sql`UPDATE actions SET status = 'Cancelled', modified = ${at}, work_at = NULL
             WHERE org_id = ${orgId} AND id = ${Number(id)} AND kind = ${kind}
-              AND status = 'Queued' AND scheduled_for IS NOT NULL AND due_at > ${Date.parse(notBefore)}
+              AND status = 'Queued' AND charged_at IS NULL
+              AND scheduled_for IS NOT NULL AND due_at > ${Date.parse(notBefore)}
             RETURNING *`
           const [row] = yield* decodeActions(updated)
           if (row !== undefined) return { _tag: "Cancelled" as const, action: toAction(row) }

@@ -173,6 +173,39 @@ const initial = Effect.gen(function*() {
   )`
 })
 
+/**
+ * Dispatch: what the dispatcher needs on each action, and the simulated
+ * carrier's record of sends (one row per action: at most one send).
+ * - work_at: when the dispatcher should next work on the action (its due
+ *   time while Queued, the next lifecycle step after that); NULL when final.
+ * - lease_owner / lease_until: the process working on it, until when; a
+ *   lease that lapses (the process died) lets another process take over.
+ * - charged_at: when the allowance was taken and the send committed to;
+ *   from then on the action can no longer be cancelled.
+ */
+const dispatch = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE actions ADD COLUMN work_at BIGINT`
+  yield* sql`ALTER TABLE actions ADD COLUMN lease_owner TEXT`
+  yield* sql`ALTER TABLE actions ADD COLUMN lease_until BIGINT`
+  yield* sql`ALTER TABLE actions ADD COLUMN charged_at BIGINT`
+  yield* sql`ALTER TABLE actions ADD COLUMN provider_status TEXT`
+  yield* sql`UPDATE actions SET work_at = due_at WHERE status = 'Queued'`
+  yield* sql`CREATE INDEX actions_work ON actions (work_at) WHERE work_at IS NOT NULL`
+  yield* sql`CREATE TABLE simulated_sends (
+    action_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    sid TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    status TEXT NOT NULL,
+    provider_status TEXT NOT NULL,
+    error_message TEXT,
+    first_sent_at BIGINT NOT NULL,
+    attempts INTEGER NOT NULL
+  )`
+})
+
 export const migrations = {
-  "0001_initial": initial
+  "0001_initial": initial,
+  "0002_dispatch": dispatch
 }

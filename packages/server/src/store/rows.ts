@@ -25,7 +25,7 @@ export const bool = (value: boolean): number => (value ? 1 : 0)
 
 /** Every SQL or row-decoding failure becomes a StorageError naming the operation; the cause is logged, never sent. */
 export const storage = (operation: string) =>
-<A, E extends SqlError.SqlError | ParseResult.ParseError | Cause.NoSuchElementException, R>(
+<A, E extends SqlError.SqlError | ParseResult.ParseError | Cause.NoSuchElementException | StorageError, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, StorageError, R> =>
-  Effect.mapError(effect, (cause) => new StorageError({ operation, cause }))
+  Effect.mapError(effect, (cause) => (cause instanceof StorageError ? cause : new StorageError({ operation, cause })))

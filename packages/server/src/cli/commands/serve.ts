@@ -3,6 +3,7 @@ import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core"
 import { Console, Effect, Layer } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
+import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
 import { RetentionLive } from "../../store/Retention.js"
 import { describeDemo } from "./demo.js"
@@ -19,5 +20,5 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
       yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
     }
-    return yield* Layer.launch(Layer.merge(HttpServerLive, RetentionLive))
+    return yield* Layer.launch(Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive))
   })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
