@@ -36,6 +36,7 @@ export * as Scopes from "./domain/Scopes.js"
 export * as SendingHours from "./domain/SendingHours.js"
 export * as Simulation from "./domain/Simulation.js"
 export * as Templates from "./domain/Templates.js"
+export * as Webhooks from "./domain/Webhooks.js"
 export * as WhatsApp from "./domain/WhatsApp.js"
 
 export * as AiCallProvider from "./ports/AiCallProvider.js"

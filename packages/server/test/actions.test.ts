@@ -61,6 +61,9 @@ interface AddedTemplate {
   readonly name: string
 }
 
+/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
+const CLI_HEAVY = 180_000
+
 const PN1 = "PN00000000000000000000000000000001"
 const PN1_PHONE = "+14155550100"
 const WA = "PN00000000000000000000000000000003"
@@ -101,16 +104,17 @@ describe("actions: texts and AI calls", () => {
   let demo: DemoSummary
   const added = { zebra: "", birthday: "", shoeSize: "" }
 
-  const post = (path: string, key: string, payload: unknown, idempotencyKey: string | undefined = idem()) =>
+  /** `idempotencyKey` null sends no Idempotency-Key header; omitted, a fresh key. */
+  const post = (path: string, key: string, payload: unknown, idempotencyKey: string | null = idem()) =>
     server.fetch(path, {
       key,
       method: "POST",
-      ...(idempotencyKey === undefined ? {} : { headers: { "idempotency-key": idempotencyKey } }),
+      ...(idempotencyKey === null ? {} : { headers: { "idempotency-key": idempotencyKey } }),
       body: JSON.stringify(payload)
     })
-  const sendMessage = (key: string, payload: Record<string, unknown>, idempotencyKey?: string) =>
+  const sendMessage = (key: string, payload: Record<string, unknown>, idempotencyKey?: string | null) =>
     post("/api/v1/messages", key, payload, idempotencyKey)
-  const startCall = (key: string, payload: Record<string, unknown>, idempotencyKey?: string) =>
+  const startCall = (key: string, payload: Record<string, unknown>, idempotencyKey?: string | null) =>
     post("/api/v1/ai-calls", key, payload, idempotencyKey)
   const getMessage = (id: string, key: string = demo.keys.live) =>
     server.fetch(`/api/v1/messages/${id}`, { key })
@@ -142,7 +146,7 @@ describe("actions: texts and AI calls", () => {
     added.zebra = (await add("Zebra crossing notice", "The office closes early today.")).id
     added.birthday = (await add("Birthday greeting", "Happy birthday, ${Leads.First Name}!")).id
     added.shoeSize = (await add("Shoe size check", "Your size is ${Leads.Shoe Size}, right?")).id
-  })
+  }, CLI_HEAVY)
   afterAll(() => server?.dispose())
 
   describe("creation and reading", () => {
@@ -432,12 +436,12 @@ describe("actions: texts and AI calls", () => {
     it("answers 400 IDEMPOTENCY_KEY_REQUIRED without the header", async () => {
       const to = freshPhone()
       await expectError(
-        await sendMessage(demo.keys.live, { to, fromNumberSid: PN1, body: "no key" }, undefined),
+        await sendMessage(demo.keys.live, { to, fromNumberSid: PN1, body: "no key" }, null),
         400,
         "IDEMPOTENCY_KEY_REQUIRED"
       )
       await expectError(
-        await startCall(demo.keys.live, { to, fromNumberSid: PN1, botId: "bot_sales", mode: "follow_script" }, undefined),
+        await startCall(demo.keys.live, { to, fromNumberSid: PN1, botId: "bot_sales", mode: "follow_script" }, null),
         400,
         "IDEMPOTENCY_KEY_REQUIRED"
       )
@@ -645,7 +649,7 @@ describe("actions: texts and AI calls", () => {
         "INVALID_REQUEST"
       )
       expect(other.message).toContain("whatsAppContentSid")
-    })
+    }, CLI_HEAVY)
 
     it("refuses WhatsApp from a number not connected to it, and scheduled WhatsApp", async () => {
       const sms = await expectError(
@@ -694,7 +698,7 @@ describe("actions: texts and AI calls", () => {
       await update("--sms-allowance", "unlimited", "--call-allowance", "unlimited")
       expect((await readJson<CreationAck>(await sendMessage(demo.keys.live, text()), 202)).test).toBe(false)
       expect((await readJson<CreationAck>(await startCall(demo.keys.live, aiCall()), 202)).test).toBe(false)
-    })
+    }, CLI_HEAVY)
 
     it("answers 403 AI_CALLS_DISABLED to live keys while AI calls are off", async () => {
       await update("--ai-calls", "off")
@@ -705,6 +709,6 @@ describe("actions: texts and AI calls", () => {
 
       await update("--ai-calls", "on")
       await readJson<CreationAck>(await startCall(demo.keys.live, aiCall()), 202)
-    })
+    }, CLI_HEAVY)
   })
 })

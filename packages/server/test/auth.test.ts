@@ -55,6 +55,9 @@ interface CreatedOrg {
 type Scope = "resources:read" | "messages:read" | "messages:write" | "calls:read" | "calls:write"
 const SCOPES: ReadonlyArray<Scope> = ["resources:read", "messages:read", "messages:write", "calls:read", "calls:write"]
 
+/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
+const CLI_HEAVY = 180_000
+
 const PN1 = "PN00000000000000000000000000000001"
 const PN2 = "PN00000000000000000000000000000002"
 
@@ -133,7 +136,7 @@ describe("authentication and authorisation", () => {
     const first = conversations.items[0]
     if (first === undefined) throw new Error("no conversation in the demo organisation")
     ids.conversation = first.id
-  })
+  }, CLI_HEAVY)
   afterAll(() => server?.dispose())
 
   /** The eleven endpoints with the scope each requires and what a key holding that scope gets. */
@@ -256,7 +259,7 @@ describe("authentication and authorisation", () => {
           }
         }
       }
-    })
+    }, CLI_HEAVY)
 
     it("refuses a revoked key with 401 on the very next request", async () => {
       const created = await createKey(demo.orgId, "to revoke", "all", "live")
@@ -266,19 +269,23 @@ describe("authentication and authorisation", () => {
       await expectError(await server.fetch(`/api/v1/messages/${ids.message}`, { key: created.key }), 401, "UNAUTHORIZED")
       // other keys of the organisation are unaffected
       expect((await server.fetch("/api/v1/numbers", { key: demo.keys.live })).status).toBe(200)
-    })
+    }, CLI_HEAVY)
 
     it("refuses a key with 401 once its expiry has passed", async () => {
-      const expiresAt = Date.now() + 15_000
-      const created = await createKey(demo.orgId, "expiring", "all", "live", [
-        "--expires-at",
-        new Date(expiresAt).toISOString()
-      ])
+      // A few seconds ahead; if the CLI itself took longer than that (a loaded machine), try again with more.
+      let lead = 8_000
+      let expiresAt = Date.now() + lead
+      let created = await createKey(demo.orgId, "expiring", "all", "live", ["--expires-at", new Date(expiresAt).toISOString()])
+      while (Date.now() > expiresAt - 3_000 && lead < 64_000) {
+        lead *= 2
+        expiresAt = Date.now() + lead
+        created = await createKey(demo.orgId, "expiring", "all", "live", ["--expires-at", new Date(expiresAt).toISOString()])
+      }
       // Poll until the key stops working. A 200 proves the server's clock was still before the expiry when the
       // request was sent; a 401 proves it was at or after the expiry by the time the answer arrived.
       let okSeen = 0
       let refusedAt: number | undefined
-      const deadline = expiresAt + 20_000
+      const deadline = expiresAt + 20_000 // generous; the loop ends at the first 401
       while (refusedAt === undefined && Date.now() < deadline) {
         const sentAt = Date.now()
         const response = await server.fetch("/api/v1/numbers", { key: created.key })
@@ -286,7 +293,8 @@ describe("authentication and authorisation", () => {
           await response.body?.cancel()
           expect(sentAt).toBeLessThan(expiresAt)
           okSeen++
-          await new Promise((resolve) => setTimeout(resolve, 500))
+          // at most one request a second keeps the key under the default 60 a minute
+          await new Promise((resolve) => setTimeout(resolve, 1_000))
         } else {
           await expectError(response, 401, "UNAUTHORIZED")
           refusedAt = Date.now()
@@ -297,14 +305,14 @@ describe("authentication and authorisation", () => {
       expect(refusedAt ?? 0).toBeGreaterThanOrEqual(expiresAt)
       // and it stays refused
       await expectError(await server.fetch("/api/v1/bots", { key: created.key }), 401, "UNAUTHORIZED")
-    })
+    }, CLI_HEAVY)
   })
 
   describe("number and bot restrictions", () => {
     let restricted: CreatedKey
     beforeAll(async () => {
       restricted = await createKey(demo.orgId, "restricted", "all", "test", ["--numbers", PN1, "--bots", "bot_sales"])
-    })
+    }, CLI_HEAVY)
 
     it("lists only the permitted numbers and bots", async () => {
       const numbers = await readJson<Page<NumberItem>>(
@@ -447,7 +455,7 @@ describe("authentication and authorisation", () => {
       expect(otherOrg).not.toBe(demo.orgId)
       await run(["crm", "connect", otherOrg, "--account", "Olive Other", "--account-id", "crm_user_other"])
       other = await createKey(otherOrg, "other live", "all", "live")
-    })
+    }, CLI_HEAVY)
 
     it("answers 404 NOT_FOUND for the demo organisation's ids and never shows their data", async () => {
       expect((await server.fetch("/api/v1/numbers", { key: other.key })).status).toBe(200)
@@ -533,7 +541,7 @@ describe("authentication and authorisation", () => {
 
         await run(["crm", "connect", otherOrg, "--account", "Olive Other", "--account-id", "crm_user_other"])
         await expectAccess()
-      })
+      }, CLI_HEAVY)
 
       it("answers 403 CRM_PERMISSION_DENIED when the connected account lacks the CRM permission", async () => {
         await run(["crm", "permissions", otherOrg, "--actions", "none", "--actions-write", "off", "--templates", "off"])
@@ -560,7 +568,7 @@ describe("authentication and authorisation", () => {
         ])
         await readJson<Page<TemplateItem>>(await server.fetch("/api/v1/templates", { key: other.key }), 200)
         await readJson<Page<ConversationSummary>>(await server.fetch("/api/v1/conversations", { key: other.key }), 200)
-      })
+      }, CLI_HEAVY)
     })
   })
 })

@@ -34,6 +34,9 @@ interface OpenApiDocument {
 }
 
 const RATE_LIMIT = 5
+/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
+const CLI_HEAVY = 180_000
+
 const PN1 = "PN00000000000000000000000000000001"
 const KIB = 1024
 
@@ -90,7 +93,7 @@ describe("errors, request ids and the routes beside /api/v1", () => {
     keys.bystander = first.keys.test
     keys.schema = second.keys.test
     keys.chunked = second.keys.live
-  })
+  }, CLI_HEAVY)
   afterAll(() => server?.dispose())
 
   /**

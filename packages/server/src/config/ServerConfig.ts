@@ -9,6 +9,8 @@
  * - PARLEY_SIM_STEP_MS (default 1000): how long each step of the simulated
  *   carrier's and AI-call provider's lifecycle takes
  * - PARLEY_DISPATCH_POLL_MS (default 50): how often an idle dispatcher looks for due work
+ * - PARLEY_WEBHOOK_RETRY_SCALE (default 1): multiplies the event retry schedule
+ *   (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); tests shorten it
  */
 import { Config, Context, Effect, Layer, LogLevel } from "effect"
 
@@ -20,6 +22,7 @@ export interface ServerSettings {
   readonly maxBodyBytes: number
   readonly simStepMs: number
   readonly dispatchPollMs: number
+  readonly webhookRetryScale: number
 }
 
 const logLevel = Config.literal("debug", "info", "warn", "error", "none")("LOG_LEVEL").pipe(
@@ -54,6 +57,10 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   dispatchPollMs: Config.integer("PARLEY_DISPATCH_POLL_MS").pipe(
     Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
     Config.withDefault(50)
+  ),
+  webhookRetryScale: Config.number("PARLEY_WEBHOOK_RETRY_SCALE").pipe(
+    Config.validate({ message: "must be a positive number", validation: (n) => n > 0 }),
+    Config.withDefault(1)
   )
 })
 

@@ -47,10 +47,16 @@ export const EventOutboxLayer = Layer.effect(
       execute: (orgId) => sql`SELECT id, org_id, type, timestamp, payload FROM events WHERE org_id = ${orgId} ORDER BY seq`
     })
     return EventOutbox.EventOutbox.of({
+      // The event and one pending delivery per enabled endpoint, in the caller's transaction.
       append: (e) =>
-        storage("events.append")(sql`INSERT INTO events ${
-          sql.insert({ id: e.id, org_id: e.orgId, type: e.type, timestamp: e.timestamp, payload: e.payload })
-        }`),
+        storage("events.append")(Effect.zipRight(
+          sql`INSERT INTO events ${
+            sql.insert({ id: e.id, org_id: e.orgId, type: e.type, timestamp: e.timestamp, payload: e.payload })
+          }`,
+          sql`INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
+              SELECT ${e.id}, id, 0, ${Date.parse(e.timestamp)}, 'pending', ${e.timestamp}
+              FROM webhooks WHERE org_id = ${e.orgId} AND disabled_at IS NULL`
+        )),
       list: (orgId) =>
         storage("events.list")(Effect.map(list(orgId), (rows) =>
           rows.map((r) => ({ id: r.id, orgId: r.org_id, type: r.type, timestamp: r.timestamp, payload: r.payload }))))

@@ -205,7 +205,36 @@ const dispatch = Effect.gen(function*() {
   )`
 })
 
+/**
+ * Event delivery: one row per (event, endpoint), written in the transaction
+ * that writes the event; the delivery worker leases due rows like the
+ * dispatcher does. Endpoints keep the previous secret for a day after a
+ * rotation (both sign), and say why they were disabled.
+ */
+const delivery = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE webhooks ADD COLUMN disabled_reason TEXT`
+  yield* sql`ALTER TABLE webhooks ADD COLUMN previous_secret TEXT`
+  yield* sql`ALTER TABLE webhooks ADD COLUMN previous_secret_until BIGINT`
+  yield* sql`ALTER TABLE webhooks ADD COLUMN last_success_at TEXT`
+  yield* sql`CREATE TABLE webhook_deliveries (
+    event_id TEXT NOT NULL,
+    webhook_id TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    next_attempt_at BIGINT,
+    lease_owner TEXT,
+    lease_until BIGINT,
+    state TEXT NOT NULL,
+    last_status INTEGER,
+    last_error TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (event_id, webhook_id)
+  )`
+  yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending'`
+})
+
 export const migrations = {
   "0001_initial": initial,
-  "0002_dispatch": dispatch
+  "0002_dispatch": dispatch,
+  "0003_delivery": delivery
 }

@@ -119,7 +119,7 @@ export class TestServer {
   /** Stops the process: SIGTERM for a graceful stop, SIGKILL to simulate a crash. */
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
     const child = this.child
-    if (child === undefined || child.exitCode !== null) return
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
     await new Promise<void>((resolve) => {
       child.once("exit", () => resolve())
       child.kill(signal)

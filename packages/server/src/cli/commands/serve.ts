@@ -4,6 +4,7 @@ import { Demo } from "@parley/core"
 import { Console, Effect, Layer } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
+import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
 import { RetentionLive } from "../../store/Retention.js"
 import { describeDemo } from "./demo.js"
@@ -20,5 +21,5 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
       yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
     }
-    return yield* Layer.launch(Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive))
+    return yield* Layer.launch(Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive))
   })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))

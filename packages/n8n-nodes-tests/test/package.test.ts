@@ -1,0 +1,90 @@
+/** The built package, loaded by n8n-core's PackageDirectoryLoader exactly as n8n loads a community package. */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { loadPackage, PACKAGE_DIR } from "./support/n8n.js"
+
+const packageJson = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"))
+
+describe("n8n-nodes-parley as n8n loads it", () => {
+  it("declares what n8n's verification asks for", () => {
+    expect(packageJson.name).toBe("n8n-nodes-parley")
+    expect(packageJson.keywords).toContain("n8n-community-node-package")
+    expect(packageJson.dependencies ?? {}).toEqual({})
+    expect(packageJson.peerDependencies).toEqual({ "n8n-workflow": "*" })
+    expect(packageJson.n8n).toMatchObject({ n8nNodesApiVersion: 1, strict: true })
+    for (const path of [...packageJson.n8n.nodes, ...packageJson.n8n.credentials]) expect(path).toMatch(/^dist\//)
+  })
+
+  it("loads both nodes and the credential with icons and codex", async () => {
+    const loader = await loadPackage()
+    expect(loader.packageName).toBe("n8n-nodes-parley")
+    expect(Object.keys(loader.known.nodes).sort()).toEqual(["parley", "parleyTrigger"])
+    expect(Object.keys(loader.known.credentials)).toEqual(["parleyApi"])
+
+    const byName = Object.fromEntries(loader.types.nodes.map((node) => [node.name, node]))
+    const parley = byName["parley"]!
+    const trigger = byName["parleyTrigger"]!
+    expect(parley.displayName).toBe("Parley")
+    expect(parley.usableAsTool).toBe(true)
+    expect(trigger.displayName).toBe("Parley Trigger")
+    expect(trigger.polling).toBe(true)
+    expect(trigger.usableAsTool).toBeUndefined()
+
+    for (const node of [parley, trigger]) {
+      expect(node.codex?.categories).toEqual(["Communication"])
+      expect(node.codex?.alias).toEqual(expect.arrayContaining(["SMS", "WhatsApp", "Call", "Voice"]))
+      expect(node.iconUrl).toEqual({
+        light: "icons/n8n-nodes-parley/dist/icons/parley.svg",
+        dark: "icons/n8n-nodes-parley/dist/icons/parley.dark.svg"
+      })
+    }
+    // Every icon n8n will serve exists in the built package.
+    for (const path of Object.values(loader.types.nodes[0]!.iconUrl as Record<string, string>)) {
+      const file = join(PACKAGE_DIR, path.replace("icons/n8n-nodes-parley/", ""))
+      expect(readFileSync(file, "utf8")).toContain("<svg")
+    }
+
+    const credential = loader.types.credentials[0]!
+    expect(credential.displayName).toBe("Parley API")
+    expect(credential.properties.map((p) => p.name)).toEqual(["baseUrl", "apiKey"])
+    expect(credential.properties[1]!.typeOptions?.password).toBe(true)
+    expect(credential.test?.request).toMatchObject({ url: "/api/v1/numbers", method: "GET" })
+    expect(loader.known.credentials.parleyApi!.supportedNodes).toEqual(
+      ["parley", "parleyTrigger"]
+    )
+  })
+
+  it("offers the issue's actions and searchable pickers", async () => {
+    const loader = await loadPackage()
+    const parley = loader.types.nodes.find((node) => node.name === "parley")!
+    const actions = parley.properties
+      .filter((p) => p.name === "operation")
+      .flatMap((p) => (p.options ?? []).map((o) => ("action" in o ? o.action : undefined)))
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "Send message",
+        "Start AI call",
+        "Cancel message",
+        "Cancel AI call",
+        "Get message",
+        "Get AI call",
+        "Get many conversations",
+        "Get messages of a conversation",
+        "Get many numbers",
+        "Get many bots",
+        "Get many templates"
+      ])
+    )
+    const searchMethods = parley.properties
+      .flatMap((p) => p.modes ?? [])
+      .map((mode) => mode.typeOptions?.searchListMethod)
+      .filter((name) => name !== undefined)
+    expect(new Set(searchMethods)).toEqual(new Set(["searchNumbers", "searchTemplates", "searchBots", "searchConversations"]))
+  })
+
+  it("ships nothing of Effect or @parley/core", () => {
+    const built = readFileSync(join(PACKAGE_DIR, "dist/nodes/Parley/shared/api.js"), "utf8")
+    expect(built).not.toMatch(/require\("(effect|@parley\/core)/)
+  })
+})

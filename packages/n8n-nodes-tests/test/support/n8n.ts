@@ -1,0 +1,347 @@
+/**
+ * Runs n8n-nodes-parley the way n8n does, with no n8n server and no database:
+ * the built package loaded by n8n-core's PackageDirectoryLoader, workflows run
+ * by WorkflowExecute, polls by PollContext, and a credentials helper that
+ * resolves the credential's generic authentication like n8n's own.
+ */
+import type { ExecutionLifecycleHooks as Hooks, PackageDirectoryLoader } from "n8n-core"
+import type {
+  ICredentialDataDecryptedObject,
+  ICredentials,
+  ICredentialTestRequest,
+  ICredentialType,
+  IDataObject,
+  IHttpRequestOptions,
+  INode,
+  INodeExecutionData,
+  INodeProperties,
+  INodeType,
+  INodeTypes,
+  IRun,
+  IVersionedNodeType,
+  IWorkflowBase,
+  IWorkflowExecuteAdditionalData,
+  WorkflowExecuteMode,
+  Workflow as WorkflowClass,
+  IConnections
+} from "n8n-workflow"
+import { createRequire } from "node:module"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+// n8n-core and the built nodes are CommonJS and share one n8n-workflow; load the
+// same CommonJS copy here so classes and instanceof checks agree.
+const require = createRequire(import.meta.url)
+const { ExecutionLifecycleHooks, PackageDirectoryLoader: Loader, PollContext, WorkflowExecute } =
+  require("n8n-core") as typeof import("n8n-core")
+const { createRunExecutionData, ICredentialsHelper, NodeHelpers, Workflow } =
+  require("n8n-workflow") as typeof import("n8n-workflow")
+type Workflow = WorkflowClass
+
+export const PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "n8n-nodes")
+export const PACKAGE_NAME = "n8n-nodes-parley"
+export const PARLEY = `${PACKAGE_NAME}.parley`
+export const PARLEY_TRIGGER = `${PACKAGE_NAME}.parleyTrigger`
+
+export interface ParleyCredentials extends ICredentialDataDecryptedObject {
+  baseUrl: string
+  apiKey: string
+}
+
+export async function loadPackage(): Promise<PackageDirectoryLoader> {
+  const loader = new Loader(PACKAGE_DIR)
+  await loader.loadAll()
+  return loader
+}
+
+class PackageNodeTypes implements INodeTypes {
+  constructor(private readonly loader: PackageDirectoryLoader) {}
+
+  private shortName(type: string): string {
+    if (!type.startsWith(`${PACKAGE_NAME}.`)) throw new Error(`Node type ${type} is not in ${PACKAGE_NAME}`)
+    return type.slice(PACKAGE_NAME.length + 1)
+  }
+
+  getByName(type: string): INodeType | IVersionedNodeType {
+    return this.loader.getNode(this.shortName(type)).type
+  }
+
+  getByNameAndVersion(type: string, version?: number): INodeType {
+    return NodeHelpers.getVersionedNodeType(this.getByName(type), version)
+  }
+
+  getKnownTypes() {
+    return this.loader.known.nodes
+  }
+}
+
+/** Resolves `={{ … }}` values the way n8n's CredentialsHelper does, with `$credentials` in scope. */
+function resolveWithCredentials(
+  value: unknown,
+  credentials: ICredentialDataDecryptedObject,
+  workflow: Workflow,
+  node: INode
+): unknown {
+  if (typeof value !== "string" || !value.startsWith("=")) return value
+  return workflow.expression.getSimpleParameterValue(node, value, "internal", { $credentials: credentials }, undefined, "")
+}
+
+class TestCredentialsHelper extends ICredentialsHelper {
+  constructor(
+    private readonly loader: PackageDirectoryLoader,
+    private readonly credentials: Record<string, ICredentialDataDecryptedObject>
+  ) {
+    super()
+  }
+
+  private type(name: string): ICredentialType {
+    return this.loader.getCredential(name).type
+  }
+
+  getParentTypes(): string[] {
+    return []
+  }
+
+  isCredentialUsableByNode(credentialType: string, nodeType: string): boolean {
+    const known = this.loader.known.credentials[credentialType]
+    const shortName = nodeType.startsWith(`${PACKAGE_NAME}.`) ? nodeType.slice(PACKAGE_NAME.length + 1) : nodeType
+    return known?.supportedNodes === undefined || known.supportedNodes.includes(shortName)
+  }
+
+  async authenticate(
+    credentials: ICredentialDataDecryptedObject,
+    typeName: string,
+    requestOptions: IHttpRequestOptions,
+    workflow?: Workflow,
+    node?: INode
+  ): Promise<IHttpRequestOptions> {
+    const authenticate = this.type(typeName).authenticate
+    if (typeof authenticate === "function") return authenticate(credentials, requestOptions)
+    if (authenticate === undefined) return requestOptions
+    if (workflow === undefined || node === undefined) throw new Error("generic authentication needs the workflow and node")
+    const options = requestOptions as unknown as Record<string, IDataObject | undefined>
+    for (const [target, values] of Object.entries(authenticate.properties)) {
+      const resolved: IDataObject = { ...(options[target] ?? {}) }
+      for (const [key, value] of Object.entries(values as IDataObject)) {
+        resolved[String(resolveWithCredentials(key, credentials, workflow, node))] = resolveWithCredentials(
+          value,
+          credentials,
+          workflow,
+          node
+        ) as string
+      }
+      options[target] = resolved
+    }
+    return requestOptions
+  }
+
+  async preAuthentication() {
+    return undefined
+  }
+
+  async runPreAuthentication() {
+    return undefined
+  }
+
+  async getCredentials(): Promise<ICredentials> {
+    throw new Error("getCredentials is not used by n8n-nodes-parley")
+  }
+
+  async getDecrypted(_additionalData: unknown, _node: unknown, type: string): Promise<ICredentialDataDecryptedObject> {
+    const credentials = this.credentials[type]
+    if (credentials === undefined) throw new Error(`No test credentials of type ${type}`)
+    return credentials
+  }
+
+  async updateCredentials() {
+    throw new Error("updateCredentials is not used by n8n-nodes-parley")
+  }
+
+  async updateCredentialsOauthTokenData() {
+    throw new Error("updateCredentialsOauthTokenData is not used by n8n-nodes-parley")
+  }
+
+  getCredentialsProperties(type: string): INodeProperties[] {
+    return this.type(type).properties
+  }
+}
+
+export interface WorkflowJson {
+  name?: string
+  nodes: INode[]
+  connections: IConnections
+}
+
+export interface RunOptions {
+  /** Items fed to the first node. */
+  input?: IDataObject[]
+  executionId?: string
+  mode?: WorkflowExecuteMode
+}
+
+let executionCounter = 0
+
+/** A loaded package plus a credential: runs workflows and polls against one Parley server. */
+export class N8nHarness {
+  readonly nodeTypes: PackageNodeTypes
+  readonly credentialsHelper: TestCredentialsHelper
+
+  constructor(
+    readonly loader: PackageDirectoryLoader,
+    readonly credentials: ParleyCredentials
+  ) {
+    this.nodeTypes = new PackageNodeTypes(loader)
+    this.credentialsHelper = new TestCredentialsHelper(loader, { parleyApi: credentials })
+  }
+
+  workflow(json: WorkflowJson, staticData?: IDataObject): Workflow {
+    return new Workflow({
+      id: "parley-test",
+      name: json.name ?? "Parley test",
+      nodes: json.nodes,
+      connections: json.connections,
+      nodeTypes: this.nodeTypes,
+      active: false,
+      ...(staticData === undefined ? {} : { staticData })
+    })
+  }
+
+  additionalData(executionId: string, hooks?: Hooks): IWorkflowExecuteAdditionalData {
+    const data = {
+      credentialsHelper: this.credentialsHelper,
+      executionId,
+      hooks,
+      restApiUrl: "http://127.0.0.1:5678/rest",
+      instanceBaseUrl: "http://127.0.0.1:5678/",
+      formWaitingBaseUrl: "http://127.0.0.1:5678/form-waiting",
+      webhookBaseUrl: "http://127.0.0.1:5678/webhook",
+      webhookWaitingBaseUrl: "http://127.0.0.1:5678/webhook-waiting",
+      webhookTestBaseUrl: "http://127.0.0.1:5678/webhook-test",
+      currentNodeParameters: undefined,
+      executionTimeoutTimestamp: undefined,
+      userId: "parley-test-user",
+      variables: {},
+      setExecutionStatus: () => {},
+      logAiEvent: () => {}
+    }
+    return data as unknown as IWorkflowExecuteAdditionalData
+  }
+
+  /** Runs a workflow from its first node, as n8n's WorkflowExecute does, and returns the run. */
+  async run(json: WorkflowJson, options: RunOptions = {}): Promise<IRun> {
+    const executionId = options.executionId ?? `test-${++executionCounter}`
+    const mode = options.mode ?? "manual"
+    const workflow = this.workflow(json)
+    const workflowData: IWorkflowBase = {
+      id: "parley-test",
+      name: workflow.name ?? "Parley test",
+      active: false,
+      activeVersionId: null,
+      isArchived: false,
+      createdAt: new Date(),
+      updatedAt: new Date(),
+      nodes: json.nodes,
+      connections: json.connections
+    } as unknown as IWorkflowBase
+    const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData)
+    const startNode = json.nodes[0]!
+    const input: INodeExecutionData[] = (options.input ?? [{}]).map((json) => ({ json }))
+    const runExecutionData = createRunExecutionData({
+      executionData: {
+        nodeExecutionStack: [{ node: startNode, data: { main: [input] }, source: null }]
+      }
+    })
+    const execute = new WorkflowExecute(this.additionalData(executionId, hooks), mode, runExecutionData)
+    return await execute.processRunExecutionData(workflow)
+  }
+
+  /** Calls the trigger's poll() through n8n-core's PollContext, with the workflow's static data. */
+  async poll(workflow: Workflow, nodeName: string, mode: "trigger" | "manual") {
+    const node = workflow.getNode(nodeName)
+    if (node === null) throw new Error(`No node ${nodeName}`)
+    const nodeType = this.nodeTypes.getByNameAndVersion(node.type, node.typeVersion)
+    const context = new PollContext(
+      workflow,
+      node,
+      this.additionalData(`poll-${++executionCounter}`),
+      mode,
+      mode === "manual" ? "manual" : "activate"
+    )
+    if (nodeType.poll === undefined) throw new Error(`${node.type} does not poll`)
+    return await nodeType.poll.call(context)
+  }
+
+  /**
+   * Runs the credential's test request the way n8n's "Test" button does:
+   * resolve it against the credential, authenticate it, send it, apply the rules.
+   */
+  async testCredential(credentials: ParleyCredentials): Promise<{ status: "OK" | "Error"; message: string }> {
+    const type = this.loader.getCredential("parleyApi").type
+    const test = type.test as ICredentialTestRequest
+    const node: INode = {
+      id: "credential-test",
+      name: "Credential Test",
+      type: PARLEY,
+      typeVersion: 1,
+      position: [0, 0],
+      parameters: {}
+    }
+    const workflow = this.workflow({ nodes: [node], connections: {} })
+    const baseURL = String(resolveWithCredentials(test.request.baseURL, credentials, workflow, node))
+    const request = await this.credentialsHelper.authenticate(
+      credentials,
+      "parleyApi",
+      { url: test.request.url ?? "", method: test.request.method ?? "GET", headers: {} },
+      workflow,
+      node
+    )
+    let response: Response
+    try {
+      response = await fetch(`${baseURL}${request.url}`, {
+        method: request.method ?? "GET",
+        headers: request.headers as Record<string, string>
+      })
+    } catch (error) {
+      return { status: "Error", message: `Could not connect: ${(error as Error).message}` }
+    }
+    for (const rule of test.rules ?? []) {
+      if (rule.type === "responseCode" && response.status === rule.properties.value) {
+        return { status: "Error", message: rule.properties.message }
+      }
+    }
+    if (!response.ok) return { status: "Error", message: `HTTP ${response.status}` }
+    return { status: "OK", message: "Connection tested successfully" }
+  }
+}
+
+/** The output items of one node in a run (first output, every run of it). */
+export function outputOf(run: IRun, nodeName: string): INodeExecutionData[] {
+  const tasks = run.data.resultData.runData[nodeName]
+  if (tasks === undefined) {
+    const error = run.data.resultData.error
+    throw new Error(`Node ${nodeName} did not run${error === undefined ? "" : `: ${error.message}`}`)
+  }
+  return tasks.flatMap((task) => task.data?.main?.[0] ?? [])
+}
+
+export function parleyNode(name: string, parameters: INode["parameters"], extra: Partial<INode> = {}): INode {
+  return {
+    id: name.toLowerCase().replace(/\W+/g, "-"),
+    name,
+    type: PARLEY,
+    typeVersion: 1,
+    position: [0, 0],
+    parameters,
+    credentials: { parleyApi: { id: "1", name: "Parley" } },
+    ...extra
+  }
+}
+
+/** Connects the nodes in a line: a → b → c. */
+export function chain(...names: string[]): IConnections {
+  const connections: IConnections = {}
+  for (let i = 0; i + 1 < names.length; i++) {
+    connections[names[i]!] = { main: [[{ node: names[i + 1]!, type: "main", index: 0 }]] }
+  }
+  return connections
+}

@@ -1,0 +1,145 @@
+/** Parley Trigger's Poll Status through n8n-core's PollContext, and the credential test, against a real server. */
+import type { IDataObject, INode } from "n8n-workflow"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { loadPackage, N8nHarness, PARLEY_TRIGGER } from "./support/n8n.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+
+let server: TestServer
+let demo: DemoSummary
+let harness: N8nHarness
+
+beforeAll(async () => {
+  server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
+  demo = await server.demo()
+  harness = new N8nHarness(await loadPackage(), { baseUrl: server.baseUrl, apiKey: demo.keys.live })
+})
+
+afterAll(async () => {
+  await server?.dispose()
+})
+
+const schedule = async (to: string, key: string) => {
+  const response = await server.fetch("/api/v1/messages", {
+    method: "POST",
+    key: demo.keys.live,
+    headers: { "idempotency-key": key },
+    body: JSON.stringify({
+      to,
+      fromNumberSid: demo.numbers[0]!.sid,
+      body: "Scheduled",
+      scheduledFor: new Date(Date.now() + 10 * 60_000).toISOString()
+    })
+  })
+  expect(response.status).toBe(202)
+  return ((await response.json()) as { id: string }).id
+}
+
+const cancel = async (id: string) => {
+  const response = await server.fetch(`/api/v1/messages/${id}/cancel`, { method: "POST", key: demo.keys.live })
+  expect(response.status).toBe(200)
+}
+
+const triggerNode = (parameters: INode["parameters"]): INode => ({
+  id: "trigger",
+  name: "Parley Trigger",
+  type: PARLEY_TRIGGER,
+  typeVersion: 1,
+  position: [0, 0],
+  parameters,
+  credentials: { parleyApi: { id: "1", name: "Parley" } }
+})
+
+const json = (result: Awaited<ReturnType<N8nHarness["poll"]>>) => (result === null ? null : result[0]!.map((item) => item.json))
+
+describe("Parley Trigger (Poll Status)", () => {
+  it("watching ids: emits the first state, nothing when unchanged, a change once", async () => {
+    const first = await schedule("+15550005555", "trigger-ids-1")
+    const second = await schedule("+15550005556", "trigger-ids-2")
+    const workflow = harness.workflow({
+      nodes: [triggerNode({ watch: "ids", messageIds: `${first}, ${second}`, emitOn: "any" })],
+      connections: {}
+    })
+
+    const initial = json(await harness.poll(workflow, "Parley Trigger", "trigger"))
+    expect(initial?.map((item) => [item.id, item.status, item.previousStatus])).toEqual([
+      [first, "Queued", null],
+      [second, "Queued", null]
+    ])
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+
+    await cancel(first)
+    const changed = json(await harness.poll(workflow, "Parley Trigger", "trigger"))
+    expect(changed).toEqual([expect.objectContaining({ id: first, status: "Cancelled", previousStatus: "Queued", final: true, kind: "message" })])
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+
+    // The static data stays small: one [id, status] pair per watched record.
+    const staticData = workflow.getStaticData("node", workflow.getNode("Parley Trigger")!) as IDataObject
+    expect(staticData.records).toEqual([
+      [`message:${second}`, "Queued"],
+      [`message:${first}`, "Cancelled"]
+    ])
+  })
+
+  it("final statuses only: emits just the change to a final status", async () => {
+    const id = await schedule("+15550006666", "trigger-final-1")
+    const workflow = harness.workflow({
+      nodes: [triggerNode({ watch: "ids", messageIds: id, emitOn: "final" })],
+      connections: {}
+    })
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+    await cancel(id)
+    expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
+      expect.objectContaining({ id, status: "Cancelled", previousStatus: "Queued" })
+    ])
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+  })
+
+  it("watching everything the key can see: a cancelled message emits once", async () => {
+    const workflow = harness.workflow({
+      nodes: [triggerNode({ watch: "all", emitOn: "selected", statuses: ["Cancelled"], maxConversations: 50 })],
+      connections: {}
+    })
+    await harness.poll(workflow, "Parley Trigger", "trigger") // baseline: whatever is cancelled already
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+
+    const id = await schedule("+15550007777", "trigger-all-1")
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull() // Queued is not selected
+    await cancel(id)
+    const changed = json(await harness.poll(workflow, "Parley Trigger", "trigger"))
+    expect(changed).toEqual([expect.objectContaining({ id, status: "Cancelled", to: "+15550007777" })])
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+  })
+
+  it("manual mode returns the current state and remembers nothing", async () => {
+    const id = await schedule("+15550008888", "trigger-manual-1")
+    const workflow = harness.workflow({
+      nodes: [triggerNode({ watch: "ids", messageIds: id, emitOn: "final" })],
+      connections: {}
+    })
+    const manual = json(await harness.poll(workflow, "Parley Trigger", "manual"))
+    expect(manual).toEqual([expect.objectContaining({ id, status: "Queued" })])
+    expect(json(await harness.poll(workflow, "Parley Trigger", "manual"))).toEqual(manual)
+    const staticData = workflow.getStaticData("node", workflow.getNode("Parley Trigger")!) as IDataObject
+    expect(staticData.records).toBeUndefined()
+  })
+})
+
+describe("the Parley API credential test", () => {
+  it("passes with a good key", async () => {
+    expect(await harness.testCredential({ baseUrl: server.baseUrl, apiKey: demo.keys.test })).toEqual({
+      status: "OK",
+      message: "Connection tested successfully"
+    })
+    // A trailing /api/v1 in the Base URL is tolerated.
+    expect((await harness.testCredential({ baseUrl: `${server.baseUrl}/api/v1/`, apiKey: demo.keys.live })).status).toBe("OK")
+  })
+
+  it("tells a wrong key from a wrong URL", async () => {
+    const badKey = await harness.testCredential({ baseUrl: server.baseUrl, apiKey: "parley_live_not_a_key" })
+    expect(badKey.status).toBe("Error")
+    expect(badKey.message).toMatch(/rejected the API key/)
+    const badUrl = await harness.testCredential({ baseUrl: `${server.baseUrl}/elsewhere`, apiKey: demo.keys.live })
+    expect(badUrl.status).toBe("Error")
+    expect(badUrl.message).toMatch(/No Parley API answered at this Base URL/)
+  })
+})

@@ -1,0 +1,118 @@
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+} from 'n8n-workflow';
+import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { searchBots } from './listSearch/searchBots';
+import { searchConversations } from './listSearch/searchConversations';
+import { searchNumbers } from './listSearch/searchNumbers';
+import { searchTemplates } from './listSearch/searchTemplates';
+import { aiCallDescription, aiCallOperations } from './resources/aiCall';
+import { botDescription, botOperations } from './resources/bot';
+import { conversationDescription, conversationOperations } from './resources/conversation';
+import { messageDescription, messageOperations } from './resources/message';
+import { numberDescription, numberOperations } from './resources/number';
+import { templateDescription, templateOperations } from './resources/template';
+import type { ParleyOperation } from './shared/operation';
+
+const operations: Record<string, Record<string, ParleyOperation>> = {
+	message: messageOperations,
+	aiCall: aiCallOperations,
+	conversation: conversationOperations,
+	number: numberOperations,
+	bot: botOperations,
+	template: templateOperations,
+};
+
+/** What Continue On Fail outputs for a failed item. */
+function errorJson(error: Error): IDataObject {
+	const json: IDataObject = { error: error.message };
+	if (error instanceof NodeApiError) {
+		if (error.description) json.description = error.description;
+		if (error.httpCode) json.httpCode = error.httpCode;
+		const code = error.context.code ?? (error.errorResponse?.code as string | undefined);
+		if (code !== undefined) json.code = code;
+		const requestId = error.errorResponse?.requestId;
+		if (requestId !== undefined) json.requestId = requestId;
+	}
+	return json;
+}
+
+export class Parley implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Parley',
+		name: 'parley',
+		icon: { light: 'file:../../icons/parley.svg', dark: 'file:../../icons/parley.dark.svg' },
+		group: ['output'],
+		version: 1,
+		subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
+		description: 'Send SMS and WhatsApp messages and start AI calls with Parley',
+		defaults: { name: 'Parley' },
+		usableAsTool: true,
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		credentials: [{ name: 'parleyApi', required: true }],
+		properties: [
+			{
+				displayName: 'Resource',
+				name: 'resource',
+				type: 'options',
+				noDataExpression: true,
+				options: [
+					{ name: 'AI Call', value: 'aiCall' },
+					{ name: 'Bot', value: 'bot' },
+					{ name: 'Conversation', value: 'conversation' },
+					{ name: 'Message', value: 'message' },
+					{ name: 'Number', value: 'number' },
+					{ name: 'Template', value: 'template' },
+				],
+				default: 'message',
+			},
+			...messageDescription,
+			...aiCallDescription,
+			...conversationDescription,
+			...numberDescription,
+			...botDescription,
+			...templateDescription,
+		],
+	};
+
+	methods = {
+		listSearch: { searchNumbers, searchBots, searchTemplates, searchConversations },
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const items = this.getInputData();
+		const output: INodeExecutionData[] = [];
+		for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+			try {
+				const resource = this.getNodeParameter('resource', itemIndex) as string;
+				const operationName = this.getNodeParameter('operation', itemIndex) as string;
+				const operation = operations[resource]?.[operationName];
+				if (operation === undefined) {
+					throw new NodeOperationError(
+						this.getNode(),
+						`The operation "${operationName}" of resource "${resource}" is not known [item ${itemIndex}]`,
+						{ itemIndex },
+					);
+				}
+				const results = await operation.execute.call(this, itemIndex);
+				for (const json of results) output.push({ json, pairedItem: { item: itemIndex } });
+			} catch (error) {
+				const nodeError =
+					error instanceof NodeApiError || error instanceof NodeOperationError
+						? error
+						: new NodeOperationError(this.getNode(), error as Error, { itemIndex });
+				if (this.continueOnFail()) {
+					output.push({ json: errorJson(nodeError), pairedItem: { item: itemIndex } });
+					continue;
+				}
+				throw nodeError;
+			}
+		}
+		return [output];
+	}
+}

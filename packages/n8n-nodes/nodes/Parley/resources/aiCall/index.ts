@@ -1,0 +1,42 @@
+/** Resource "AI Call": start, get and cancel outbound AI bot calls. */
+import type { INodeProperties } from 'n8n-workflow';
+import { forOperation, type ParleyOperation } from '../../shared/operation';
+import { cancel } from './cancel';
+import { get } from './get';
+import { start } from './start';
+
+export const aiCallOperations: Record<string, ParleyOperation> = { start, get, cancel };
+
+export const aiCallDescription: INodeProperties[] = [
+	{
+		displayName: 'Operation',
+		name: 'operation',
+		type: 'options',
+		noDataExpression: true,
+		displayOptions: { show: { resource: ['aiCall'] } },
+		options: [
+			{
+				name: 'Start',
+				value: 'start',
+				action: 'Start AI call',
+				description: 'Queue or schedule an outbound AI bot call',
+			},
+			{
+				name: 'Get',
+				value: 'get',
+				action: 'Get AI call',
+				description: 'Read an AI call record, its status and transcript',
+			},
+			{
+				name: 'Cancel',
+				value: 'cancel',
+				action: 'Cancel AI call',
+				description: 'Cancel a scheduled AI call before it starts',
+			},
+		],
+		default: 'start',
+	},
+	...forOperation('aiCall', 'start', start.fields),
+	...forOperation('aiCall', 'get', get.fields),
+	...forOperation('aiCall', 'cancel', cancel.fields),
+];

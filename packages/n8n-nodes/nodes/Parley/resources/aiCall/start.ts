@@ -1,0 +1,78 @@
+/** AI Call → Start: POST /ai-calls (queues or schedules an outbound AI bot call). */
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { ApiCreationAck } from '../../shared/api';
+import { addLinkAndSchedule, creationOutput, idempotencyKeyFor } from '../../shared/creation';
+import {
+	botField,
+	fromNumberField,
+	idempotencyOptions,
+	recordLinkFields,
+	toField,
+} from '../../shared/descriptions';
+import type { ParleyOperation } from '../../shared/operation';
+import { parleyRequestFull } from '../../shared/transport';
+
+export const start: ParleyOperation = {
+	fields: [
+		toField,
+		fromNumberField,
+		botField,
+		{
+			displayName: 'Mode',
+			name: 'mode',
+			type: 'options',
+			options: [
+				{
+					name: 'Follow Script',
+					value: 'follow_script',
+					description: "The bot follows its own script; the purpose message adds context",
+				},
+				{
+					name: 'Deliver Specific Message',
+					value: 'deliver_specific_message',
+					description: 'The bot delivers the purpose message',
+				},
+			],
+			default: 'follow_script',
+		},
+		{
+			displayName: 'Purpose Message',
+			name: 'purposeMessage',
+			type: 'string',
+			typeOptions: { rows: 4 },
+			default: '',
+			description: 'What the call is for, or the message to deliver (at most 4000 characters)',
+		},
+		{
+			displayName: 'Additional Fields',
+			name: 'additionalFields',
+			type: 'collection',
+			placeholder: 'Add Field',
+			default: {},
+			options: recordLinkFields,
+		},
+		idempotencyOptions,
+	],
+
+	async execute(this: IExecuteFunctions, itemIndex: number) {
+		const body: IDataObject = {
+			to: (this.getNodeParameter('to', itemIndex) as string).trim(),
+			fromNumberSid: this.getNodeParameter('fromNumber', itemIndex, '', { extractValue: true }) as string,
+			botId: this.getNodeParameter('bot', itemIndex, '', { extractValue: true }) as string,
+			mode: this.getNodeParameter('mode', itemIndex) as string,
+		};
+		const purposeMessage = this.getNodeParameter('purposeMessage', itemIndex, '') as string;
+		if (purposeMessage !== '') body.purposeMessage = purposeMessage;
+		addLinkAndSchedule.call(this, itemIndex, body);
+
+		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
+		const response = await parleyRequestFull<ApiCreationAck>(this, {
+			method: 'POST',
+			path: '/ai-calls',
+			body,
+			idempotencyKey,
+			itemIndex,
+		});
+		return [creationOutput(response, idempotencyKey)];
+	},
+};

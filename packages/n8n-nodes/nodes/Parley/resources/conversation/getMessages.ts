@@ -1,0 +1,24 @@
+/** Conversation → Get Messages: GET /conversations/{id}, following nextCursor. */
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { ApiActionRecord } from '../../shared/api';
+import { conversationField, pagingFields } from '../../shared/descriptions';
+import type { ParleyOperation } from '../../shared/operation';
+import { parleyPages } from '../../shared/transport';
+
+export const getMessages: ParleyOperation = {
+	fields: [conversationField, ...pagingFields()],
+
+	async execute(this: IExecuteFunctions, itemIndex: number) {
+		const conversationId = this.getNodeParameter('conversation', itemIndex, '', {
+			extractValue: true,
+		}) as string;
+		const returnAll = this.getNodeParameter('returnAll', itemIndex) as boolean;
+		const limit = returnAll ? undefined : (this.getNodeParameter('limit', itemIndex) as number);
+		const messages = await parleyPages<ApiActionRecord>(
+			this,
+			{ method: 'GET', path: `/conversations/${encodeURIComponent(conversationId)}`, itemIndex },
+			limit,
+		);
+		return messages as unknown as IDataObject[];
+	},
+};

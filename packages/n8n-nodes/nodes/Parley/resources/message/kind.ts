@@ -1,0 +1,3 @@
+import type { ActionKind } from '../../shared/actions';
+
+export const messageKind: ActionKind = { path: 'messages', idParameter: 'messageId', noun: 'message' };

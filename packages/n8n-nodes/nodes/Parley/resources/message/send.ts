@@ -1,0 +1,140 @@
+/** Message → Send: POST /messages (queues or schedules an SMS or WhatsApp text). */
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { ApiCreationAck } from '../../shared/api';
+import { addLinkAndSchedule, creationOutput, idempotencyKeyFor } from '../../shared/creation';
+import {
+	fromNumberField,
+	idempotencyOptions,
+	recordLinkFields,
+	templateField,
+	toField,
+} from '../../shared/descriptions';
+import type { ParleyOperation } from '../../shared/operation';
+import { parleyRequestFull } from '../../shared/transport';
+
+function contentVariables(fields: IDataObject): IDataObject | undefined {
+	const collection = (fields.whatsAppContentVariables ?? {}) as IDataObject;
+	const variables = (collection.variable ?? []) as IDataObject[];
+	if (variables.length === 0) return undefined;
+	const result: IDataObject = {};
+	for (const variable of variables) {
+		const key = String(variable.key ?? '').trim().replace(/^\{\{|\}\}$/g, '');
+		result[`{{${key}}}`] = String(variable.value ?? '');
+	}
+	return result;
+}
+
+export const send: ParleyOperation = {
+	fields: [
+		toField,
+		fromNumberField,
+		{
+			displayName: 'Channel',
+			name: 'channel',
+			type: 'options',
+			options: [
+				{ name: 'SMS', value: 'SMS' },
+				{ name: 'WhatsApp', value: 'WhatsApp', description: 'Sent immediately; cannot be scheduled' },
+			],
+			default: 'SMS',
+		},
+		{
+			displayName: 'Content',
+			name: 'content',
+			type: 'options',
+			options: [
+				{ name: 'Text', value: 'body', description: 'Write the message body' },
+				{ name: 'Template', value: 'template', description: 'Use a CRM message template' },
+			],
+			default: 'body',
+		},
+		{
+			displayName: 'Body',
+			name: 'body',
+			type: 'string',
+			typeOptions: { rows: 4 },
+			default: '',
+			required: true,
+			displayOptions: { show: { content: ['body'] } },
+			description: 'Message text, at most 5000 characters',
+		},
+		{ ...templateField, displayOptions: { show: { content: ['template'] } } },
+		{
+			displayName: 'Additional Fields',
+			name: 'additionalFields',
+			type: 'collection',
+			placeholder: 'Add Field',
+			default: {},
+			options: [
+				...recordLinkFields,
+				{
+					displayName: 'WhatsApp Content SID',
+					name: 'whatsAppContentSid',
+					type: 'string',
+					default: '',
+					placeholder: 'HX0123456789abcdef0123456789abcdef',
+					description:
+						'Approved WhatsApp content template; required when the 24-hour WhatsApp session is closed',
+				},
+				{
+					displayName: 'WhatsApp Content Variables',
+					name: 'whatsAppContentVariables',
+					type: 'fixedCollection',
+					typeOptions: { multipleValues: true },
+					default: {},
+					options: [
+						{
+							displayName: 'Variable',
+							name: 'variable',
+							values: [
+								{
+									displayName: 'Placeholder',
+									name: 'key',
+									type: 'string',
+									default: '1',
+									description: 'Placeholder number in the content template: 1 for {{1}}, 2 for {{2}}',
+								},
+								{
+									displayName: 'Value',
+									name: 'value',
+									type: 'string',
+									default: '',
+								},
+							],
+						},
+					],
+				},
+			],
+		},
+		idempotencyOptions,
+	],
+
+	async execute(this: IExecuteFunctions, itemIndex: number) {
+		const body: IDataObject = {
+			to: (this.getNodeParameter('to', itemIndex) as string).trim(),
+			fromNumberSid: this.getNodeParameter('fromNumber', itemIndex, '', { extractValue: true }) as string,
+			channel: this.getNodeParameter('channel', itemIndex) as string,
+		};
+		if (this.getNodeParameter('content', itemIndex) === 'template') {
+			body.templateUuid = this.getNodeParameter('template', itemIndex, '', { extractValue: true }) as string;
+		} else {
+			body.body = this.getNodeParameter('body', itemIndex) as string;
+		}
+		addLinkAndSchedule.call(this, itemIndex, body);
+		const fields = this.getNodeParameter('additionalFields', itemIndex, {}) as IDataObject;
+		const contentSid = typeof fields.whatsAppContentSid === 'string' ? fields.whatsAppContentSid.trim() : '';
+		if (contentSid !== '') body.whatsAppContentSid = contentSid;
+		const variables = contentVariables(fields);
+		if (variables !== undefined) body.whatsAppContentVariables = variables;
+
+		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
+		const response = await parleyRequestFull<ApiCreationAck>(this, {
+			method: 'POST',
+			path: '/messages',
+			body,
+			idempotencyKey,
+			itemIndex,
+		});
+		return [creationOutput(response, idempotencyKey)];
+	},
+};

@@ -1,0 +1,171 @@
+/**
+ * Event delivery: posts each pending (event, endpoint) delivery, signed per
+ * Standard Webhooks (see the core's Webhooks), and records the outcome.
+ * - 2xx: delivered.
+ * - 410 Gone: the endpoint asked to stop; it is disabled with that reason.
+ * - anything else, a timeout (15 s) or a network error: retried on the
+ *   schedule, never before the endpoint's Retry-After; when the schedule is
+ *   spent the delivery has failed and the endpoint is disabled, with the last
+ *   error as the reason (`parley webhooks list` shows it).
+ * Deliveries are leased like dispatch work, so each attempt is made by one
+ * process, and a process that dies mid-attempt leaves it to be retried.
+ */
+import { SqlClient } from "@effect/sql"
+import { Crypto, Webhooks } from "@parley/core"
+import { Clock, Effect, Layer, Schema } from "effect"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { DbInt, NullableString, storage } from "../store/rows.js"
+
+const BATCH = 50
+const CONCURRENCY = 8
+const LEASE_MS = 60_000
+const TIMEOUT_MS = 15_000
+
+const DueDelivery = Schema.Struct({
+  event_id: Schema.String,
+  webhook_id: Schema.String,
+  attempts: DbInt,
+  url: Schema.String,
+  secret: Schema.String,
+  previous_secret: NullableString,
+  previous_secret_until: Schema.NullOr(DbInt),
+  payload: Schema.String
+})
+type DueDelivery = typeof DueDelivery.Type
+const decodeDue = Schema.decodeUnknown(Schema.Array(DueDelivery))
+
+type AttemptResult =
+  | { readonly _tag: "Answered"; readonly status: number; readonly retryAfter: string | null }
+  | { readonly _tag: "Unreachable"; readonly reason: string }
+
+const attempt = (delivery: DueDelivery, now: number): Effect.Effect<AttemptResult> => {
+  const timestamp = Math.floor(now / 1000)
+  const secrets = delivery.previous_secret !== null && (delivery.previous_secret_until ?? 0) > now
+    ? [delivery.secret, delivery.previous_secret]
+    : [delivery.secret]
+  return Effect.tryPromise({
+    try: async (signal) => {
+      const response = await fetch(delivery.url, {
+        method: "POST",
+        redirect: "manual",
+        signal: AbortSignal.any([signal, AbortSignal.timeout(TIMEOUT_MS)]),
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "Parley-Webhooks/1",
+          "webhook-id": delivery.event_id,
+          "webhook-timestamp": String(timestamp),
+          "webhook-signature": Webhooks.signatureHeader(secrets, delivery.event_id, timestamp, delivery.payload)
+        },
+        body: delivery.payload
+      })
+      await response.body?.cancel()
+      return { _tag: "Answered" as const, status: response.status, retryAfter: response.headers.get("retry-after") }
+    },
+    catch: (error) => error
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.succeed<AttemptResult>({
+        _tag: "Unreachable",
+        reason: error instanceof Error && error.name === "TimeoutError"
+          ? `no answer within ${TIMEOUT_MS / 1000} s`
+          : "connection failed"
+      })
+    )
+  )
+}
+
+export const DeliveryLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* ServerConfig
+    const worker = Crypto.newId("delivery")
+    const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+
+    const claim = (now: number) =>
+      Effect.gen(function*() {
+        yield* sql`UPDATE webhook_deliveries SET lease_owner = ${worker}, lease_until = ${now + LEASE_MS}
+          WHERE (event_id, webhook_id) IN (
+            SELECT event_id, webhook_id FROM webhook_deliveries
+            WHERE state = 'pending' AND next_attempt_at <= ${now}
+              AND (lease_until IS NULL OR lease_until <= ${now})
+              AND webhook_id IN (SELECT id FROM webhooks WHERE disabled_at IS NULL)
+            ORDER BY next_attempt_at LIMIT ${BATCH} ${skipLocked}
+          )`
+        return yield* decodeDue(
+          yield* sql`SELECT d.event_id, d.webhook_id, d.attempts, w.url, w.secret, w.previous_secret,
+                            w.previous_secret_until, e.payload
+                     FROM webhook_deliveries d
+                     JOIN webhooks w ON w.id = d.webhook_id
+                     JOIN events e ON e.id = d.event_id
+                     WHERE d.lease_owner = ${worker} AND d.state = 'pending' AND d.lease_until > ${now}`
+        )
+      })
+
+    const disable = (webhookId: string, reason: string, at: string) =>
+      sql`UPDATE webhooks SET disabled_at = ${at}, disabled_reason = ${reason}
+          WHERE id = ${webhookId} AND disabled_at IS NULL`
+
+    const record = (delivery: DueDelivery, result: AttemptResult, now: number) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const at = new Date(now).toISOString()
+        const attempts = delivery.attempts + 1
+        const key = sql`event_id = ${delivery.event_id} AND webhook_id = ${delivery.webhook_id} AND lease_owner = ${worker}`
+        const status = result._tag === "Answered" ? result.status : null
+        const error = result._tag === "Answered" ? `HTTP ${result.status}` : result.reason
+        if (status !== null && status >= 200 && status < 300) {
+          yield* sql`UPDATE webhook_deliveries SET state = 'delivered', attempts = ${attempts}, last_status = ${status},
+                     last_error = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
+          yield* sql`UPDATE webhooks SET last_success_at = ${at} WHERE id = ${delivery.webhook_id}`
+          return
+        }
+        if (status === 410) {
+          yield* sql`UPDATE webhook_deliveries SET state = 'failed', attempts = ${attempts}, last_status = 410,
+                     last_error = ${error}, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
+          yield* disable(delivery.webhook_id, `The endpoint answered 410 Gone on ${at}.`, at)
+          return
+        }
+        const next = Webhooks.nextAttemptAt(attempts, now, {
+          retryAfterMs: result._tag === "Answered" ? Webhooks.parseRetryAfter(result.retryAfter, now) : undefined,
+          scale: config.webhookRetryScale
+        })
+        if (next === null) {
+          yield* sql`UPDATE webhook_deliveries SET state = 'failed', attempts = ${attempts}, last_status = ${status},
+                     last_error = ${error}, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
+          yield* disable(
+            delivery.webhook_id,
+            `Deliveries kept failing for the whole retry schedule (${attempts} attempts); last: ${error}.`,
+            at
+          )
+          return
+        }
+        yield* sql`UPDATE webhook_deliveries SET attempts = ${attempts}, next_attempt_at = ${next},
+                   last_status = ${status}, last_error = ${error}, lease_owner = NULL, lease_until = NULL,
+                   updated_at = ${at} WHERE ${key}`
+      }))
+
+    const round = Effect.gen(function*() {
+      const due = yield* claim(yield* Clock.currentTimeMillis)
+      yield* Effect.forEach(
+        due,
+        (delivery) =>
+          Effect.gen(function*() {
+            const result = yield* attempt(delivery, yield* Clock.currentTimeMillis)
+            yield* record(delivery, result, yield* Clock.currentTimeMillis)
+          }),
+        { concurrency: CONCURRENCY, discard: true }
+      )
+      return due.length
+    }).pipe(storage("delivery.round"))
+
+    const loop = Effect.gen(function*() {
+      while (true) {
+        const count = yield* round.pipe(
+          Effect.catchAll((error) => Effect.as(Effect.logWarning(`event delivery round failed: ${error.operation}`), 0))
+        )
+        if (count < BATCH) yield* Effect.sleep(config.dispatchPollMs * 2)
+      }
+    })
+
+    yield* Effect.forkScoped(loop)
+  })
+)

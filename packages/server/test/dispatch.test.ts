@@ -1,0 +1,230 @@
+/**
+ * The life of an action after its 202: dispatched at its time, through the
+ * simulated carrier's and AI-call provider's lifecycle, failure numbers,
+ * cancellation racing dispatch, and crash safety (SIGKILL mid-batch).
+ */
+import { join } from "node:path"
+import Database from "better-sqlite3"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { until } from "./support/poll.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+
+interface ActionRecord {
+  readonly id: string
+  readonly status: string
+  readonly body: string
+  readonly sid: string | null
+  readonly errorMessage: string | null
+  readonly audioFileId: string | null
+  readonly type: string
+  readonly botId: string | null
+}
+
+const FINAL = new Set(["Delivered", "Undelivered", "Failed", "Cancelled", "Completed", "No Answer", "Busy"])
+
+describe("dispatch and the simulated lifecycle", () => {
+  let server: TestServer
+  let demo: DemoSummary
+  let sender: string
+  let key = 0
+
+  beforeAll(async () => {
+    server = await TestServer.start({
+      env: { PARLEY_SIM_STEP_MS: "100", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_DISPATCH_POLL_MS: "20" }
+    })
+    demo = await server.demo()
+    sender = demo.numbers[0]!.sid
+  })
+  afterAll(() => server.dispose())
+
+  const create = async (kind: "messages" | "ai-calls", body: Record<string, unknown>) => {
+    const response = await server.fetch(`/api/v1/${kind}`, {
+      method: "POST",
+      key: demo.keys.live,
+      headers: { "idempotency-key": `dispatch-${++key}-${Date.now()}` },
+      body: JSON.stringify({ fromNumberSid: sender, ...body })
+    })
+    expect(response.status).toBe(202)
+    return ((await response.json()) as { id: string }).id
+  }
+
+  const read = async (kind: "messages" | "ai-calls", id: string) => {
+    const response = await server.fetch(`/api/v1/${kind}/${id}`, { key: demo.keys.live })
+    return (await response.json()) as ActionRecord
+  }
+
+  const settled = (kind: "messages" | "ai-calls", id: string) =>
+    until(async () => {
+      const record = await read(kind, id)
+      return FINAL.has(record.status) ? record : undefined
+    }, { what: `${kind} ${id} to reach a final status` })
+
+  it("delivers a text: Queued → Sending → Sent → Delivered, with a carrier sid", async () => {
+    const id = await create("messages", { to: "+14155550123", body: "Hello" })
+    const seen = new Set<string>()
+    const record = await until(async () => {
+      const r = await read("messages", id)
+      seen.add(r.status)
+      return r.status === "Delivered" ? r : undefined
+    })
+    expect(record.sid).toMatch(/^SM/)
+    expect(record.errorMessage).toBeNull()
+    expect(seen.has("Sent") || seen.has("Sending") || seen.has("Queued")).toBe(true)
+  })
+
+  it("fails texts to the failure numbers the README documents", async () => {
+    const atSend = await create("messages", { to: "+15005550001", body: "x" })
+    const undelivered = await create("messages", { to: "+15005550002", body: "x" })
+    expect(await settled("messages", atSend)).toMatchObject({ status: "Failed", errorMessage: expect.stringContaining("21211") })
+    expect(await settled("messages", undelivered)).toMatchObject({
+      status: "Undelivered",
+      errorMessage: expect.stringContaining("30003")
+    })
+  })
+
+  it("completes an AI call with a transcript driven by the purpose, and fails the call failure numbers", async () => {
+    const call = { botId: "bot_sales", mode: "deliver_specific_message", purposeMessage: "Your order ships Monday." }
+    const completed = await create("ai-calls", { to: "+14155550123", ...call })
+    const noAnswer = await create("ai-calls", { to: "+15005550003", ...call })
+    const busy = await create("ai-calls", { to: "+15005550004", ...call })
+    const failed = await create("ai-calls", { to: "+15005550005", ...call })
+    const done = await settled("ai-calls", completed)
+    expect(done.status).toBe("Completed")
+    expect(done.body).toContain("Your order ships Monday.")
+    expect(done.audioFileId).toMatch(/^AF/)
+    expect(done.botId).toBe("bot_sales")
+    expect((await settled("ai-calls", noAnswer)).status).toBe("No Answer")
+    expect((await settled("ai-calls", busy)).status).toBe("Busy")
+    expect((await settled("ai-calls", failed)).status).toBe("Failed")
+  })
+
+  it.concurrent("holds a scheduled text until its time, then sends it", async () => {
+    const at = Date.now() + 31_000
+    const id = await create("messages", { to: "+14155550123", body: "later", scheduledFor: new Date(at).toISOString() })
+    expect((await read("messages", id)).status).toBe("Queued")
+    const record = await until(async () => {
+      const r = await read("messages", id)
+      return r.status === "Queued" ? undefined : { record: r, at: Date.now() }
+    }, { timeoutMs: 45_000, intervalMs: 100 })
+    expect(record.at).toBeGreaterThanOrEqual(at)
+    expect((await settled("messages", id)).status).toBe("Delivered")
+  }, 60_000)
+
+  it.concurrent("takes one unit of allowance per dispatched action and fails actions once it is used up", async () => {
+    const org = await server.cliJson<{ id: string }>(["orgs", "create", "--name", "Allowance Co"])
+    await server.cliJson(["crm", "connect", org.id, "--account", "Ops"])
+    await server.cliJson(["numbers", "add", "--org", org.id, "--phone", "+14155559000", "--name", "Line", "--sid", "PN_ALLOW"])
+    const minted = await server.cliJson<{ key: string }>([
+      "keys", "create", "--org", org.id, "--name", "k", "--scopes", "all", "--mode", "live"
+    ])
+    await server.cliJson(["orgs", "update", org.id, "--sms-allowance", "2"])
+    const scheduledFor = new Date(Date.now() + 40_000).toISOString()
+    const send = async (n: number) => {
+      const response = await server.fetch("/api/v1/messages", {
+        method: "POST",
+        key: minted.key,
+        headers: { "idempotency-key": `allow-${n}` },
+        body: JSON.stringify({ to: "+14155550123", fromNumberSid: "PN_ALLOW", body: "x", scheduledFor })
+      })
+      expect(response.status).toBe(202)
+      return ((await response.json()) as { id: string }).id
+    }
+    // Both are accepted while units are left; then the allowance drops to one before they are due.
+    const ids = [await send(1), await send(2)]
+    await server.cliJson(["orgs", "update", org.id, "--sms-allowance", "1"])
+    const outcomes = await Promise.all(ids.map((id) =>
+      until(async () => {
+        const r = (await (await server.fetch(`/api/v1/messages/${id}`, { key: minted.key })).json()) as ActionRecord
+        return FINAL.has(r.status) ? r : undefined
+      }, { timeoutMs: 60_000, intervalMs: 200 })
+    ))
+    expect(outcomes.map((o) => o.status).sort()).toEqual(["Delivered", "Failed"])
+    expect(outcomes.find((o) => o.status === "Failed")?.errorMessage).toContain("allowance")
+    const orgs = await server.cliJson<{ items: ReadonlyArray<{ id: string; smsAllowance: number | null }> }>(["orgs", "list"])
+    expect(orgs.items.find((o) => o.id === org.id)?.smsAllowance).toBe(0)
+  }, 90_000)
+
+  it("never both cancels and sends: cancellation racing the dispatcher for the same rows", async () => {
+    const ids: Array<string> = []
+    for (let i = 0; i < 40; i++) {
+      ids.push(await create("messages", {
+        to: "+14155550123",
+        body: `race ${i}`,
+        scheduledFor: new Date(Date.now() + 120_000).toISOString()
+      }))
+    }
+    // Make the rows due for the dispatcher now while their scheduledFor still allows cancellation,
+    // so both conditional updates compete for every row.
+    const db = new Database(join(server.dataDir, "parley.db"))
+    db.pragma("busy_timeout = 5000")
+    const release = db.prepare(`UPDATE actions SET work_at = ? WHERE id = ?`)
+    const cancels = ids.map(async (id, i) => {
+      release.run(Date.now(), Number(id))
+      if (i % 2 === 0) await new Promise((resolve) => setTimeout(resolve, i % 7))
+      const response = await server.fetch(`/api/v1/messages/${id}/cancel`, { method: "POST", key: demo.keys.live })
+      return { id, status: response.status }
+    })
+    const answers = await Promise.all(cancels)
+    for (const answer of answers) expect([200, 409]).toContain(answer.status)
+    const finals = await Promise.all(ids.map((id) => settled("messages", id)))
+    const sent = db.prepare(`SELECT action_id FROM simulated_sends`).all() as ReadonlyArray<{ action_id: string }>
+    const sentIds = new Set(sent.map((row) => row.action_id))
+    db.close()
+    for (const [i, answer] of answers.entries()) {
+      if (answer.status === 200) {
+        expect(finals[i]!.status).toBe("Cancelled")
+        expect(sentIds.has(answer.id)).toBe(false)
+      } else {
+        expect(finals[i]!.status).not.toBe("Cancelled")
+        expect(sentIds.has(answer.id)).toBe(true)
+      }
+    }
+  }, 60_000)
+})
+
+describe("crash safety", () => {
+  it("after SIGKILL mid-batch and a restart, every action reaches a final state and none is sent twice", async () => {
+    const server = await TestServer.start({
+      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_DISPATCH_POLL_MS: "10" }
+    })
+    try {
+      const demo = await server.demo()
+      // Far enough ahead for every creation to pass the 30-second rule, so all 300 come due together.
+      const at = new Date(Date.now() + 45_000).toISOString()
+      const ids: Array<string> = []
+      for (let i = 0; i < 300; i++) {
+        const response = await server.fetch("/api/v1/messages", {
+          method: "POST",
+          key: demo.keys.live,
+          headers: { "idempotency-key": `crash-${i}` },
+          body: JSON.stringify({ to: "+14155550123", fromNumberSid: demo.numbers[0]!.sid, body: `m${i}`, scheduledFor: at })
+        })
+        expect(response.status, await response.clone().text()).toBe(202)
+        ids.push(((await response.json()) as { id: string }).id)
+      }
+      const db = new Database(join(server.dataDir, "parley.db"), { readonly: true })
+      const sentCount = () => (db.prepare(`SELECT COUNT(*) AS n FROM simulated_sends`).get() as { n: number }).n
+      // Kill the server while the batch is being dispatched.
+      await until(async () => (sentCount() > 0 ? true : undefined), { timeoutMs: 90_000, intervalMs: 5 })
+      await server.stop("SIGKILL")
+      const atKill = sentCount()
+      console.log(`killed with ${atKill} of ${ids.length} sent`)
+      await server.restart()
+      const statuses = await until(async () => {
+        const rows = db.prepare(`SELECT id, status FROM actions`).all() as ReadonlyArray<{ id: number; status: string }>
+        return rows.length === ids.length && rows.every((r) => FINAL.has(r.status)) ? rows : undefined
+      }, { timeoutMs: 60_000, intervalMs: 200 })
+      expect(statuses.every((r) => r.status === "Delivered")).toBe(true)
+      const sends = db.prepare(`SELECT action_id FROM simulated_sends`).all() as ReadonlyArray<{ action_id: string }>
+      expect(sends.length).toBe(ids.length)
+      expect(new Set(sends.map((s) => s.action_id)).size).toBe(ids.length)
+      // Exactly one message.sent event per action: a step redone after the crash did not record a second send.
+      const sentEvents = db.prepare(`SELECT COUNT(*) AS n FROM events WHERE type = 'message.sent'`).get() as { n: number }
+      expect(sentEvents.n).toBe(ids.length)
+      expect(atKill).toBeLessThanOrEqual(ids.length)
+      db.close()
+    } finally {
+      await server.dispose()
+    }
+  }, 180_000)
+})
