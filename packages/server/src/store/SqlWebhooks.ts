@@ -17,6 +17,9 @@ export interface WebhookRow {
   readonly secret: string
   readonly createdAt: string
   readonly disabledAt: string | null
+  /** Why delivery stopped: a 410 from the endpoint, or a retry schedule spent. */
+  readonly disabledReason: string | null
+  readonly lastSuccessAt: string | null
 }
 
 export interface WebhooksService {
@@ -26,6 +29,13 @@ export interface WebhooksService {
   readonly list: (orgId: string) => Effect.Effect<ReadonlyArray<WebhookRow>, StorageError>
   /** Marks the endpoint disabled; false when there is no such endpoint or it already was. */
   readonly disable: (id: string, at: string) => Effect.Effect<boolean, StorageError>
+  /** Enables it again; events written while it was disabled are not sent. False when there is no such endpoint. */
+  readonly enable: (id: string) => Effect.Effect<boolean, StorageError>
+  /**
+   * Replaces the signing secret; the previous one keeps signing beside it
+   * until `previousUntil` (epoch ms), so receivers can switch without a gap.
+   */
+  readonly rotate: (id: string, secret: string, previousUntil: number) => Effect.Effect<boolean, StorageError>
 }
 
 export class Webhooks extends Context.Tag("@parley/server/store/Webhooks")<Webhooks, WebhooksService>() {}
@@ -36,7 +46,9 @@ const WebhookDbRow = Schema.Struct({
   url: Schema.String,
   secret: Schema.String,
   created_at: Schema.String,
-  disabled_at: NullableString
+  disabled_at: NullableString,
+  disabled_reason: NullableString,
+  last_success_at: NullableString
 })
 
 const toWebhook = (r: typeof WebhookDbRow.Type): WebhookRow => ({
@@ -45,7 +57,9 @@ const toWebhook = (r: typeof WebhookDbRow.Type): WebhookRow => ({
   url: r.url,
   secret: r.secret,
   createdAt: r.created_at,
-  disabledAt: r.disabled_at
+  disabledAt: r.disabled_at,
+  disabledReason: r.disabled_reason,
+  lastSuccessAt: r.last_success_at
 })
 
 export const layer = Layer.effect(
@@ -71,7 +85,8 @@ export const layer = Layer.effect(
             url: w.url,
             secret: w.secret,
             created_at: w.createdAt,
-            disabled_at: w.disabledAt
+            disabled_at: w.disabledAt,
+            disabled_reason: w.disabledReason
           })
         }`),
       get: (id) => storage("webhooks.get")(Effect.map(byId(id), Option.map(toWebhook))),
@@ -79,7 +94,23 @@ export const layer = Layer.effect(
       disable: (id, at) =>
         storage("webhooks.disable")(
           Effect.map(
-            sql`UPDATE webhooks SET disabled_at = ${at} WHERE id = ${id} AND disabled_at IS NULL RETURNING id`,
+            sql`UPDATE webhooks SET disabled_at = ${at}, disabled_reason = 'Disabled by an administrator.'
+                WHERE id = ${id} AND disabled_at IS NULL RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        ),
+      enable: (id) =>
+        storage("webhooks.enable")(
+          Effect.map(
+            sql`UPDATE webhooks SET disabled_at = NULL, disabled_reason = NULL WHERE id = ${id} RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        ),
+      rotate: (id, secret, previousUntil) =>
+        storage("webhooks.rotate")(
+          Effect.map(
+            sql`UPDATE webhooks SET previous_secret = secret, previous_secret_until = ${previousUntil},
+                secret = ${secret} WHERE id = ${id} RETURNING id`,
             (rows) => rows.length > 0
           )
         )

@@ -1,11 +1,11 @@
 /**
- * `parley webhooks add | list`: where the organisation's signed events are
- * posted. The signing secret (Standard Webhooks, `whsec_…`) is printed once.
+ * `parley webhooks add | list | rotate | enable | disable`: where the
+ * organisation's signed events are posted. A signing secret (Standard
+ * Webhooks, `whsec_…`) is printed once, when it is made.
  */
-import { randomBytes } from "node:crypto"
 import { Command, Options } from "@effect/cli"
-import { Crypto } from "@parley/core"
-import { Effect } from "effect"
+import { Crypto, Webhooks as Signing } from "@parley/core"
+import { Clock, Effect, Option } from "effect"
 import { Webhooks, type WebhookRow } from "../../store/SqlWebhooks.js"
 import { fail, fields, nowIso, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
@@ -31,7 +31,9 @@ const view = (w: WebhookRow) => ({
   url: w.url,
   status: w.disabledAt === null ? "enabled" : "disabled",
   createdAt: w.createdAt,
-  disabledAt: w.disabledAt
+  disabledAt: w.disabledAt,
+  disabledReason: w.disabledReason,
+  lastSuccessAt: w.lastSuccessAt
 })
 
 const add = Command.make(
@@ -50,9 +52,11 @@ const add = Command.make(
         id: Crypto.newId("wh"),
         orgId: input.org,
         url,
-        secret: `whsec_${randomBytes(24).toString("base64")}`,
+        secret: Signing.newSecret(),
         createdAt: yield* nowIso,
-        disabledAt: null
+        disabledAt: null,
+        disabledReason: null,
+        lastSuccessAt: null
       }
       yield* webhooks.insert(row)
       yield* print(input.json, { ...view(row), secret: row.secret }, () =>
@@ -78,13 +82,64 @@ const list = Command.make(
         rows.length === 0
           ? `No webhooks for ${input.org}: add one with \`parley webhooks add --org ${input.org} --url URL\`.`
           : table([
-            ["ID", "URL", "STATUS", "CREATED", "DISABLED"],
-            ...rows.map((w) => [w.id, w.url, w.status, w.createdAt, orNone(w.disabledAt)])
+            ["ID", "URL", "STATUS", "LAST SUCCESS", "DISABLED", "WHY"],
+            ...rows.map((w) => [
+              w.id,
+              w.url,
+              w.status,
+              orNone(w.lastSuccessAt),
+              orNone(w.disabledAt),
+              orNone(w.disabledReason)
+            ])
           ]))
     })
 ).pipe(Command.withDescription("List an organisation's webhook endpoints (never their secrets)"))
 
+const webhookId = Options.text("webhook").pipe(Options.withDescription("Webhook id (wh_…)"))
+
+const existing = (id: string) =>
+  Effect.flatMap(Webhooks, (webhooks) =>
+    Effect.flatMap(webhooks.get(id), Option.match({
+      onNone: () => fail(`No webhook ${id}: see \`parley webhooks list --org ORG\`.`),
+      onSome: Effect.succeed
+    })))
+
+/** How long the previous secret keeps signing after a rotation. */
+const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000
+
+const rotate = Command.make("rotate", { json, webhook: webhookId }, (input) =>
+  Effect.gen(function*() {
+    const row = yield* existing(input.webhook)
+    const secret = Signing.newSecret()
+    const until = (yield* Clock.currentTimeMillis) + ROTATION_OVERLAP_MS
+    yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.rotate(row.id, secret, until))
+    const previousUntil = new Date(until).toISOString()
+    yield* print(input.json, { id: row.id, secret, previousSecretValidUntil: previousUntil }, () =>
+      [
+        `New signing secret for ${row.id} (shown only now):`,
+        `  ${secret}`,
+        `The previous secret also signs every event until ${previousUntil}.`
+      ].join("\n"))
+  })).pipe(Command.withDescription("Replace the signing secret; the old one keeps signing for 24 hours"))
+
+const enable = Command.make("enable", { json, webhook: webhookId }, (input) =>
+  Effect.gen(function*() {
+    const row = yield* existing(input.webhook)
+    yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.enable(row.id))
+    yield* print(input.json, { id: row.id, status: "enabled" }, () => `Enabled ${row.id}.`)
+  })).pipe(Command.withDescription("Enable a disabled endpoint again (events from while it was disabled are not sent)"))
+
+const disable = Command.make("disable", { json, webhook: webhookId }, (input) =>
+  Effect.gen(function*() {
+    const row = yield* existing(input.webhook)
+    const at = yield* nowIso
+    if (!(yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.disable(row.id, at)))) {
+      return yield* fail(`Webhook ${row.id} is already disabled.`)
+    }
+    yield* print(input.json, { id: row.id, status: "disabled" }, () => `Disabled ${row.id}.`)
+  })).pipe(Command.withDescription("Stop sending events to an endpoint"))
+
 export const webhooks = Command.make("webhooks").pipe(
   Command.withDescription("Webhook endpoints for signed events"),
-  Command.withSubcommands([add, list])
+  Command.withSubcommands([add, list, rotate, enable, disable])
 )
