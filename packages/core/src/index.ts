@@ -9,6 +9,7 @@
 export * from "./contract/Api.js"
 export * from "./contract/Client.js"
 export * from "./contract/Errors.js"
+export { EVENT_DESCRIPTIONS } from "./contract/Events.js"
 export * from "./contract/OpenApiDocument.js"
 export * from "./contract/Primitives.js"
 export * from "./contract/RequestId.js"

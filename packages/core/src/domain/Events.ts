@@ -4,34 +4,14 @@
  * /ai-calls/{id}. Delivery follows Standard Webhooks v1 (see the server).
  */
 import { Clock, Effect, Schema } from "effect"
-import { ActionRecord } from "../contract/Resources.js"
+import { EventPayload, type EventType } from "../contract/Events.js"
 import type { CrmAction } from "../ports/Crm.js"
 import { EventOutbox } from "../ports/EventOutbox.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
 import { newId } from "./Crypto.js"
 
-export const EventType = Schema.Literal(
-  "message.queued",
-  "message.sent",
-  "message.delivered",
-  "message.failed",
-  "message.cancelled",
-  "message.received",
-  "ai_call.queued",
-  "ai_call.started",
-  "ai_call.completed",
-  "ai_call.failed",
-  "ai_call.cancelled"
-).annotations({ identifier: "EventType" })
-export type EventType = typeof EventType.Type
-
-export const EventPayload = Schema.Struct({
-  type: EventType,
-  timestamp: Schema.String,
-  data: ActionRecord
-}).annotations({ identifier: "EventPayload" })
-export type EventPayload = typeof EventPayload.Type
+export { EventPayload, EventType } from "../contract/Events.js"
 
 const encodePayload = Schema.encodeSync(Schema.parseJson(EventPayload))
 

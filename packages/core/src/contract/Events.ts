@@ -1,0 +1,47 @@
+/**
+ * The signed events Parley posts to webhook endpoints: their kinds and the
+ * payload `{type, timestamp, data}`, where `data` is the same record as
+ * GET /messages/{id} or /ai-calls/{id}. Published in the OpenAPI document's
+ * `webhooks` section; delivery and signing are described there too.
+ */
+import { Schema } from "effect"
+import { ActionRecord } from "./Resources.js"
+
+export const EventType = Schema.Literal(
+  "message.queued",
+  "message.sent",
+  "message.delivered",
+  "message.failed",
+  "message.cancelled",
+  "message.received",
+  "ai_call.queued",
+  "ai_call.started",
+  "ai_call.completed",
+  "ai_call.failed",
+  "ai_call.cancelled"
+).annotations({ identifier: "EventType" })
+export type EventType = typeof EventType.Type
+
+export const EventPayload = Schema.Struct({
+  type: EventType,
+  timestamp: Schema.String.annotations({ description: "When the event was written (ISO 8601, UTC)." }),
+  data: ActionRecord
+}).annotations({
+  identifier: "EventPayload",
+  description: "The record after the change. Order is not promised: compare `data.modified` to discard stale events."
+})
+export type EventPayload = typeof EventPayload.Type
+
+export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
+  "message.queued": "A text was accepted (202) by a live key.",
+  "message.sent": "The carrier accepted the text.",
+  "message.delivered": "The handset confirmed the text.",
+  "message.failed": "The text could not be sent (Failed) or delivered (Undelivered); see errorMessage.",
+  "message.cancelled": "A scheduled text was cancelled.",
+  "message.received": "An inbound text arrived.",
+  "ai_call.queued": "An AI call was accepted (202) by a live key.",
+  "ai_call.started": "The AI call was answered and is in progress.",
+  "ai_call.completed": "The AI call ended; the transcript is in data.body, the recording id in data.audioFileId.",
+  "ai_call.failed": "The AI call did not take place: No Answer, Busy or Failed.",
+  "ai_call.cancelled": "A scheduled AI call was cancelled."
+}
