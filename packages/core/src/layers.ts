@@ -10,6 +10,7 @@ import * as Authenticator from "./domain/Authenticator.js"
 import * as Conversations from "./domain/Conversations.js"
 import * as Directory from "./domain/Directory.js"
 import * as Idempotency from "./domain/Idempotency.js"
+import * as Inbound from "./domain/Inbound.js"
 import * as RateLimiter from "./domain/RateLimiter.js"
 import * as AiCallProvider from "./ports/AiCallProvider.js"
 import * as ApiKeyStore from "./ports/ApiKeyStore.js"
@@ -25,7 +26,8 @@ import * as UnitOfWork from "./ports/UnitOfWork.js"
 export const DomainLayer = Layer.mergeAll(
   Authenticator.layer,
   Actions.layer,
-  Conversations.layer
+  Conversations.layer,
+  Inbound.layer
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(Directory.layer, Idempotency.layer)),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, RateLimiter.layer, Access.layer))

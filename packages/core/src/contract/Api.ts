@@ -34,7 +34,7 @@ const ConversationIdPath = Schema.Struct({
 })
 const CursorParams = Schema.Struct({
   cursor: Schema.optional(
-    Schema.String.pipe(Schema.maxLength(512)).annotations({
+    Schema.String.pipe(Schema.maxLength(512, { message: () => "not a cursor this API issued (too long)" })).annotations({
       description: "The opaque `nextCursor` of the previous page; omit for the first page."
     })
   )

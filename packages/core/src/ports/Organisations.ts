@@ -61,6 +61,8 @@ export interface OrganisationsService {
   readonly takeAllowance: (orgId: string, kind: AllowanceKind) => Effect.Effect<boolean, StorageError>
   readonly upsertNumber: (row: NumberRow) => Effect.Effect<void, StorageError>
   readonly listNumbers: (orgId: string) => Effect.Effect<ReadonlyArray<NumberRow>, StorageError>
+  /** Every organisation's number with this phone (the carrier's inbound webhook knows only the number). */
+  readonly findNumbersByPhone: (phoneNumber: string) => Effect.Effect<ReadonlyArray<NumberRow>, StorageError>
   readonly upsertBot: (row: BotRow) => Effect.Effect<void, StorageError>
   readonly listBots: (orgId: string) => Effect.Effect<ReadonlyArray<BotRow>, StorageError>
 }
@@ -105,6 +107,8 @@ export const layerMemory: Layer.Layer<Organisations> = Layer.effect(
       upsertNumber: (row) => Ref.update(numbers, (m) => new Map(m).set(keyOf(row.orgId, row.sid), row)),
       listNumbers: (orgId) =>
         Effect.map(Ref.get(numbers), (m) => [...m.values()].filter((n) => n.orgId === orgId).sort(byName)),
+      findNumbersByPhone: (phoneNumber) =>
+        Effect.map(Ref.get(numbers), (m) => [...m.values()].filter((n) => n.phoneNumber === phoneNumber)),
       upsertBot: (row) => Ref.update(bots, (m) => new Map(m).set(keyOf(row.orgId, row.id), row)),
       listBots: (orgId) => Effect.map(Ref.get(bots), (m) => [...m.values()].filter((b) => b.orgId === orgId).sort(byName))
     })

@@ -11,8 +11,12 @@
  * - PARLEY_DISPATCH_POLL_MS (default 50): how often an idle dispatcher looks for due work
  * - PARLEY_WEBHOOK_RETRY_SCALE (default 1): multiplies the event retry schedule
  *   (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); tests shorten it
+ * - PARLEY_CARRIER_AUTH_TOKEN (unset): when set, POST /carrier/inbound must carry
+ *   a valid `X-Twilio-Signature` made with it
+ * - PARLEY_PUBLIC_URL (unset): the server's public base URL, for that signature
+ *   (default: http:// + the request's Host)
  */
-import { Config, Context, Effect, Layer, LogLevel } from "effect"
+import { Config, Context, Effect, Layer, LogLevel, type Option, type Redacted } from "effect"
 
 export interface ServerSettings {
   readonly port: number
@@ -23,6 +27,8 @@ export interface ServerSettings {
   readonly simStepMs: number
   readonly dispatchPollMs: number
   readonly webhookRetryScale: number
+  readonly carrierAuthToken: Option.Option<Redacted.Redacted<string>>
+  readonly publicUrl: Option.Option<string>
 }
 
 const logLevel = Config.literal("debug", "info", "warn", "error", "none")("LOG_LEVEL").pipe(
@@ -61,7 +67,9 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   webhookRetryScale: Config.number("PARLEY_WEBHOOK_RETRY_SCALE").pipe(
     Config.validate({ message: "must be a positive number", validation: (n) => n > 0 }),
     Config.withDefault(1)
-  )
+  ),
+  carrierAuthToken: Config.option(Config.redacted("PARLEY_CARRIER_AUTH_TOKEN")),
+  publicUrl: Config.option(Config.string("PARLEY_PUBLIC_URL"))
 })
 
 export class ServerConfig extends Context.Tag("@parley/server/ServerConfig")<ServerConfig, ServerSettings>() {

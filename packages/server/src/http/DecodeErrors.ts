@@ -8,16 +8,32 @@ import { InvalidRequest, ParleyApi } from "@parley/core"
 import { Cause, Effect, Option } from "effect"
 
 const MAX_ISSUES = 3
+const MAX_MESSAGE = 200
 
+/**
+ * One readable line per field. The schema library's messages end with the
+ * offending value ("…, actual <value>"); that is cut, so a 5,000-character
+ * body is never echoed back. An optional field that fails reports twice (its
+ * own rule, then "Expected undefined"); only the rule is kept.
+ */
 const describeIssues = (error: HttpApiError.HttpApiDecodeError): string => {
-  const issues = error.issues.slice(0, MAX_ISSUES).map((issue) => {
+  const lines = new Map<string, string>()
+  const fallback = new Map<string, string>()
+  for (const issue of error.issues) {
     const field = issue.path.map(String).join(".")
-    return field === "" ? issue.message : `${field}: ${issue.message}`
-  })
-  const more = error.issues.length > MAX_ISSUES ? ` (and ${error.issues.length - MAX_ISSUES} more)` : ""
-  return issues.join("; ") + more
+    const cut = issue.message.indexOf(", actual ")
+    const text = (cut === -1 ? issue.message : issue.message.slice(0, cut)).slice(0, MAX_MESSAGE)
+    const line = text.startsWith("Expected Struct") || text.startsWith("Expected {")
+      ? (field === "" ? "body: must be a JSON object" : `${field}: must be an object`)
+      : (field === "" ? text : `${field}: ${text}`)
+    const target = text.startsWith("Expected undefined") ? fallback : lines
+    if (!target.has(field)) target.set(field, line)
+  }
+  for (const [field, line] of fallback) if (!lines.has(field)) lines.set(field, line)
+  const all = [...lines.values()]
+  const more = all.length > MAX_ISSUES ? ` (and ${all.length - MAX_ISSUES} more)` : ""
+  return all.slice(0, MAX_ISSUES).join("; ") + more
 }
-
 
 export const DecodeErrorsLive = HttpApiBuilder.middleware(ParleyApi, (app) =>
   Effect.catchAllCause(app, (cause) => {

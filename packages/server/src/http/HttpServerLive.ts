@@ -9,6 +9,7 @@ import { ParleyApi } from "@parley/core"
 import { Effect, Layer } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { AuthorizationLive } from "./Authorization.js"
+import { CarrierInboundLive } from "./CarrierInbound.js"
 import { DecodeErrorsLive } from "./DecodeErrors.js"
 import { ExtraRoutesLive } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
@@ -37,6 +38,7 @@ export const HttpServerLive = Layer.unwrapEffect(
   Effect.map(ServerConfig, (config) =>
     ServeLive.pipe(
       Layer.provide(ExtraRoutesLive),
+      Layer.provide(CarrierInboundLive),
       Layer.provide(DecodeErrorsLive),
       Layer.provide(ApiLive),
       HttpServer.withLogAddress,

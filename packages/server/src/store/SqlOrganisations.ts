@@ -92,6 +92,21 @@ export const layer = Layer.effect(
       Result: NumberRow,
       execute: (orgId) => sql`SELECT * FROM numbers WHERE org_id = ${orgId} ORDER BY phone_number, sid`
     })
+    const numbersByPhone = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: NumberRow,
+      execute: (phone) => sql`SELECT * FROM numbers WHERE phone_number = ${phone} ORDER BY org_id, sid`
+    })
+    const toNumber = (r: typeof NumberRow.Type): Organisations.NumberRow => ({
+      orgId: r.org_id,
+      sid: r.sid,
+      phoneNumber: r.phone_number,
+      friendlyName: r.friendly_name,
+      sms: r.sms,
+      voice: r.voice,
+      whatsApp: r.whatsapp,
+      voiceOutboundBotId: r.voice_outbound_bot_id
+    })
     const listBots = SqlSchema.findAll({
       Request: Schema.String,
       Result: BotRow,
@@ -142,17 +157,9 @@ export const layer = Layer.effect(
           friendly_name = excluded.friendly_name, sms = excluded.sms, voice = excluded.voice,
           whatsapp = excluded.whatsapp, voice_outbound_bot_id = excluded.voice_outbound_bot_id`),
       listNumbers: (orgId) =>
-        storage("organisations.listNumbers")(Effect.map(listNumbers(orgId), (rows) =>
-          rows.map((r) => ({
-            orgId: r.org_id,
-            sid: r.sid,
-            phoneNumber: r.phone_number,
-            friendlyName: r.friendly_name,
-            sms: r.sms,
-            voice: r.voice,
-            whatsApp: r.whatsapp,
-            voiceOutboundBotId: r.voice_outbound_bot_id
-          })))),
+        storage("organisations.listNumbers")(Effect.map(listNumbers(orgId), (rows) => rows.map(toNumber))),
+      findNumbersByPhone: (phone) =>
+        storage("organisations.findNumbersByPhone")(Effect.map(numbersByPhone(phone), (rows) => rows.map(toNumber))),
       upsertBot: (b) =>
         storage("organisations.upsertBot")(sql`INSERT INTO bots ${
           sql.insert({

@@ -1,11 +1,12 @@
 /**
  * `parley inbound`: simulate a text arriving on one of the organisation's
- * numbers, as the carrier would report it: a Received CRM action linked to the
- * record with that phone number, and a `message.received` event, atomically.
+ * numbers — the same path as the carrier's inbound webhook (the core's
+ * Inbound service): a Received CRM action linked to the record with that
+ * phone number, and a `message.received` event, atomically.
  */
 import { Command, Options } from "@effect/cli"
-import { ActionRecords, Crm, Events, Organisations, UnitOfWork } from "@parley/core"
-import { Clock, Effect } from "effect"
+import { ActionRecords, Inbound } from "@parley/core"
+import { Effect } from "effect"
 import { e164, fail, fields, orNone, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"
 
@@ -27,62 +28,14 @@ export const inbound = Command.make(
       yield* requireOrg(input.org)
       const from = yield* e164("--from", input.from.trim())
       const to = yield* e164("--to", input.to.trim())
-      const organisations = yield* Organisations.Organisations
-      const numbers = yield* organisations.listNumbers(input.org)
-      const line = numbers.find((n) => n.phoneNumber === to)
-      if (line === undefined) {
-        return yield* fail(
-          `--to ${to} is not a number of ${input.org}` +
-            (numbers.length === 0 ? " (it has none yet)" : `; its numbers are ${numbers.map((n) => n.phoneNumber).join(", ")}`)
-        )
-      }
-      if (input.channel === "WhatsApp" && !line.whatsApp) {
-        return yield* fail(`--to ${to} is not connected to WhatsApp; use --channel SMS or a WhatsApp number`)
-      }
-      if (input.body.trim() === "") return yield* fail("--body must not be empty")
-      const crm = yield* Crm.Crm
-      const record = (yield* crm.listRecords(input.org)).find((r) => r.phone === from)
-      const nowMs = yield* Clock.currentTimeMillis
-      const now = new Date(nowMs).toISOString()
-      const unitOfWork = yield* UnitOfWork.UnitOfWork
-      const action = yield* unitOfWork.atomically(Effect.gen(function*() {
-        const created = yield* crm.insertAction({
-          orgId: input.org,
-          kind: "message",
-          type: input.channel,
-          direction: "Inbound",
-          status: "Received",
-          line: to,
-          counterpart: from,
-          fromNumberSid: line.sid,
-          body: input.body,
-          botId: null,
-          mode: null,
-          purposeMessage: null,
-          templateId: null,
-          whatsAppContentSid: null,
-          whatsAppContentVariables: null,
-          read: null,
-          at: now,
-          scheduledFor: null,
-          dueAt: nowMs,
-          owner: null,
-          record: record === undefined ? null : { module: record.module, id: record.id, name: record.name },
-          linkedRecords: record === undefined ? [] : [{ module: record.module, id: record.id, name: record.name }],
-          sid: null,
-          audioFileId: null,
-          errorMessage: null,
-          sentBy: null,
-          modified: now,
-          apiKeyId: null
-        })
-        yield* Events.emit("message.received", created)
-        return created
-      }))
+      const inboundService = yield* Inbound.Inbound
+      const action = yield* inboundService
+        .receive({ orgId: input.org, from, to, body: input.body, channel: input.channel })
+        .pipe(Effect.catchTag("InboundRejected", (rejected) => fail(rejected.message)))
       const view = ActionRecords.toActionRecord(action)
       yield* print(input.json, view, () =>
         [
-          `Received ${action.type} message ${action.id} on ${line.phoneNumber} (${line.sid})`,
+          `Received ${action.type} message ${action.id} on ${action.line} (${action.fromNumberSid ?? "-"})`,
           fields([
             ["from", from],
             ["record", action.record === null ? "-" : `${action.record.module} ${action.record.id} (${action.record.name})`],

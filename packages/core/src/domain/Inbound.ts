@@ -1,0 +1,98 @@
+/**
+ * Inbound messages: a text that arrives on one of an organisation's lines
+ * becomes a Received CRM action (unread until someone reads it), linked to
+ * the CRM record with the sender's phone, and a `message.received` event —
+ * atomically. An inbound WhatsApp message opens the 24-hour session with its
+ * sender. The carrier's inbound webhook and `parley inbound` both come here.
+ */
+import { Clock, Context, Data, Effect, Layer } from "effect"
+import type { Channel } from "../contract/Primitives.js"
+import { Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
+import { Organisations } from "../ports/Organisations.js"
+import type { StorageError } from "../ports/StorageError.js"
+import { UnitOfWork } from "../ports/UnitOfWork.js"
+import { emit } from "./Events.js"
+import type { EventOutbox } from "../ports/EventOutbox.js"
+
+/** The message cannot be accepted as addressed; the message says why in plain words. */
+export class InboundRejected extends Data.TaggedError("InboundRejected")<{ readonly message: string }> {}
+
+export interface InboundMessage {
+  readonly orgId: string
+  readonly from: string
+  readonly to: string
+  readonly body: string
+  readonly channel: Channel
+  /** The carrier's id for it, when a carrier reported it. */
+  readonly sid?: string | undefined
+}
+
+export interface InboundService {
+  readonly receive: (message: InboundMessage) => Effect.Effect<CrmAction, InboundRejected | CrmError | StorageError>
+}
+
+export class Inbound extends Context.Tag("@parley/core/Inbound")<Inbound, InboundService>() {}
+
+export const layer: Layer.Layer<Inbound, never, Organisations | Crm | UnitOfWork | EventOutbox> = Layer.effect(
+  Inbound,
+  Effect.gen(function*() {
+    const organisations = yield* Organisations
+    const crm = yield* Crm
+    const unitOfWork = yield* UnitOfWork
+    const outbox = yield* Effect.context<EventOutbox>()
+    return Inbound.of({
+      receive: Effect.fn("Inbound.receive")(function*(message) {
+        const numbers = yield* organisations.listNumbers(message.orgId)
+        const line = numbers.find((n) => n.phoneNumber === message.to)
+        if (line === undefined) {
+          return yield* new InboundRejected({
+            message: `${message.to} is not a number of ${message.orgId}` +
+              (numbers.length === 0 ? " (it has none yet)" : `; its numbers are ${numbers.map((n) => n.phoneNumber).join(", ")}`)
+          })
+        }
+        if (message.channel === "WhatsApp" && !line.whatsApp) {
+          return yield* new InboundRejected({ message: `${message.to} is not connected to WhatsApp` })
+        }
+        if (message.body.trim() === "") return yield* new InboundRejected({ message: "the message body is empty" })
+        const record = (yield* crm.listRecords(message.orgId)).find((r) => r.phone === message.from)
+        const nowMs = yield* Clock.currentTimeMillis
+        const now = new Date(nowMs).toISOString()
+        const link = record === undefined ? null : { module: record.module, id: record.id, name: record.name }
+        return yield* unitOfWork.atomically(Effect.gen(function*() {
+          const created = yield* crm.insertAction({
+            orgId: message.orgId,
+            kind: "message",
+            type: message.channel,
+            direction: "Inbound",
+            status: "Received",
+            line: message.to,
+            counterpart: message.from,
+            fromNumberSid: line.sid,
+            body: message.body,
+            botId: null,
+            mode: null,
+            purposeMessage: null,
+            templateId: null,
+            whatsAppContentSid: null,
+            whatsAppContentVariables: null,
+            read: null,
+            at: now,
+            scheduledFor: null,
+            dueAt: nowMs,
+            owner: null,
+            record: link,
+            linkedRecords: link === null ? [] : [link],
+            sid: message.sid ?? null,
+            audioFileId: null,
+            errorMessage: null,
+            sentBy: null,
+            modified: now,
+            apiKeyId: null
+          })
+          yield* Effect.provide(emit("message.received", created), outbox)
+          return created
+        }))
+      })
+    })
+  })
+)
