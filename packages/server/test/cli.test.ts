@@ -280,7 +280,7 @@ describe("parley admin CLI", () => {
       server.cli(["inbound", "--org", org.id, "--from", ADA, "--to", "+14155550177", "--body", "x", "--json"])
     ])
     expectFailure(whatsApp, /not connected to WhatsApp/)
-    expectFailure(notOurs, /--to \+14155550177 is not a number of/)
+    expectFailure(notOurs, /\+14155550177 is not a number of/)
   })
 
   it("crm connect with another account switches the owner of new actions for existing keys", async () => {

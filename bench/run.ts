@@ -1,0 +1,596 @@
+/**
+ * `pnpm bench [--quick] [--keep]`: Parley's benchmark harness (issue 6).
+ *
+ * Starts real Parley servers (`parley serve`) on fresh SQLite data
+ * directories, seeds what each scenario needs, loads them with autocannon
+ * from a separate process, measures the raw baselines in the same run, and
+ * prints one table; writes bench/results/latest.json and the summary in
+ * docs/benchmarks.md. `--quick` uses short loads and smaller datasets (under
+ * a minute); `--keep` leaves the temporary data directories in place.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { cpus, loadavg, tmpdir, totalmem } from "node:os"
+import { join } from "node:path"
+import Database from "better-sqlite3"
+import {
+  BaselineServer,
+  BENCH,
+  ParleyServer,
+  parleyCliJson,
+  ROOT,
+  RssSampler,
+  runLoad,
+  sleep
+} from "./lib/processes.js"
+import { fmtMs, fmtNumber, type RunReport, type Target, textTable, writeMarkdown } from "./lib/report.js"
+import {
+  DB_FILE,
+  DispatchProbe,
+  nextActionId,
+  type OrgContext,
+  seedConversations,
+  seedDueActions,
+  snapshot,
+  unlimitedTexts
+} from "./lib/seed.js"
+import { type LoadResult, type LoadSpec, percentile, type ScenarioRow } from "./lib/types.js"
+
+const args = new Set(process.argv.slice(2))
+const quick = args.has("--quick")
+const keep = args.has("--keep")
+
+const profile = quick
+  ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 5_000, dispatchTimeoutMs: 15_000 }
+  : { durationSeconds: 8, warmupSeconds: 2, connections: 10, messages: 1_000_000, conversations: 10_000, deepPages: 200, actions: 100_000, dispatchTimeoutMs: 90_000 }
+
+const RATE_LIMIT = 100_000_000
+/** Large, so that after the send no further simulated step (Sent → Delivered) competes with the measurement. */
+const SIM_STEP_MS = 3_600_000
+
+const runStarted = Date.now()
+const loadAverageStart = loadavg()
+const timings: Record<string, number> = {}
+const notes: Array<string> = []
+const rows: Array<ScenarioRow> = []
+const bootMs: Array<number> = []
+
+const log = (line: string) => process.stdout.write(`${line}\n`)
+const elapsed = () => `${((Date.now() - runStarted) / 1000).toFixed(1).padStart(5)} s`
+const step = (line: string) => log(`[${elapsed()}] ${line}`)
+
+const timed = async <A>(name: string, f: () => Promise<A>): Promise<A> => {
+  const started = Date.now()
+  try {
+    return await f()
+  } finally {
+    timings[name] = (Date.now() - started) / 1000
+  }
+}
+
+const resultsDir = join(BENCH, "results")
+const logsDir = join(resultsDir, "logs")
+mkdirSync(logsDir, { recursive: true })
+const workDir = mkdtempSync(join(tmpdir(), "parley-bench-"))
+const dataDir = (name: string) => join(workDir, name)
+
+const serverEnv: Record<string, string> = {
+  LOG_LEVEL: "warn",
+  PARLEY_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT),
+  PARLEY_SIM_STEP_MS: String(SIM_STEP_MS)
+}
+
+const servers: Array<ParleyServer> = []
+const startParley = async (name: string, dir: string): Promise<ParleyServer> => {
+  const logFile = join(logsDir, `${name}.log`)
+  writeFileSync(logFile, "")
+  const server = await ParleyServer.start({ dataDir: dir, env: serverEnv, logFile })
+  servers.push(server)
+  bootMs.push(server.bootMs)
+  step(`parley (${name}) up in ${(server.bootMs / 1000).toFixed(1)} s, pid ${server.pid}, idle RSS ${
+    fmtNumber(server.idleRssMb, 1)
+  } MB`)
+  return server
+}
+
+const stopParley = async (server: ParleyServer, label: string) => {
+  if (!server.alive) {
+    notes.push(`Parley (${label}) was no longer running when the scenario ended (${server.exitDescription}).`)
+  }
+  await server.stop()
+  if (server.warnings > 0) {
+    const top = [...server.messages.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)
+      .map(([m, n]) => `${n}× ${m}`).join("; ")
+    notes.push(`Parley (${label}) logged ${server.warnings} warning/error lines: ${top}`)
+  }
+}
+
+interface LoadTarget {
+  readonly pid: number
+  readonly baseUrl: string
+}
+
+const loadSpec = (target: LoadTarget, spec: Omit<LoadSpec, "url" | "connections" | "durationSeconds" | "warmupSeconds">): LoadSpec => ({
+  url: target.baseUrl,
+  connections: profile.connections,
+  durationSeconds: profile.durationSeconds,
+  warmupSeconds: profile.warmupSeconds,
+  ...spec
+})
+
+/** One load against one server, with its RSS sampled throughout. */
+const measure = async (
+  id: string,
+  name: string,
+  kind: "parley" | "baseline",
+  target: LoadTarget,
+  spec: LoadSpec,
+  baselineOf?: string
+): Promise<ScenarioRow> => {
+  step(`${name}: ${spec.method} ${spec.path.length > 60 ? `${spec.path.slice(0, 60)}…` : spec.path}`)
+  const sampler = new RssSampler(target.pid).start()
+  let result: LoadResult
+  let rss: ReturnType<RssSampler["stop"]>
+  try {
+    result = await timed(id, () => runLoad(spec, () => sampler.markCpuStart()))
+  } finally {
+    rss = sampler.stop()
+  }
+  const baseline = baselineOf === undefined ? undefined : rows.find((r) => r.id === baselineOf)
+  const errors = result.non2xx + result.socketErrors
+  const row: ScenarioRow = {
+    id,
+    name,
+    kind,
+    unit: "req/s",
+    rate: result.rps,
+    p50: result.latency.p50,
+    p95: result.latency.p95,
+    p99: result.latency.p99,
+    errors,
+    peakRssMb: rss.peakMb,
+    cpuPercent: rss.cpuPercent,
+    ...(baselineOf === undefined ? {} : { baselineOf }),
+    ratio: baseline?.rate === undefined || baseline.rate === null || baseline.rate === 0 || result.rps === 0
+      ? null
+      : result.rps / baseline.rate,
+    notes: errors > 0 ? [`status codes ${JSON.stringify(result.statusCodes)}, socket errors ${result.socketErrors}`] : [],
+    details: result
+  }
+  if (errors > 0) notes.push(`${name}: ${errors} errors (status codes ${JSON.stringify(result.statusCodes)}, socket errors ${result.socketErrors}, timeouts ${result.timeouts}).`)
+  step(`  → ${fmtNumber(row.rate)} req/s, p50 ${fmtMs(row.p50)} ms, p99 ${fmtMs(row.p99)} ms, errors ${errors}, peak RSS ${fmtNumber(row.peakRssMb, 1)} MB, server CPU ${fmtNumber(row.cpuPercent)}%${
+    row.ratio === null ? "" : `, ${row.ratio.toFixed(2)}× baseline`
+  }`)
+  rows.push(row)
+  return row
+}
+
+interface DemoSummary {
+  readonly orgId: string
+  readonly numbers: ReadonlyArray<{ readonly sid: string; readonly phoneNumber: string }>
+  readonly keys: { readonly test: string; readonly live: string }
+}
+
+const orgContext = (dir: string, demo: DemoSummary): OrgContext => {
+  const db = new Database(join(dir, DB_FILE), { readonly: true })
+  try {
+    const key = db.prepare("SELECT id FROM api_keys WHERE org_id = ? AND mode = 'live' ORDER BY created_at DESC LIMIT 1")
+      .get(demo.orgId) as { id: string } | undefined
+    const crm = db.prepare("SELECT account_id, account_name FROM crm_connections WHERE org_id = ? AND state = 'connected'")
+      .get(demo.orgId) as { account_id: string | null; account_name: string | null } | undefined
+    if (key === undefined) throw new Error("the demo org has no live key")
+    return {
+      orgId: demo.orgId,
+      lines: demo.numbers.map((n) => ({ sid: n.sid, phoneNumber: n.phoneNumber })),
+      ownerId: crm?.account_id ?? null,
+      ownerName: crm?.account_name ?? null,
+      keyId: key.id
+    }
+  } finally {
+    db.close()
+  }
+}
+
+const json = async <A>(response: Response): Promise<A> => {
+  const text = await response.text()
+  if (!response.ok) throw new Error(`HTTP ${response.status}: ${text}`)
+  return JSON.parse(text) as A
+}
+
+// ───────────────────────────── scenarios ─────────────────────────────
+
+/** Read path, replay and write path, on one server started on a fresh data directory. */
+const apiScenarios = async (): Promise<{ demo: DemoSummary; org: OrgContext; templateDir: string }> => {
+  const mainDir = dataDir("main")
+  const server = await timed("boot.main", () => startParley("main", mainDir))
+  const demo = await timed("demo", () => parleyCliJson<DemoSummary>(["demo"], mainDir))
+  step(`demo org ${demo.orgId} seeded (${demo.numbers.length} numbers)`)
+  unlimitedTexts(join(mainDir, DB_FILE), demo.orgId)
+  const org = orgContext(mainDir, demo)
+  const templateDir = dataDir("template")
+  snapshot(mainDir, templateDir)
+
+  const key = demo.keys.live
+  const auth = { authorization: `Bearer ${key}` }
+  const from = demo.numbers[0]
+  if (from === undefined) throw new Error("the demo org has no number")
+  const messageBody = JSON.stringify({ to: "+14155550123", fromNumberSid: from.sid, body: "Benchmark: your appointment is confirmed." })
+
+  // The message the read path fetches: sent, then stable (the next simulated step is an hour away).
+  const accepted = await json<{ id: string }>(await server.fetch("/api/v1/messages", key, {
+    method: "POST",
+    headers: { "idempotency-key": "bench-read-setup" },
+    body: messageBody
+  }))
+  const messagePath = `/api/v1/messages/${accepted.id}`
+  let messageText = ""
+  for (let i = 0; i < 200; i++) {
+    const response = await server.fetch(messagePath, key)
+    messageText = await response.text()
+    if (response.ok && (JSON.parse(messageText) as { status: string }).status === "Sent") break
+    await sleep(50)
+  }
+  const numbersText = await (await server.fetch("/api/v1/numbers", key)).text()
+
+  // 1. Read path vs the raw read baseline.
+  const read = await BaselineServer.start("read.ts", { key, routes: { "/api/v1/numbers": numbersText, [messagePath]: messageText } })
+  for (const [path, body] of [["/api/v1/numbers", numbersText], [messagePath, messageText]] as const) {
+    const fromBaseline = Buffer.from(await (await fetch(`${read.baseUrl}${path}`, { headers: auth })).arrayBuffer())
+    const fromParley = Buffer.from(await (await server.fetch(path, key)).arrayBuffer())
+    if (!fromBaseline.equals(Buffer.from(body)) || !fromParley.equals(fromBaseline)) {
+      notes.push(`Read baseline body for ${path} is not byte-identical to Parley's (${fromBaseline.length} vs ${fromParley.length} bytes).`)
+    }
+  }
+  try {
+    await measure("read.numbers.baseline", "baseline: raw node:http GET /numbers", "baseline", read,
+      loadSpec(read, { method: "GET", path: "/api/v1/numbers", headers: auth }))
+    await measure("read.numbers", "read: GET /numbers", "parley", server,
+      loadSpec(server, { method: "GET", path: "/api/v1/numbers", headers: auth }), "read.numbers.baseline")
+    await measure("read.message.baseline", "baseline: raw node:http GET /messages/{id}", "baseline", read,
+      loadSpec(read, { method: "GET", path: messagePath, headers: auth }))
+    await measure("read.message", "read: GET /messages/{id}", "parley", server,
+      loadSpec(server, { method: "GET", path: messagePath, headers: auth }), "read.message.baseline")
+  } finally {
+    await read.stop()
+  }
+
+  // 5. Idempotent replay: the same request, answered from the stored first result.
+  const replayHeaders = { ...auth, "idempotency-key": "bench-replay" }
+  const first = await server.fetch("/api/v1/messages", key, { method: "POST", headers: replayHeaders, body: messageBody })
+  if (first.status !== 202) notes.push(`Replay setup: the first POST answered ${first.status}.`)
+  await first.text()
+  await measure("replay", "replay: POST /messages, same key", "parley", server,
+    loadSpec(server, { method: "POST", path: "/api/v1/messages", headers: replayHeaders, body: messageBody }))
+
+  // 2. Write path: the raw SQLite baseline first (on its own copy of the database), then Parley.
+  const writeDir = dataDir("write-baseline")
+  const writeDb = snapshot(templateDir, writeDir)
+  const write = await BaselineServer.start("write.ts", {
+    key,
+    keyId: org.keyId,
+    orgId: org.orgId,
+    dbFile: writeDb,
+    lines: Object.fromEntries(org.lines.map((l) => [l.sid, l.phoneNumber])),
+    ownerId: org.ownerId,
+    ownerName: org.ownerName
+  })
+  try {
+    await measure("write.baseline", "baseline: node:http + better-sqlite3 insert", "baseline", write,
+      loadSpec(write, { method: "POST", path: "/api/v1/messages", headers: auth, body: messageBody, uniqueIdempotencyKey: true }))
+  } finally {
+    await write.stop()
+  }
+  const writeRow = await measure("write", "write: POST /messages, unique keys", "parley", server,
+    loadSpec(server, { method: "POST", path: "/api/v1/messages", headers: auth, body: messageBody, uniqueIdempotencyKey: true }),
+    "write.baseline")
+
+  // Every 202 must have left an action and a completed idempotency record.
+  const db = new Database(join(mainDir, DB_FILE), { readonly: true })
+  try {
+    const keys = (db.prepare(
+      "SELECT count(*) AS n FROM idempotency_keys WHERE idempotency_key LIKE 'bench-%' AND idempotency_key NOT IN ('bench-replay', 'bench-read-setup') AND status = 202"
+    ).get() as { n: number }).n
+    const detail = writeRow.details as LoadResult
+    const warmupAndMain = detail.ok
+    if (keys < warmupAndMain) notes.push(`Write path: ${warmupAndMain} answers 202 but only ${keys} completed idempotency records.`)
+  } finally {
+    db.close()
+  }
+
+  await stopParley(server, "main")
+  return { demo, org, templateDir }
+}
+
+/** 3. Conversations on a large store: first page and a deep cursor. */
+const conversationScenarios = async (templateDir: string, demo: DemoSummary, org: OrgContext) => {
+  const dir = dataDir("conversations")
+  const file = snapshot(templateDir, dir)
+  step(`seeding ${profile.messages.toLocaleString("en-US")} messages across ${profile.conversations.toLocaleString("en-US")} conversations`)
+  await timed("seed.conversations", async () => seedConversations(file, org, profile.messages, profile.conversations, log))
+  const server = await timed("boot.conversations", () => startParley("conversations", dir))
+  const key = demo.keys.live
+  const auth = { authorization: `Bearer ${key}` }
+  try {
+    // Follow nextCursor to reach a deep page; time each page on the way (one client, sequential).
+    const walk: Array<number> = []
+    let cursor: string | null = null
+    const walkSampler = new RssSampler(server.pid).start()
+    const walkStarted = performance.now()
+    await timed("walk.conversations", async () => {
+      for (let page = 0; page < profile.deepPages; page++) {
+        const started = performance.now()
+        const body: { items: ReadonlyArray<unknown>; nextCursor: string | null } = await json(
+          await server.fetch(`/api/v1/conversations${cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`}`, key)
+        )
+        walk.push(performance.now() - started)
+        if (body.nextCursor === null) break
+        cursor = body.nextCursor
+      }
+    })
+    const walkSeconds = (performance.now() - walkStarted) / 1000
+    const walkRss = walkSampler.stop()
+    const sortedWalk = [...walk].sort((a, b) => a - b)
+    step(`followed nextCursor ${walk.length} pages: p50 ${fmtMs(percentile(sortedWalk, 50))} ms, p95 ${
+      fmtMs(percentile(sortedWalk, 95))
+    } ms, max ${fmtMs(sortedWalk[sortedWalk.length - 1] ?? null)} ms`)
+    const walkStats = {
+      pages: walk.length,
+      p50: percentile(sortedWalk, 50),
+      p95: percentile(sortedWalk, 95),
+      max: sortedWalk[sortedWalk.length - 1] ?? null
+    }
+    rows.push({
+      id: "conversations.walk",
+      name: `conversations: follow nextCursor ${walk.length} pages, 1 client`,
+      kind: "parley",
+      unit: "req/s",
+      rate: walk.length / walkSeconds,
+      p50: walkStats.p50,
+      p95: walkStats.p95,
+      p99: percentile(sortedWalk, 99),
+      errors: 0,
+      peakRssMb: walkRss.peakMb,
+      cpuPercent: walkRss.cpuPercent,
+      ratio: null,
+      notes: [],
+      details: walkStats
+    })
+    const first = await measure("conversations.first", "conversations: first page", "parley", server,
+      loadSpec(server, { method: "GET", path: "/api/v1/conversations", headers: auth }))
+    Object.assign(first, { details: { ...(first.details as LoadResult), walk: walkStats } })
+    if (cursor === null) {
+      notes.push("Conversations: no nextCursor on the first page; the deep-cursor scenario was skipped.")
+    } else {
+      const deepCursor: string = cursor
+      await measure("conversations.deep", `conversations: cursor at page ${walk.length + 1}`, "parley", server,
+        loadSpec(server, { method: "GET", path: `/api/v1/conversations?cursor=${encodeURIComponent(deepCursor)}`, headers: auth }))
+    }
+    return walkStats
+  } finally {
+    await stopParley(server, "conversations")
+  }
+}
+
+/** 4. The dispatcher: `profile.actions` texts due at the same moment. */
+const dispatcherScenario = async (templateDir: string, org: OrgContext) => {
+  const dir = dataDir("dispatch")
+  const file = snapshot(templateDir, dir)
+  const firstId = nextActionId(file)
+  // Due a few seconds after the server will be up (its boot time so far, with a margin).
+  const bootEstimate = Math.max(...bootMs, 3_000)
+  step(`seeding ${profile.actions.toLocaleString("en-US")} Queued texts due at the same moment`)
+  const seedStarted = Date.now()
+  const seedEstimate = profile.actions / 20
+  const dueAt = Date.now() + seedEstimate + bootEstimate * 1.25 + 1_500
+  await timed("seed.dispatch", async () => seedDueActions(file, org, profile.actions, dueAt, log))
+  if (Date.now() - seedStarted > seedEstimate) notes.push("Dispatcher: seeding took longer than estimated.")
+  const server = await timed("boot.dispatch", () => startParley("dispatch", dir))
+  const readyBeforeDue = dueAt - Date.now()
+  if (readyBeforeDue < 0) notes.push(`Dispatcher: the server answered /healthz ${-readyBeforeDue} ms after the due time; lateness includes that.`)
+  const sampler = new RssSampler(server.pid).start()
+  const probe = new DispatchProbe(file, firstId)
+  let progress = probe.progress()
+  let timedOut = false
+  try {
+    step(`due in ${(readyBeforeDue / 1000).toFixed(1)} s; waiting for the sends (at most ${profile.dispatchTimeoutMs / 1000} s after due)`)
+    await timed("dispatch", async () => {
+      if (readyBeforeDue > 0) await sleep(readyBeforeDue)
+      let lastLog = Date.now()
+      while (true) {
+        progress = probe.progress()
+        if (progress.sent + progress.failed >= profile.actions) break
+        if (!server.alive) break
+        if (Date.now() - dueAt > profile.dispatchTimeoutMs) {
+          timedOut = true
+          break
+        }
+        if (Date.now() - lastLog >= 5_000) {
+          lastLog = Date.now()
+          step(`  ${progress.sent.toLocaleString("en-US")} sent, ${progress.failed} failed, ${progress.queued.toLocaleString("en-US")} still queued`)
+        }
+        await sleep(250)
+      }
+    })
+  } finally {
+    const rss = sampler.stop()
+    const { firstSentAt, lastSentAt, lateness } = probe.lateness()
+    probe.close()
+    await stopParley(server, "dispatch")
+    const unsent = profile.actions - lateness.length
+    // Actions not sent by the end count as infinitely late in the percentiles.
+    const all = [...lateness, ...Array.from({ length: unsent }, () => Number.POSITIVE_INFINITY)]
+    const windowSeconds = firstSentAt === null || lastSentAt === null ? 0 : (lastSentAt - firstSentAt) / 1000
+    const rate = lateness.length < 2 || windowSeconds <= 0 ? null : lateness.length / windowSeconds
+    const rateFromDue = lastSentAt === null ? null : lateness.length / Math.max(0.001, (lastSentAt - dueAt) / 1000)
+    if (timedOut || unsent > 0) {
+      notes.push(`Dispatcher: ${unsent.toLocaleString("en-US")} of ${profile.actions.toLocaleString("en-US")} actions were not sent ${
+        (profile.dispatchTimeoutMs / 1000).toFixed(0)
+      } s after their due time (${progress.failed} failed, ${progress.queued.toLocaleString("en-US")} still queued); percentiles count them as not sent.`)
+    }
+    const row: ScenarioRow = {
+      id: "dispatch",
+      name: `dispatcher: ${profile.actions.toLocaleString("en-US")} due at once (lateness)`,
+      kind: "parley",
+      unit: "actions/s",
+      rate,
+      p50: percentile(all, 50),
+      p95: percentile(all, 95),
+      p99: percentile(all, 99),
+      errors: progress.failed + server.warnings,
+      peakRssMb: rss.peakMb,
+      cpuPercent: rss.cpuPercent,
+      ratio: null,
+      notes: [],
+      details: {
+        actions: profile.actions,
+        sent: lateness.length,
+        failed: progress.failed,
+        stillQueued: progress.queued,
+        timedOut,
+        dueAt,
+        serverReadyBeforeDueMs: readyBeforeDue,
+        firstSentAt,
+        lastSentAt,
+        firstSendAfterDueMs: firstSentAt === null ? null : firstSentAt - dueAt,
+        lastSendAfterDueMs: lastSentAt === null ? null : lastSentAt - dueAt,
+        ratePerSecondFirstToLast: rate,
+        ratePerSecondFromDue: rateFromDue,
+        latenessMaxMs: lateness[lateness.length - 1] ?? null
+      }
+    }
+    rows.push(row)
+    step(`  → ${lateness.length.toLocaleString("en-US")} sent at ${fmtNumber(rate)} actions/s (${fmtNumber(rateFromDue)}/s from the due time), lateness p50 ${
+      fmtMs(row.p50)
+    } ms, p99 ${fmtMs(row.p99)} ms, peak RSS ${fmtNumber(rss.peakMb, 1)} MB`)
+  }
+}
+
+// ───────────────────────────── main ─────────────────────────────
+
+const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
+  const row = (id: string) => rows.find((r) => r.id === id)
+  const ratioTarget = (name: string, id: string, min: number): Target => {
+    const r = row(id)
+    const ratio = r?.ratio ?? null
+    return { name, target: `≥ ${min}× baseline`, measured: ratio === null ? "—" : `${ratio.toFixed(2)}×`, met: ratio === null ? null : ratio >= min }
+  }
+  const p95Target = (name: string, id: string): Target => {
+    const p95 = row(id)?.p95 ?? null
+    return { name, target: "p95 ≤ 10 ms", measured: p95 === null ? "—" : `${fmtMs(p95)} ms`, met: p95 === null ? null : p95 <= 10 }
+  }
+  const dispatch = row("dispatch")
+  const datasetNote = quick ? " (quick: smaller dataset)" : ""
+  return [
+    ratioTarget("Read path: GET /numbers", "read.numbers", 0.5),
+    ratioTarget("Read path: GET /messages/{id}", "read.message", 0.5),
+    ratioTarget("Write path: POST /messages", "write", 0.5),
+    p95Target(`Conversations: first page, 10 connections${datasetNote}`, "conversations.first"),
+    p95Target(`Conversations: deep cursor, 10 connections${datasetNote}`, "conversations.deep"),
+    p95Target(`Conversations: every page on the way to it, 1 client${datasetNote}`, "conversations.walk"),
+    {
+      name: `Dispatcher rate${datasetNote}`,
+      target: "≥ 5,000 actions/s",
+      measured: dispatch?.rate === null || dispatch === undefined ? "—" : `${fmtNumber(dispatch.rate)} actions/s`,
+      met: dispatch?.rate === null || dispatch === undefined ? null : dispatch.rate >= 5_000
+    },
+    {
+      name: `Dispatcher lateness p99${datasetNote}`,
+      target: "≤ 100 ms",
+      measured: dispatch?.p99 === null || dispatch === undefined ? "—" : `${fmtMs(dispatch.p99)} ms`,
+      met: dispatch?.p99 === null || dispatch === undefined ? null : dispatch.p99 <= 100
+    },
+    {
+      name: `Dispatcher RSS${datasetNote}`,
+      target: "≤ 200 MB",
+      measured: dispatch?.peakRssMb === null || dispatch === undefined ? "—" : `${fmtNumber(dispatch.peakRssMb, 1)} MB`,
+      met: dispatch?.peakRssMb === null || dispatch === undefined ? null : dispatch.peakRssMb <= 200
+    },
+    {
+      name: "Memory: idle RSS after start",
+      target: "≤ 150 MB",
+      measured: idleRssMb === null ? "—" : `${fmtNumber(idleRssMb, 1)} MB`,
+      met: idleRssMb === null ? null : idleRssMb <= 150
+    }
+  ]
+}
+
+const main = async () => {
+  step(`Parley benchmark (${quick ? "quick" : "full"}): ${cpus().length} cores, Node ${process.version}, load average ${
+    loadAverageStart.map((l) => l.toFixed(2)).join(" ")
+  }; data in ${workDir}`)
+  let failure: unknown = null
+  let walk: unknown = null
+  try {
+    const { demo, org, templateDir } = await apiScenarios()
+    walk = await conversationScenarios(templateDir, demo, org)
+    await dispatcherScenario(templateDir, org)
+  } catch (error) {
+    failure = error
+    notes.push(`The run stopped early: ${error instanceof Error ? error.message : String(error)}`)
+  } finally {
+    for (const server of servers) if (server.alive) await server.stop()
+  }
+
+  const loadAverageEnd = loadavg()
+  const busy = Math.max(...loadAverageStart.slice(0, 1), ...loadAverageEnd.slice(0, 1)) > cpus().length * 0.75
+  if (busy) {
+    notes.push(`The machine was busy with other work (1-minute load average ${loadAverageStart[0]?.toFixed(2)} at start, ${
+      loadAverageEnd[0]?.toFixed(2)
+    } at the end, on ${cpus().length} cores): figures are noisy; compare ratios measured in the same run rather than absolute numbers.`)
+  }
+  const idleRssMb = servers[0]?.idleRssMb ?? null
+  const report: RunReport = {
+    date: new Date().toISOString(),
+    mode: quick ? "quick" : "full",
+    machine: {
+      nproc: cpus().length,
+      cpu: cpus()[0]?.model.trim() ?? "unknown",
+      memoryGb: totalmem() / 1024 ** 3,
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+      loadAverageStart,
+      loadAverageEnd
+    },
+    settings: {
+      "load duration (s)": profile.durationSeconds,
+      "warm-up (s)": profile.warmupSeconds,
+      connections: profile.connections,
+      messages: profile.messages,
+      conversations: profile.conversations,
+      "dispatcher actions": profile.actions,
+      PARLEY_RATE_LIMIT_PER_MINUTE: RATE_LIMIT,
+      PARLEY_SIM_STEP_MS: SIM_STEP_MS,
+      LOG_LEVEL: "warn"
+    },
+    idleRssMb,
+    bootMs,
+    rows,
+    targets: evaluateTargets(idleRssMb),
+    notes,
+    timings,
+    totalSeconds: (Date.now() - runStarted) / 1000
+  }
+
+  log("")
+  log(textTable(rows))
+  log("")
+  log(`idle RSS right after start: ${fmtNumber(idleRssMb, 1)} MB; boot to /healthz: ${bootMs.map((b) => `${(b / 1000).toFixed(1)} s`).join(", ")}`)
+  log("")
+  for (const t of report.targets) log(`${t.met === null ? "  n/a" : t.met ? "  met" : "  MISS"}  ${t.name}: ${t.measured} (target ${t.target})`)
+  if (notes.length > 0) {
+    log("")
+    for (const n of notes) log(`note: ${n}`)
+  }
+
+  writeFileSync(join(resultsDir, "latest.json"), `${JSON.stringify({ ...report, conversationsWalk: walk }, null, 2)}\n`)
+  writeMarkdown(join(ROOT, "docs", "benchmarks.md"), report)
+  log("")
+  log(`wrote bench/results/latest.json and docs/benchmarks.md in ${report.totalSeconds.toFixed(1)} s (server logs in bench/results/logs/)`)
+
+  if (!keep) rmSync(workDir, { recursive: true, force: true })
+  if (failure !== null) {
+    process.stderr.write(`${failure instanceof Error ? failure.stack ?? failure.message : String(failure)}\n`)
+    process.exitCode = 1
+  }
+}
+
+await main()
