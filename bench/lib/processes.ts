@@ -116,16 +116,29 @@ const waitForHealth = async (url: string, child: ChildProcess, timeoutMs: number
   throw new Error(`no answer from ${url} within ${timeoutMs} ms: ${describe()}`)
 }
 
-const stopChild = async (child: ChildProcess, timeoutMs = 15_000): Promise<void> => {
-  if (child.exitCode !== null || child.signalCode !== null) return
+export interface StopOutcome {
+  /** From SIGTERM to exit. */
+  readonly ms: number
+  /** Whether it had to be killed after not exiting on SIGTERM within the timeout. */
+  readonly killed: boolean
+}
+
+const stopChild = async (child: ChildProcess, timeoutMs = 10_000): Promise<StopOutcome> => {
+  if (child.exitCode !== null || child.signalCode !== null) return { ms: 0, killed: false }
+  const started = Date.now()
+  let killed = false
   await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
+    const timer = setTimeout(() => {
+      killed = true
+      child.kill("SIGKILL")
+    }, timeoutMs)
     child.once("exit", () => {
       clearTimeout(timer)
       resolve()
     })
     child.kill("SIGTERM")
   })
+  return { ms: Date.now() - started, killed }
 }
 
 export interface ParleyOptions {
@@ -208,9 +221,10 @@ export class ParleyServer {
     return fetch(`${this.baseUrl}${path}`, { ...init, headers })
   }
 
-  async stop(): Promise<void> {
-    await stopChild(this.child)
+  async stop(): Promise<StopOutcome> {
+    const outcome = await stopChild(this.child)
     await new Promise<void>((resolve) => this.log.end(() => resolve()))
+    return outcome
   }
 }
 
@@ -269,8 +283,8 @@ export class BaselineServer {
     return server
   }
 
-  stop(): Promise<void> {
-    return stopChild(this.child)
+  async stop(): Promise<void> {
+    await stopChild(this.child)
   }
 }
 

@@ -45,6 +45,10 @@ export const fmtNumber = (value: number | null, digits = 0): string =>
 export const fmtMs = (value: number | null): string =>
   value === null ? DASH : !Number.isFinite(value) ? "not sent" : value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0)
 
+/** A latency cell: "> N" where the value is only a lower bound (actions not sent by the end). */
+export const fmtLatency = (row: ScenarioRow, value: number | null): string =>
+  value !== null && row.openEndMs !== undefined && value >= row.openEndMs ? `> ${fmtMs(row.openEndMs)}` : fmtMs(value)
+
 const fmtRatio = (value: number | null): string => (value === null ? DASH : `${value.toFixed(2)}×`)
 
 const HEADERS = ["scenario", "rate", "p50 ms", "p95 ms", "p99 ms", "errors", "peak RSS MB", "server CPU", "vs baseline"]
@@ -52,9 +56,9 @@ const HEADERS = ["scenario", "rate", "p50 ms", "p95 ms", "p99 ms", "errors", "pe
 const cells = (row: ScenarioRow): Array<string> => [
   row.name,
   row.rate === null ? DASH : `${fmtNumber(row.rate)} ${row.unit}`,
-  fmtMs(row.p50),
-  fmtMs(row.p95),
-  fmtMs(row.p99),
+  fmtLatency(row, row.p50),
+  fmtLatency(row, row.p95),
+  fmtLatency(row, row.p99),
   fmtNumber(row.errors),
   fmtNumber(row.peakRssMb, 1),
   row.cpuPercent === null ? DASH : `${row.cpuPercent.toFixed(0)}%`,
@@ -139,8 +143,8 @@ How each scenario is measured:
 - Every load runs 10 connections from one autocannon process on the same host, so load generator and server
   share the 2 cores. Latencies are of 2xx answers; errors = non-2xx answers + socket errors (timeouts
   included). RSS is sampled from \`/proc/<pid>/status\` every 200 ms; "server CPU" is the server process's CPU
-  time over the load (warm-up included, load generator start-up excluded) from \`/proc/<pid>/stat\`, in % of one core (100% = one core busy). The rate limit is raised with
-  \`PARLEY_RATE_LIMIT_PER_MINUTE\` and the demo org's text allowance set to unlimited (the value
+  time over the load (warm-up included, load generator start-up excluded) from \`/proc/<pid>/stat\`, in % of
+  one core (100% = one core busy). The rate limit is raised with \`PARLEY_RATE_LIMIT_PER_MINUTE\` and the demo org's text allowance set to unlimited (the value
   \`parley orgs update --sms-allowance unlimited\` writes); nothing else differs from a normal start.
 `
 

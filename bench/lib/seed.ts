@@ -100,6 +100,10 @@ export const seedConversations = (
 ) => {
   const db = open(file)
   try {
+    // Bulk load without the secondary indexes, then rebuild them from their own DDL: same schema, faster seeding.
+    const indexes = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actions' AND sql IS NOT NULL")
+      .all() as Array<{ name: string; sql: string }>
+    for (const index of indexes) db.exec(`DROP INDEX "${index.name}"`)
     const end = Date.now() - 24 * 60 * 60 * 1000
     const start = end - messages * 1000
     batchInsert(db, messages, (i) => {
@@ -146,8 +150,10 @@ export const seedConversations = (
         work_at: null
       }
     }, "messages", log)
+    const indexing = Date.now()
+    for (const index of indexes) db.exec(index.sql)
+    log(`  rebuilt ${indexes.length} indexes on actions (${((Date.now() - indexing) / 1000).toFixed(1)} s)`)
     db.pragma("wal_checkpoint(TRUNCATE)")
-    db.exec("ANALYZE")
   } finally {
     db.close()
   }

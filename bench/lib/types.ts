@@ -49,6 +49,11 @@ export interface ScenarioRow {
   readonly p50: number | null
   readonly p95: number | null
   readonly p99: number | null
+  /**
+   * Dispatcher only: when some actions were not sent by the end, they count as
+   * this late (the time waited), and a percentile at this value is a lower bound.
+   */
+  readonly openEndMs?: number
   readonly errors: number | null
   readonly peakRssMb: number | null
   /** The server's CPU use over the load (including warm-up), in % of one core. */

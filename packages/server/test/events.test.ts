@@ -194,9 +194,14 @@ describe("signed events", () => {
         return found?.status === "disabled" ? found : undefined
       }, { timeoutMs: 60_000, intervalMs: 500 })
       expect(row.disabledReason).toContain("HTTP 500")
-      // Every attempt of the first event used the same id: 8 attempts in all.
-      const firstId = failing.requests[0]?.headers["webhook-id"]
-      expect(failing.requests.filter((r) => r.headers["webhook-id"] === firstId)).toHaveLength(8)
+      // The event whose schedule ran out was tried 8 times under one webhook-id, and none more than that.
+      // (Other events of the same message may be cut short: the endpoint is disabled as soon as one runs out.)
+      const attempts = new Map<string, number>()
+      for (const r of failing.requests) {
+        const id = r.headers["webhook-id"] ?? ""
+        attempts.set(id, (attempts.get(id) ?? 0) + 1)
+      }
+      expect(Math.max(...attempts.values())).toBe(8)
     } finally {
       await failing.close()
     }
