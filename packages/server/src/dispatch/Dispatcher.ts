@@ -22,6 +22,7 @@ import { ServerConfig } from "../config/ServerConfig.js"
 import { DbInt, storage } from "../store/rows.js"
 import { ActionRow, toAction } from "../store/SqlCrm.js"
 import * as SimulatedProviders from "./SimulatedProviders.js"
+import { yieldToEventLoop } from "./yieldToEventLoop.js"
 
 const BATCH = 200
 const LEASE_MS = 30_000
@@ -196,6 +197,7 @@ export const DispatcherLive = Layer.scopedDiscard(
     const round = Effect.gen(function*() {
       const claimed = yield* storage("dispatch.claim")(claim(yield* Clock.currentTimeMillis))
       for (const row of claimed) {
+        yield* yieldToEventLoop
         yield* step(row).pipe(
           Effect.catchAll((error) =>
             Effect.annotateLogs(Effect.logWarning("dispatch step failed; it will be retried when its lease lapses"), {

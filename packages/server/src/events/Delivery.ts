@@ -14,6 +14,7 @@ import { SqlClient } from "@effect/sql"
 import { Crypto, Webhooks } from "@parley/core"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
 
 const BATCH = 50
@@ -163,6 +164,7 @@ export const DeliveryLive = Layer.scopedDiscard(
           Effect.catchAll((error) => Effect.as(Effect.logWarning(`event delivery round failed: ${error.operation}`), 0))
         )
         if (count < BATCH) yield* Effect.sleep(config.dispatchPollMs * 2)
+        else yield* yieldToEventLoop
       }
     })
 
