@@ -9,9 +9,9 @@
  * PARLEY_PUBLIC_URL + path when set (behind a proxy), else http:// + Host.
  * Answers are TwiML with no reply, as Twilio expects.
  */
-import { createHmac, timingSafeEqual } from "node:crypto"
+import { createHmac } from "node:crypto"
 import { HttpApiBuilder, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Inbound, Organisations } from "@parley/core"
+import { Crypto, Inbound, Organisations } from "@parley/core"
 import { Effect, Option, Redacted } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 
@@ -22,12 +22,6 @@ export const twilioSignature = (token: string, url: string, params: ReadonlyArra
   createHmac("sha1", token)
     .update(url + [...params].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => k + v).join(""))
     .digest("base64")
-
-const safeEqual = (a: string, b: string) => {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
-}
 
 const reply = (status: number, detail?: string) =>
   status === 200
@@ -57,7 +51,7 @@ export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
             onSome: (base) => base.replace(/\/$/, "") + request.url
           })
           const expected = twilioSignature(Redacted.value(config.carrierAuthToken.value), url, params)
-          if (!safeEqual(expected, request.headers["x-twilio-signature"] ?? "")) {
+          if (!Crypto.constantTimeEqual(expected, request.headers["x-twilio-signature"] ?? "")) {
             return reply(403, "X-Twilio-Signature does not match")
           }
         }
