@@ -228,3 +228,54 @@ describe("crash safety", () => {
     }
   }, 180_000)
 })
+
+describe("shutdown with a backlog", () => {
+  it("stops promptly on SIGTERM while thousands of actions are being dispatched, and answers HTTP meanwhile", async () => {
+    const server = await TestServer.start({
+      env: { PARLEY_SIM_STEP_MS: "3600000", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_DISPATCH_POLL_MS: "20" }
+    })
+    try {
+      const demo = await server.demo()
+      const response = await server.fetch("/api/v1/messages", {
+        method: "POST",
+        key: demo.keys.live,
+        headers: { "idempotency-key": "backlog-template" },
+        body: JSON.stringify({
+          to: "+14155550123",
+          fromNumberSid: demo.numbers[0]!.sid,
+          body: "backlog",
+          scheduledFor: new Date(Date.now() + 3_600_000).toISOString()
+        })
+      })
+      const template = ((await response.json()) as { id: string }).id
+      // 20,000 copies of it, all due now: a backlog the dispatcher needs tens of seconds for.
+      const db = new Database(join(server.dataDir, "parley.db"))
+      db.pragma("busy_timeout = 5000")
+      const columns = (db.prepare(`PRAGMA table_info(actions)`).all() as ReadonlyArray<{ name: string }>)
+        .map((c) => c.name)
+        .filter((name) => name !== "id" && name !== "work_at" && name !== "due_at")
+        .join(", ")
+      const now = Date.now()
+      db.prepare(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO actions (${columns}, due_at, work_at)
+         SELECT ${columns}, ${now}, ${now} FROM actions, n WHERE actions.id = ?`
+      ).run(Number(template))
+      const sent = () => (db.prepare(`SELECT COUNT(*) AS n FROM simulated_sends`).get() as { n: number }).n
+      await until(async () => (sent() > 100 ? true : undefined), { timeoutMs: 30_000 })
+      // The API still answers while the backlog is worked through.
+      const health = await server.fetch("/api/v1/numbers", { key: demo.keys.live })
+      expect(health.status).toBe(200)
+      const started = Date.now()
+      await server.stop("SIGTERM")
+      const took = Date.now() - started
+      const remaining = (db.prepare(`SELECT COUNT(*) AS n FROM actions WHERE status = 'Queued'`).get() as { n: number }).n
+      db.close()
+      // Before the event-loop fix the signal was not handled at all until the backlog was gone.
+      expect(took).toBeLessThan(10_000)
+      expect(remaining).toBeGreaterThan(0)
+    } finally {
+      await server.dispose()
+    }
+  }, 120_000)
+})
