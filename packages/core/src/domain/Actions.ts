@@ -41,6 +41,7 @@ import { emit } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
 import { renderTemplate } from "./Templates.js"
+import { isVisible, visibility } from "./Visibility.js"
 import { isSessionOpen } from "./WhatsApp.js"
 
 export type CreateError =
@@ -177,22 +178,12 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
     /** Finds an action the caller may see; anything else reads as missing. */
     const visibleAction = (caller: CallerInfo, kind: ActionKind, id: string) =>
       Effect.gen(function*() {
-        const permissions = caller.account.permissions
-        if (permissions.actionsView === "none") {
-          return yield* new CrmPermissionDenied({
-            message: `The connected CRM account (${caller.account.name}) may not read actions.`
-          })
-        }
-        const notFound = new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })
+        const seen = yield* visibility(caller, directory)
         const found = yield* crm.findAction(caller.orgId, id)
-        if (Option.isNone(found) || found.value.kind !== kind) return yield* notFound
-        const action = found.value
-        if (permissions.actionsView === "own" && action.owner?.id !== caller.account.id) return yield* notFound
-        if (caller.numberSids.length > 0) {
-          const lines = (yield* directory.permittedNumbers(caller)).map((n) => n.phoneNumber)
-          if (!lines.includes(action.line)) return yield* notFound
+        if (Option.isNone(found) || found.value.kind !== kind || !isVisible(found.value, seen)) {
+          return yield* new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })
         }
-        return action
+        return found.value
       })
 
     return Actions.of({

@@ -6,7 +6,7 @@
  * Pagination is keyset on the action id, so every page costs the same.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { CrmPermissionDenied, InvalidRequest, NotFound } from "../contract/Errors.js"
+import { type CrmPermissionDenied, InvalidRequest, NotFound } from "../contract/Errors.js"
 import { type ActionRecord, ConversationSummary, type LinkedRecord } from "../contract/Resources.js"
 import { Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
 import type { StorageError } from "../ports/StorageError.js"
@@ -14,6 +14,7 @@ import { toActionRecord } from "./ActionRecords.js"
 import type { CallerInfo } from "./Caller.js"
 import { CursorSigner } from "./Cursors.js"
 import { Directory } from "./Directory.js"
+import { visibility } from "./Visibility.js"
 
 export const PAGE_SIZE = 50
 const PREVIEW_LENGTH = 160
@@ -39,22 +40,6 @@ export interface ConversationsService {
 }
 
 export class Conversations extends Context.Tag("@parley/core/Conversations")<Conversations, ConversationsService>() {}
-
-/** What the key and the executing account may see: the lines of its numbers and, for "own" accounts, their actions. */
-export const visibility = (caller: CallerInfo) =>
-  Effect.gen(function*() {
-    if (caller.account.permissions.actionsView === "none") {
-      return yield* new CrmPermissionDenied({
-        message: `The connected CRM account (${caller.account.name}) may not read messages.`
-      })
-    }
-    const directory = yield* Directory
-    const lines = caller.numberSids.length === 0
-      ? null
-      : (yield* directory.permittedNumbers(caller)).map((n) => n.phoneNumber)
-    const ownerId = caller.account.permissions.actionsView === "own" ? caller.account.id : null
-    return { lines, ownerId }
-  })
 
 const summarise = (id: string, newest: CrmAction, actions: ReadonlyArray<CrmAction>): ConversationSummary => {
   const unreadCount = actions.filter((a) => a.direction === "Inbound" && a.read === null).length
@@ -85,14 +70,13 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
     const crm = yield* Crm
     const signer = yield* CursorSigner
     const directory = yield* Directory
-    const withDirectory = Effect.provideService(Directory, directory)
 
     const badCursor = () =>
       new InvalidRequest({ message: "cursor: not a cursor this API issued; pass nextCursor back unchanged." })
 
     return Conversations.of({
       list: Effect.fn("Conversations.list")(function*(caller, cursor) {
-        const { lines, ownerId } = yield* withDirectory(visibility(caller))
+        const { lines, ownerId } = yield* visibility(caller, directory)
         let beforeId: string | null = null
         if (cursor !== undefined) {
           const decoded = signer.verify(caller.orgId, cursor, ListCursor)
@@ -127,7 +111,7 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
         return { items, nextCursor }
       }),
       messages: Effect.fn("Conversations.messages")(function*(caller, conversationId, cursor) {
-        const { lines, ownerId } = yield* withDirectory(visibility(caller))
+        const { lines, ownerId } = yield* visibility(caller, directory)
         const notFound = () => new NotFound({ message: "No such conversation." })
         const key = signer.verify(caller.orgId, conversationId, ConversationKey)
         if (Option.isNone(key)) return yield* notFound()

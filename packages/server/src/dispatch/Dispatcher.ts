@@ -94,9 +94,24 @@ export const DispatcherLive = Layer.scopedDiscard(
       transition(row, { status: "Failed", workAt: null, errorMessage: reason })
 
     /** Queued and not yet committed: apply the live rules, then commit to the send. */
-    const commit = (row: ClaimedRow, now: number) =>
+    /**
+     * An organisation's settings, read once per round rather than once per action: a round takes well
+     * under a second, and the allowance itself is taken by an atomic update, never from this copy.
+     */
+    type Settings = (orgId: string) => Effect.Effect<Option.Option<Organisations.Organisation>, StorageError>
+    const settingsForRound = (): Settings => {
+      const seen = new Map<string, Option.Option<Organisations.Organisation>>()
+      return (orgId) => {
+        const cached = seen.get(orgId)
+        return cached !== undefined
+          ? Effect.succeed(cached)
+          : Effect.tap(organisations.get(orgId), (found) => Effect.sync(() => seen.set(orgId, found)))
+      }
+    }
+
+    const commit = (row: ClaimedRow, now: number, settings: Settings) =>
       Effect.gen(function*() {
-        const organisation = yield* organisations.get(row.org_id)
+        const organisation = yield* settings(row.org_id)
         if (Option.isNone(organisation)) return yield* fail(row, "The organisation no longer exists.")
         const decision = DispatchRules.decide(organisation.value, row.kind, now)
         if (decision._tag === "Hold") {
@@ -181,11 +196,11 @@ export const DispatcherLive = Layer.scopedDiscard(
         })
       })
 
-    const step = (row: ClaimedRow): Effect.Effect<void, StorageError> =>
+    const step = (row: ClaimedRow, settings: Settings): Effect.Effect<void, StorageError> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         if (row.status === "Queued" && row.charged_at === null) {
-          if (!(yield* commit(row, now))) return
+          if (!(yield* commit(row, now, settings))) return
           return yield* submit(row, now)
         }
         if (row.charged_at !== null && (row.status === "Sending" || row.status === "Queued")) {
@@ -196,9 +211,10 @@ export const DispatcherLive = Layer.scopedDiscard(
 
     const round = Effect.gen(function*() {
       const claimed = yield* storage("dispatch.claim")(claim(yield* Clock.currentTimeMillis))
+      const settings = settingsForRound()
       for (const row of claimed) {
         yield* yieldToEventLoop
-        yield* step(row).pipe(
+        yield* step(row, settings).pipe(
           Effect.catchAll((error) =>
             Effect.annotateLogs(Effect.logWarning("dispatch step failed; it will be retried when its lease lapses"), {
               actionId: String(row.id),

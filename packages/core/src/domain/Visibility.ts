@@ -1,0 +1,39 @@
+/**
+ * What a key and the executing CRM account may read: the lines of the key's
+ * numbers (its restriction) and, for accounts that see only their own, the
+ * actions they own. One rule for single records and for conversation pages.
+ */
+import { Effect } from "effect"
+import { CrmPermissionDenied } from "../contract/Errors.js"
+import type { CrmAction } from "../ports/Crm.js"
+import type { StorageError } from "../ports/StorageError.js"
+import type { CallerInfo } from "./Caller.js"
+import type { DirectoryService } from "./Directory.js"
+
+export interface Visibility {
+  /** Only actions on these lines; null for every line. */
+  readonly lines: ReadonlyArray<string> | null
+  /** Only actions owned by this account; null for all. */
+  readonly ownerId: string | null
+}
+
+export const visibility = (
+  caller: CallerInfo,
+  directory: DirectoryService
+): Effect.Effect<Visibility, CrmPermissionDenied | StorageError> =>
+  Effect.gen(function*() {
+    if (caller.account.permissions.actionsView === "none") {
+      return yield* new CrmPermissionDenied({
+        message: `The connected CRM account (${caller.account.name}) may not read messages or calls.`
+      })
+    }
+    const lines = caller.numberSids.length === 0
+      ? null
+      : (yield* directory.permittedNumbers(caller)).map((n) => n.phoneNumber)
+    const ownerId = caller.account.permissions.actionsView === "own" ? caller.account.id : null
+    return { lines, ownerId }
+  })
+
+export const isVisible = (action: CrmAction, seen: Visibility): boolean =>
+  (seen.lines === null || seen.lines.includes(action.line)) &&
+  (seen.ownerId === null || action.owner?.id === seen.ownerId)
