@@ -3,11 +3,10 @@
  * simulated carrier's and AI-call provider's lifecycle, failure numbers,
  * cancellation racing dispatch, and crash safety (SIGKILL mid-batch).
  */
-import { join } from "node:path"
-import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { actionColumns } from "./support/store.js"
 
 interface ActionRecord {
   readonly id: string
@@ -155,11 +154,9 @@ describe("dispatch and the simulated lifecycle", () => {
     }
     // Make the rows due for the dispatcher now while their scheduledFor still allows cancellation,
     // so both conditional updates compete for every row.
-    const db = new Database(join(server.dataDir, "parley.db"))
-    db.pragma("busy_timeout = 5000")
-    const release = db.prepare(`UPDATE actions SET work_at = ? WHERE id = ?`)
+    const db = server.db
     const cancels = ids.map(async (id, i) => {
-      release.run(Date.now(), Number(id))
+      await db.query(`UPDATE actions SET work_at = ? WHERE id = ?`, [Date.now(), Number(id)])
       if (i % 2 === 0) await new Promise((resolve) => setTimeout(resolve, i % 7))
       const response = await server.fetch(`/api/v1/messages/${id}/cancel`, { method: "POST", key: demo.keys.live })
       return { id, status: response.status }
@@ -167,9 +164,9 @@ describe("dispatch and the simulated lifecycle", () => {
     const answers = await Promise.all(cancels)
     for (const answer of answers) expect([200, 409]).toContain(answer.status)
     const finals = await Promise.all(ids.map((id) => settled("messages", id)))
-    const sent = db.prepare(`SELECT action_id FROM simulated_sends`).all() as ReadonlyArray<{ action_id: string }>
+    const sent = await db.query<{ action_id: string }>(`SELECT action_id FROM simulated_sends`)
     const sentIds = new Set(sent.map((row) => row.action_id))
-    db.close()
+    await db.close()
     for (const [i, answer] of answers.entries()) {
       if (answer.status === 200) {
         expect(finals[i]!.status).toBe("Cancelled")
@@ -202,27 +199,26 @@ describe("crash safety", () => {
         expect(response.status, await response.clone().text()).toBe(202)
         ids.push(((await response.json()) as { id: string }).id)
       }
-      const db = new Database(join(server.dataDir, "parley.db"), { readonly: true })
-      const sentCount = () => (db.prepare(`SELECT COUNT(*) AS n FROM simulated_sends`).get() as { n: number }).n
+      const db = server.db
+      const sentCount = async () => (await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM simulated_sends`))[0]!.n
       // Kill the server while the batch is being dispatched.
-      await until(async () => (sentCount() > 0 ? true : undefined), { timeoutMs: 90_000, intervalMs: 5 })
+      await until(async () => ((await sentCount()) > 0 ? true : undefined), { timeoutMs: 90_000, intervalMs: 5 })
       await server.stop("SIGKILL")
-      const atKill = sentCount()
+      const atKill = await sentCount()
       console.log(`killed with ${atKill} of ${ids.length} sent`)
       await server.restart()
       const statuses = await until(async () => {
-        const rows = db.prepare(`SELECT id, status FROM actions`).all() as ReadonlyArray<{ id: number; status: string }>
+        const rows = await db.query<{ id: number; status: string }>(`SELECT id, status FROM actions`)
         return rows.length === ids.length && rows.every((r) => FINAL.has(r.status)) ? rows : undefined
       }, { timeoutMs: 60_000, intervalMs: 200 })
       expect(statuses.every((r) => r.status === "Delivered")).toBe(true)
-      const sends = db.prepare(`SELECT action_id FROM simulated_sends`).all() as ReadonlyArray<{ action_id: string }>
+      const sends = await db.query<{ action_id: string }>(`SELECT action_id FROM simulated_sends`)
       expect(sends.length).toBe(ids.length)
       expect(new Set(sends.map((s) => s.action_id)).size).toBe(ids.length)
       // Exactly one message.sent event per action: a step redone after the crash did not record a second send.
-      const sentEvents = db.prepare(`SELECT COUNT(*) AS n FROM events WHERE type = 'message.sent'`).get() as { n: number }
-      expect(sentEvents.n).toBe(ids.length)
+      const [sentEvents] = await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM events WHERE type = 'message.sent'`)
+      expect(sentEvents?.n).toBe(ids.length)
       expect(atKill).toBeLessThanOrEqual(ids.length)
-      db.close()
     } finally {
       await server.dispose()
     }
@@ -249,31 +245,29 @@ describe("shutdown with a backlog", () => {
       })
       const template = ((await response.json()) as { id: string }).id
       // 20,000 copies of it, all due now: a backlog the dispatcher needs tens of seconds for.
-      const db = new Database(join(server.dataDir, "parley.db"))
-      db.pragma("busy_timeout = 5000")
-      const columns = (db.prepare(`PRAGMA table_info(actions)`).all() as ReadonlyArray<{ name: string }>)
-        .map((c) => c.name)
+      const db = server.db
+      const columns = (await actionColumns(db))
         .filter((name) => name !== "id" && name !== "work_at" && name !== "due_at")
         .join(", ")
       const now = Date.now()
-      db.prepare(
+      await db.query(
         `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
          INSERT INTO actions (${columns}, due_at, work_at)
-         SELECT ${columns}, ${now}, ${now} FROM actions, n WHERE actions.id = ?`
-      ).run(Number(template))
-      const sent = () => (db.prepare(`SELECT COUNT(*) AS n FROM simulated_sends`).get() as { n: number }).n
-      await until(async () => (sent() > 100 ? true : undefined), { timeoutMs: 30_000 })
+         SELECT ${columns}, ${now}, ${now} FROM actions, n WHERE actions.id = ?`,
+        [Number(template)]
+      )
+      const sent = async () => (await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM simulated_sends`))[0]!.n
+      await until(async () => ((await sent()) > 100 ? true : undefined), { timeoutMs: 30_000 })
       // The API still answers while the backlog is worked through.
       const health = await server.fetch("/api/v1/numbers", { key: demo.keys.live })
       expect(health.status).toBe(200)
       const started = Date.now()
       await server.stop("SIGTERM")
       const took = Date.now() - started
-      const remaining = (db.prepare(`SELECT COUNT(*) AS n FROM actions WHERE status = 'Queued'`).get() as { n: number }).n
-      db.close()
+      const [remaining] = await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM actions WHERE status = 'Queued'`)
       // Before the event-loop fix the signal was not handled at all until the backlog was gone.
       expect(took).toBeLessThan(10_000)
-      expect(remaining).toBeGreaterThan(0)
+      expect(remaining?.n).toBeGreaterThan(0)
     } finally {
       await server.dispose()
     }

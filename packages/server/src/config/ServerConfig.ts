@@ -15,8 +15,11 @@
  *   a valid `X-Twilio-Signature` made with it
  * - PARLEY_PUBLIC_URL (unset): the server's public base URL, for that signature
  *   (default: http:// + the request's Host)
+ * - DATABASE_URL (unset): `postgres://…` selects the Postgres store (several
+ *   replicas on one database); unset, the embedded SQLite file is the store
+ * - PARLEY_DB_POOL_SIZE (default 10): Postgres connections per process
  */
-import { Config, Context, Effect, Layer, LogLevel, type Option, type Redacted } from "effect"
+import { Config, Context, Effect, Layer, LogLevel, type Option, Redacted } from "effect"
 
 export interface ServerSettings {
   readonly port: number
@@ -29,6 +32,8 @@ export interface ServerSettings {
   readonly webhookRetryScale: number
   readonly carrierAuthToken: Option.Option<Redacted.Redacted<string>>
   readonly publicUrl: Option.Option<string>
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly dbPoolSize: number
 }
 
 const logLevel = Config.literal("debug", "info", "warn", "error", "none")("LOG_LEVEL").pipe(
@@ -69,7 +74,17 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
     Config.withDefault(1)
   ),
   carrierAuthToken: Config.option(Config.redacted("PARLEY_CARRIER_AUTH_TOKEN")),
-  publicUrl: Config.option(Config.string("PARLEY_PUBLIC_URL"))
+  publicUrl: Config.option(Config.string("PARLEY_PUBLIC_URL")),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL").pipe(
+    Config.validate({
+      message: "must be a postgres:// or postgresql:// URL",
+      validation: (url) => /^postgres(ql)?:\/\//.test(Redacted.value(url))
+    })
+  )),
+  dbPoolSize: Config.integer("PARLEY_DB_POOL_SIZE").pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(10)
+  )
 })
 
 export class ServerConfig extends Context.Tag("@parley/server/ServerConfig")<ServerConfig, ServerSettings>() {

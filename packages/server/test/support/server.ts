@@ -1,14 +1,14 @@
 /**
- * Black-box test support: a real Parley server process on a temporary SQLite
- * data directory and a free port, driven over HTTP, and the real CLI against
- * the same data directory.
+ * Black-box test support: a real Parley server process on a fresh store (a
+ * temporary SQLite data directory, or a fresh Postgres database when
+ * PARLEY_TEST_STORE=postgres; see store.ts) and a free port, driven over
+ * HTTP, and the real CLI against the same store.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
-import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { createTestDatabase, type TestDatabase } from "./store.js"
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "bin", "parley.mjs")
 
@@ -43,28 +43,46 @@ export class TestServer {
   output = ""
 
   private constructor(
-    readonly dataDir: string,
+    /** The store this server runs on; tests may look inside it. */
+    readonly db: TestDatabase,
+    /** Whether dispose() removes the store (false when several servers share it). */
+    private readonly ownsDatabase: boolean,
     readonly port: number,
     readonly env: Readonly<Record<string, string>>
   ) {}
+
+  get dataDir(): string {
+    return this.db.dataDir
+  }
 
   get baseUrl(): string {
     return `http://127.0.0.1:${this.port}`
   }
 
-  /** Starts a server on a fresh data directory (or the given one) and waits until it answers /healthz. */
-  static async start(options: { readonly env?: Record<string, string>; readonly dataDir?: string } = {}) {
-    const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "parley-test-"))
-    const server = new TestServer(dataDir, await freePort(), options.env ?? {})
-    await server.boot()
+  /**
+   * Starts a server on a fresh store (or on the given one, shared with other
+   * servers: replicas) and waits until it answers /healthz.
+   */
+  static async start(options: { readonly env?: Record<string, string>; readonly database?: TestDatabase } = {}) {
+    const db = options.database ?? await createTestDatabase()
+    const server = new TestServer(db, options.database === undefined, await freePort(), options.env ?? {})
+    try {
+      await server.boot()
+    } catch (error) {
+      if (server.ownsDatabase) await db.drop()
+      throw error
+    }
     return server
   }
 
   private processEnv(): NodeJS.ProcessEnv {
+    // A DATABASE_URL from the developer's shell must not turn a SQLite run into a Postgres one.
+    const { DATABASE_URL: _ignored, ...inherited } = process.env
     return {
-      ...process.env,
+      ...inherited,
       LOG_LEVEL: "warn",
       ...this.env,
+      ...this.db.env,
       PORT: String(this.port),
       PARLEY_DATA_DIR: this.dataDir
     }
@@ -133,6 +151,6 @@ export class TestServer {
 
   async dispose(): Promise<void> {
     await this.stop()
-    rmSync(this.dataDir, { recursive: true, force: true })
+    if (this.ownsDatabase) await this.db.drop()
   }
 }

@@ -22,4 +22,4 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
     }
     return yield* Layer.launch(Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive))
-  })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
+  })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))

@@ -1,0 +1,145 @@
+/**
+ * The store a black-box test runs on. The server suite runs once per store:
+ * `PARLEY_TEST_STORE=sqlite` (the default; a temporary data directory) and
+ * `PARLEY_TEST_STORE=postgres` (a fresh database on the machine's Postgres,
+ * created per test server and dropped after, so runs never collide).
+ *
+ * Tests that look inside the database (to seed a backlog, or count the
+ * carrier simulator's sends) use `TestDatabase.query` with `?` placeholders
+ * and portable SQL, so the same assertion runs on both stores.
+ */
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import Sqlite from "better-sqlite3"
+import pg from "pg"
+
+export type StoreKind = "sqlite" | "postgres"
+
+export const testStore: StoreKind = process.env["PARLEY_TEST_STORE"] === "postgres" ? "postgres" : "sqlite"
+
+/** Where the test databases are created (any database on the server will do as the admin connection). */
+export const adminUrl = process.env["PARLEY_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+
+export interface TestDatabase {
+  readonly kind: StoreKind
+  /** What a server or CLI process needs in its environment to use this store. */
+  readonly env: Readonly<Record<string, string>>
+  /** Directory for the SQLite file (also set for Postgres, where it stays empty). */
+  readonly dataDir: string
+  /** Runs one statement with `?` placeholders; rows come back with numbers as numbers. */
+  readonly query: <Row extends object>(text: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Row>>
+  /** Closes this test's connection (the server's are its own). */
+  readonly close: () => Promise<void>
+  /** Closes and removes the store. */
+  readonly drop: () => Promise<void>
+}
+
+/** `?` placeholders to Postgres' `$1, $2…` (test SQL has no `?` inside literals). */
+const numbered = (text: string): string => {
+  let n = 0
+  return text.replace(/\?/g, () => `$${++n}`)
+}
+
+// COUNT(*) and BIGINT columns come back from node-postgres as strings; tests compare numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
+
+const withDatabase = (url: string, database: string): string => {
+  const parsed = new URL(url)
+  parsed.pathname = `/${database}`
+  return parsed.toString()
+}
+
+const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
+  const name = `parley_test_${process.pid}_${randomBytes(4).toString("hex")}`
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await admin.end()
+  }
+  const url = withDatabase(adminUrl, name)
+  let client: pg.Client | undefined
+  const connection = async () => {
+    if (client === undefined) {
+      client = new pg.Client({ connectionString: url })
+      await client.connect()
+    }
+    return client
+  }
+  const close = async () => {
+    const open = client
+    client = undefined
+    await open?.end()
+  }
+  return {
+    kind: "postgres",
+    env: { DATABASE_URL: url },
+    dataDir,
+    query: async <Row extends object>(text: string, params: ReadonlyArray<unknown> = []) => {
+      const result = await (await connection()).query(numbered(text), [...params])
+      return result.rows as ReadonlyArray<Row>
+    },
+    close,
+    drop: async () => {
+      await close()
+      const dropper = new pg.Client({ connectionString: adminUrl })
+      await dropper.connect()
+      try {
+        await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      } finally {
+        await dropper.end()
+      }
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+const createSqlite = (dataDir: string): TestDatabase => {
+  let db: Sqlite.Database | undefined
+  const connection = () => {
+    if (db === undefined) {
+      db = new Sqlite(join(dataDir, "parley.db"))
+      db.pragma("busy_timeout = 5000")
+    }
+    return db
+  }
+  const close = async () => {
+    db?.close()
+    db = undefined
+  }
+  return {
+    kind: "sqlite",
+    env: {},
+    dataDir,
+    query: async <Row extends object>(text: string, params: ReadonlyArray<unknown> = []) => {
+      const statement = connection().prepare(text)
+      if (statement.reader) return statement.all(...params) as ReadonlyArray<Row>
+      statement.run(...params)
+      return []
+    },
+    close,
+    drop: async () => {
+      await close()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** A fresh, empty store of the kind this run tests. */
+export const createTestDatabase = async (kind: StoreKind = testStore): Promise<TestDatabase> => {
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-test-"))
+  return kind === "postgres" ? createPostgres(dataDir) : createSqlite(dataDir)
+}
+
+/** The columns of the actions table, for tests that copy rows. */
+export const actionColumns = async (db: TestDatabase): Promise<ReadonlyArray<string>> => {
+  const rows = db.kind === "postgres"
+    ? await db.query<{ name: string }>(
+      `SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'actions' ORDER BY ordinal_position`
+    )
+    : await db.query<{ name: string }>(`SELECT name FROM pragma_table_info('actions')`)
+  return rows.map((row) => row.name)
+}
