@@ -117,7 +117,8 @@ describe("dispatch and the simulated lifecycle", () => {
       "keys", "create", "--org", org.id, "--name", "k", "--scopes", "all", "--mode", "live"
     ])
     await server.cliJson(["orgs", "update", org.id, "--sms-allowance", "2"])
-    const scheduledFor = new Date(Date.now() + 40_000).toISOString()
+    // Scheduled far ahead so that slow set-up cannot make them due early; made due below.
+    const scheduledFor = new Date(Date.now() + 3_600_000).toISOString()
     const send = async (n: number) => {
       const response = await server.fetch("/api/v1/messages", {
         method: "POST",
@@ -131,6 +132,7 @@ describe("dispatch and the simulated lifecycle", () => {
     // Both are accepted while units are left; then the allowance drops to one before they are due.
     const ids = [await send(1), await send(2)]
     await server.cliJson(["orgs", "update", org.id, "--sms-allowance", "1"])
+    await server.db.query(`UPDATE actions SET work_at = ? WHERE org_id = ?`, [Date.now(), org.id])
     const outcomes = await Promise.all(ids.map((id) =>
       until(async () => {
         const r = (await (await server.fetch(`/api/v1/messages/${id}`, { key: minted.key })).json()) as ActionRecord
@@ -186,8 +188,8 @@ describe("crash safety", () => {
     })
     try {
       const demo = await server.demo()
-      // Far enough ahead for every creation to pass the 30-second rule, so all 300 come due together.
-      const at = new Date(Date.now() + 45_000).toISOString()
+      // Far ahead, so however long the creations take none is due early; all 300 are made due together below.
+      const at = new Date(Date.now() + 3_600_000).toISOString()
       const ids: Array<string> = []
       for (let i = 0; i < 300; i++) {
         const response = await server.fetch("/api/v1/messages", {
@@ -200,6 +202,7 @@ describe("crash safety", () => {
         ids.push(((await response.json()) as { id: string }).id)
       }
       const db = server.db
+      await db.query(`UPDATE actions SET work_at = ?`, [Date.now()])
       const sentCount = async () => (await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM simulated_sends`))[0]!.n
       // Kill the server while the batch is being dispatched.
       await until(async () => ((await sentCount()) > 0 ? true : undefined), { timeoutMs: 90_000, intervalMs: 5 })

@@ -61,17 +61,12 @@ const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
     await admin.end()
   }
   const url = withDatabase(adminUrl, name)
-  let client: pg.Client | undefined
-  const connection = async () => {
-    if (client === undefined) {
-      client = new pg.Client({ connectionString: url })
-      await client.connect()
-    }
-    return client
-  }
+  // A pool, so a test's concurrent queries each get a connection.
+  let pool: pg.Pool | undefined
+  const connection = () => (pool ??= new pg.Pool({ connectionString: url, max: 4 }))
   const close = async () => {
-    const open = client
-    client = undefined
+    const open = pool
+    pool = undefined
     await open?.end()
   }
   return {
@@ -79,7 +74,7 @@ const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
     env: { DATABASE_URL: url },
     dataDir,
     query: async <Row extends object>(text: string, params: ReadonlyArray<unknown> = []) => {
-      const result = await (await connection()).query(numbered(text), [...params])
+      const result = await connection().query(numbered(text), [...params])
       return result.rows as ReadonlyArray<Row>
     },
     close,
