@@ -15,6 +15,7 @@ import { Crypto, Webhooks } from "@parley/core"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
+import * as Dialect from "../store/Dialect.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
 
 const BATCH = 50
@@ -80,7 +81,7 @@ export const DeliveryLive = Layer.scopedDiscard(
     const sql = yield* SqlClient.SqlClient
     const config = yield* ServerConfig
     const worker = Crypto.newId("delivery")
-    const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+    const skipLocked = Dialect.skipLocked(sql)
 
     const claim = (now: number) =>
       Effect.gen(function*() {

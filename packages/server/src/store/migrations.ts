@@ -2,17 +2,14 @@
  * Versioned schema migrations, run by @effect/sql's Migrator at start-up (and
  * by every CLI command) for SQLite and Postgres alike. The SQL is portable:
  * booleans are 0/1 integers, timestamps ISO text, epoch milliseconds BIGINT,
- * JSON as text. The only dialect difference, the auto-increment key, is
- * `autoId` below.
+ * JSON as text. The only dialect difference, the auto-increment key, comes
+ * from Dialect.ts.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { autoIncrementKey } from "./Dialect.js"
 
-const autoId = Effect.map(SqlClient.SqlClient, (sql) =>
-  sql.onDialectOrElse({
-    pg: () => sql.literal("BIGSERIAL PRIMARY KEY"),
-    orElse: () => sql.literal("INTEGER PRIMARY KEY AUTOINCREMENT")
-  }))
+const autoId = Effect.map(SqlClient.SqlClient, autoIncrementKey)
 
 const initial = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
