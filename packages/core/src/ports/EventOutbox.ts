@@ -18,6 +18,8 @@ export interface OutboxEvent {
 
 export interface EventOutboxService {
   readonly append: (event: OutboxEvent) => Effect.Effect<void, StorageError>
+  /** Several events at once, in order (a batch of changes made in one unit of work). */
+  readonly appendAll: (events: ReadonlyArray<OutboxEvent>) => Effect.Effect<void, StorageError>
   /** Events of an organisation, oldest first (for inspection and tests). */
   readonly list: (orgId: string) => Effect.Effect<ReadonlyArray<OutboxEvent>, StorageError>
 }
@@ -30,6 +32,7 @@ export const layerMemory: Layer.Layer<EventOutbox> = Layer.effect(
     const events = yield* Ref.make<ReadonlyArray<OutboxEvent>>([])
     return EventOutbox.of({
       append: (event) => Ref.update(events, (all) => [...all, event]),
+      appendAll: (appended) => Ref.update(events, (all) => [...all, ...appended]),
       list: (orgId) => Effect.map(Ref.get(events), (all) => all.filter((e) => e.orgId === orgId))
     })
   })

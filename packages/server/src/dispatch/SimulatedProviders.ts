@@ -6,81 +6,83 @@
  * after a crash finds the row and answers the first outcome without sending
  * again (it only counts the attempt), so each action is sent at most once.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
-import { Simulation, type StorageError } from "@parley/core"
+import { SqlClient } from "@effect/sql"
+import { type Crm, RecordStatus, Simulation, type StorageError } from "@parley/core"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { DbInt, NullableString, storage } from "../store/rows.js"
+import { NullableString, storage } from "../store/rows.js"
 
 export interface ProviderReceipt {
   readonly sid: string
-  readonly status: string
+  readonly status: RecordStatus
   readonly providerStatus: string
   readonly errorMessage: string | null
 }
 
+export interface SendRequest {
+  /** The provider's idempotency key. */
+  readonly actionId: string
+  readonly kind: Crm.ActionKind
+  readonly to: string
+}
+
 const SendRow = Schema.Struct({
+  action_id: Schema.String,
   sid: Schema.String,
-  status: Schema.String,
+  status: RecordStatus,
   provider_status: Schema.String,
-  error_message: NullableString,
-  attempts: DbInt
+  error_message: NullableString
 })
+const decodeSends = Schema.decodeUnknown(Schema.Array(SendRow))
 
 export class SimulatedProviders extends Context.Tag("@parley/server/SimulatedProviders")<SimulatedProviders, {
-  readonly sendText: (actionId: string, to: string) => Effect.Effect<ProviderReceipt, StorageError>
-  readonly startCall: (actionId: string, to: string) => Effect.Effect<ProviderReceipt, StorageError>
+  /** Sends texts and starts calls; the receipts are keyed by action id (a repeated request answers its first outcome). */
+  readonly submit: (
+    requests: ReadonlyArray<SendRequest>
+  ) => Effect.Effect<ReadonlyMap<string, ProviderReceipt>, StorageError>
 }>() {}
 
 export const layer = Layer.effect(
   SimulatedProviders,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const record = SqlSchema.single({
-      Request: Schema.Struct({
-        actionId: Schema.String,
-        kind: Schema.String,
-        sid: Schema.String,
-        to: Schema.String,
-        status: Schema.String,
-        providerStatus: Schema.String,
-        errorMessage: NullableString,
-        now: Schema.Number
-      }),
-      Result: SendRow,
-      execute: (r) =>
-        sql`INSERT INTO simulated_sends ${
-          sql.insert({
-            action_id: r.actionId,
-            kind: r.kind,
-            sid: r.sid,
-            recipient: r.to,
-            status: r.status,
-            provider_status: r.providerStatus,
-            error_message: r.errorMessage,
-            first_sent_at: r.now,
-            attempts: 1
-          })
-        } ON CONFLICT (action_id) DO UPDATE SET attempts = simulated_sends.attempts + 1
-        RETURNING sid, status, provider_status, error_message, attempts`
-    })
-    const submit = (kind: "message" | "ai_call", actionId: string, to: string) =>
+    const row = (request: SendRequest, now: number) => {
+      const outcome = request.kind === "message"
+        ? Simulation.textSendOutcome(request.to)
+        : Simulation.callStartOutcome(request.to)
+      return {
+        action_id: request.actionId,
+        kind: request.kind,
+        sid: `${request.kind === "message" ? "SM" : "CA"}${request.actionId.padStart(32, "0")}`,
+        recipient: request.to,
+        status: outcome.status,
+        provider_status: outcome.providerStatus,
+        error_message: outcome.errorMessage,
+        first_sent_at: now,
+        attempts: 1
+      }
+    }
+    const submit = (requests: ReadonlyArray<SendRequest>) =>
       Effect.gen(function*() {
-        const outcome = kind === "message" ? Simulation.textSendOutcome(to) : Simulation.callStartOutcome(to)
-        const row = yield* record({
-          actionId,
-          kind,
-          sid: `${kind === "message" ? "SM" : "CA"}${actionId.padStart(32, "0")}`,
-          to,
-          status: outcome.status,
-          providerStatus: outcome.providerStatus,
-          errorMessage: outcome.errorMessage,
-          now: yield* Clock.currentTimeMillis
-        })
-        return { sid: row.sid, status: row.status, providerStatus: row.provider_status, errorMessage: row.error_message }
-      }).pipe(storage(`simulated.${kind}`))
-    return SimulatedProviders.of({
-      sendText: (actionId, to) => submit("message", actionId, to),
-      startCall: (actionId, to) => submit("ai_call", actionId, to)
-    })
+        const receipts = new Map<string, ProviderReceipt>()
+        if (requests.length === 0) return receipts
+        const now = yield* Clock.currentTimeMillis
+        // One statement for the batch; the conflict clause is what makes a redone submission send nothing.
+        const rows = yield* Effect.flatMap(
+          sql`INSERT INTO simulated_sends ${sql.insert(requests.map((r) => row(r, now)))}
+              ON CONFLICT (action_id) DO UPDATE SET attempts = simulated_sends.attempts + 1
+              RETURNING action_id, sid, status, provider_status, error_message`,
+          decodeSends
+        )
+        for (const r of rows) {
+          receipts.set(r.action_id, {
+            sid: r.sid,
+            status: r.status,
+            providerStatus: r.provider_status,
+            errorMessage: r.error_message
+          })
+        }
+        return receipts
+      }).pipe(storage("simulated.submit"))
+    return SimulatedProviders.of({ submit })
   })
 )

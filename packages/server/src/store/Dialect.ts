@@ -21,3 +21,11 @@ export const autoIncrementKey = (sql: SqlClient.SqlClient): Fragment =>
  */
 export const skipLocked = (sql: SqlClient.SqlClient): Fragment =>
   sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+
+/**
+ * Locks the rows a SELECT reads until the transaction ends (Postgres), so two
+ * replicas cannot both spend the same allowance. SQLite needs nothing: a
+ * writing transaction already holds the database's single write lock.
+ */
+export const forUpdate = (sql: SqlClient.SqlClient): Fragment =>
+  sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })

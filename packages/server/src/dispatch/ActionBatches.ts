@@ -1,0 +1,132 @@
+/**
+ * The dispatcher's writes, set-wise: a claimed batch is held, committed and
+ * moved on in a few statements instead of a few per action. Every update is
+ * guarded by the lease (`lease_owner = worker`) and by the status this worker
+ * expects, so a lapsed lease or a cancellation that won the row makes the
+ * update skip that row rather than overwrite it.
+ */
+import { SqlClient, type SqlError } from "@effect/sql"
+import { DispatchRules, type EventOutbox, Events, type StorageError } from "@parley/core"
+import { Effect, type ParseResult, Schema } from "effect"
+import * as Dialect from "../store/Dialect.js"
+import { DbInt } from "../store/rows.js"
+import { toAction } from "../store/SqlCrm.js"
+import { type ClaimedRow, fail, type Transition } from "./ClaimedAction.js"
+
+const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(DbInt, Schema.String) })))
+const Allowances = Schema.Struct({ sms_allowance: Schema.NullOr(DbInt), call_allowance: Schema.NullOr(DbInt) })
+const decodeAllowances = Schema.decodeUnknown(Schema.Array(Allowances))
+
+const idsOf = (rows: ReadonlyArray<{ readonly id: number | string }>) => rows.map((r) => r.id)
+const idSet = (rows: ReadonlyArray<{ readonly id: number | string }>) => new Set(rows.map((r) => String(r.id)))
+
+/** Units granted out of `wanted` by an allowance with `left` units (null: unlimited). */
+export const granted = (wanted: number, left: number | null): number => (left === null ? wanted : Math.max(0, Math.min(wanted, left)))
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const outbox = yield* Effect.context<EventOutbox.EventOutbox>()
+  // Locks the organisation's row until the commit, so two replicas never grant the same units.
+  const forUpdate = Dialect.forUpdate(sql)
+
+  /** Outside the sending window: back in the queue until it opens. */
+  const hold = (worker: string, until: number, rows: ReadonlyArray<ClaimedRow>) =>
+    rows.length === 0 ? Effect.void : sql`UPDATE actions SET work_at = ${until}, lease_owner = NULL, lease_until = NULL
+      WHERE id IN ${sql.in(idsOf(rows))} AND lease_owner = ${worker} AND status = 'Queued' AND charged_at IS NULL`
+
+  /**
+   * Applies the status changes this worker still may (lease held, status as expected) in one
+   * statement, and appends the events of those that changed status. Call it inside a transaction.
+   */
+  const apply = (worker: string, transitions: ReadonlyArray<Transition>) =>
+    Effect.gen(function*() {
+      if (transitions.length === 0) return
+      const values = transitions.map(({ after, before, workAt }) =>
+        sql`(CAST(${after.id} AS BIGINT), ${before.status}, ${after.status}, CAST(${workAt} AS BIGINT), ${after.sid},
+             ${after.provider_status}, ${after.error_message}, ${after.body}, ${after.audio_file_id}, ${after.at},
+             ${after.modified})`
+      )
+      // Casts: Postgres types a VALUES list's parameters as text unless told otherwise.
+      const updated = idSet(
+        yield* Effect.flatMap(
+          sql`WITH changes (action_id, expected_status, status, work_at, sid, provider_status, error_message, body,
+                            audio_file_id, at, modified)
+                AS (VALUES ${sql.csv(values)})
+              UPDATE actions SET status = changes.status, work_at = changes.work_at, sid = changes.sid,
+                provider_status = changes.provider_status, error_message = changes.error_message,
+                body = changes.body, audio_file_id = changes.audio_file_id, at = changes.at,
+                modified = changes.modified, lease_owner = NULL, lease_until = NULL
+              FROM changes
+              WHERE actions.id = changes.action_id AND actions.lease_owner = ${worker}
+                AND actions.status = changes.expected_status
+              RETURNING id`,
+          decodeIds
+        )
+      )
+      const events = transitions.flatMap(({ after, before }) => {
+        if (!updated.has(String(after.id)) || after.status === before.status) return []
+        const type = Events.eventForStatus(after.kind, after.status)
+        return type === null ? [] : [{ type, action: toAction(after) }]
+      })
+      yield* Effect.provide(Events.emitAll(events), outbox)
+    })
+
+  /**
+   * Commits the rows to their send: marks them charged (no longer cancellable) and takes one unit of
+   * allowance each, per organisation, atomically. Rows a cancellation won are skipped; committed rows
+   * beyond what is left of a finite allowance fail. Returns the committed rows that got their unit,
+   * as they now are.
+   */
+  const commit = (
+    worker: string,
+    rows: ReadonlyArray<ClaimedRow>,
+    now: number,
+    modified: string
+  ): Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError.SqlError | ParseResult.ParseError | StorageError> =>
+    rows.length === 0 ? Effect.succeed([]) : sql.withTransaction(Effect.gen(function*() {
+      // Mirror of the cancellation's condition: only one of the two can move a Queued, uncommitted row.
+      const won = idSet(
+        yield* Effect.flatMap(
+          sql`UPDATE actions SET charged_at = ${now}, status = CASE WHEN kind = 'message' THEN 'Sending' ELSE 'Queued' END
+              WHERE id IN ${sql.in(idsOf(rows))} AND lease_owner = ${worker} AND status = 'Queued' AND charged_at IS NULL
+              RETURNING id`,
+          decodeIds
+        )
+      )
+      const committed: Array<ClaimedRow> = rows.filter((r) => won.has(String(r.id))).map((r) => ({
+        ...r,
+        charged_at: now,
+        status: r.kind === "message" ? "Sending" : "Queued"
+      }))
+      const sent: Array<ClaimedRow> = []
+      const refused: Array<Transition> = []
+      // Organisations in id order, so that concurrent replicas lock them in the same order.
+      const orgIds = [...new Set(committed.map((r) => r.org_id))].sort()
+      for (const orgId of orgIds) {
+        const texts = committed.filter((r) => r.org_id === orgId && r.kind === "message")
+        const calls = committed.filter((r) => r.org_id === orgId && r.kind === "ai_call")
+        const [left] = yield* Effect.flatMap(
+          sql`SELECT sms_allowance, call_allowance FROM organisations WHERE id = ${orgId} ${forUpdate}`,
+          decodeAllowances
+        )
+        // A deleted organisation has nothing left to grant.
+        const textUnits = left === undefined ? 0 : granted(texts.length, left.sms_allowance)
+        const callUnits = left === undefined ? 0 : granted(calls.length, left.call_allowance)
+        if (left !== undefined && left.sms_allowance !== null && textUnits > 0) {
+          yield* sql`UPDATE organisations SET sms_allowance = sms_allowance - ${textUnits} WHERE id = ${orgId}`
+        }
+        if (left !== undefined && left.call_allowance !== null && callUnits > 0) {
+          yield* sql`UPDATE organisations SET call_allowance = call_allowance - ${callUnits} WHERE id = ${orgId}`
+        }
+        // The rows came in claim order (due time first), so the earliest due get the units.
+        sent.push(...texts.slice(0, textUnits), ...calls.slice(0, callUnits))
+        for (const r of [...texts.slice(textUnits), ...calls.slice(callUnits)]) {
+          refused.push(fail(r, DispatchRules.ALLOWANCE_FAILURE[r.kind], modified))
+        }
+      }
+      yield* apply(worker, refused)
+      return sent
+    }))
+
+  return { hold, apply, commit }
+})

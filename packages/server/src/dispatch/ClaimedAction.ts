@@ -1,0 +1,68 @@
+/**
+ * An action as the dispatcher holds it while its lease lasts, and the status
+ * changes it applies to it.
+ *
+ * The state after a change is computed here rather than read back from the
+ * database: while a worker holds the lease it is the only writer of the row
+ * (cancellation only touches rows still Queued and uncommitted, and every
+ * dispatcher update re-checks the status it expects), so the row it claimed
+ * plus its own changes is exactly what the database holds.
+ */
+import type { RecordStatus } from "@parley/core"
+import { Effect, Schema } from "effect"
+import { DbInt, NullableString } from "../store/rows.js"
+import { ActionRow } from "../store/SqlCrm.js"
+import { readClaimedRows } from "./ClaimedRowReader.js"
+
+export const ClaimedRow = Schema.Struct({
+  ...ActionRow.fields,
+  charged_at: Schema.NullOr(DbInt),
+  provider_status: NullableString
+})
+export type ClaimedRow = typeof ClaimedRow.Type
+
+const decodeWithSchema = Schema.decodeUnknown(Schema.Array(ClaimedRow))
+
+/** The fast reader for well-formed rows; the schema for anything else (it names what is wrong). */
+export const decodeClaimed = (rows: ReadonlyArray<Readonly<Record<string, unknown>>>) => {
+  const read = readClaimedRows(rows)
+  return read === undefined ? decodeWithSchema(rows) : Effect.succeed(read)
+}
+
+/** A status change; a field left undefined keeps its value. */
+export interface Change {
+  readonly status: RecordStatus
+  readonly workAt: number | null
+  readonly sid?: string | undefined
+  readonly providerStatus?: string | undefined
+  readonly errorMessage?: string | null | undefined
+  readonly body?: string | undefined
+  readonly audioFileId?: string | undefined
+  readonly at?: string | undefined
+}
+
+export interface Transition {
+  /** The row as this worker holds it; the update only applies while the database still shows its status. */
+  readonly before: ClaimedRow
+  readonly after: ClaimedRow
+  readonly workAt: number | null
+}
+
+export const transition = (before: ClaimedRow, change: Change, modified: string): Transition => ({
+  before,
+  workAt: change.workAt,
+  after: {
+    ...before,
+    status: change.status,
+    sid: change.sid ?? before.sid,
+    provider_status: change.providerStatus ?? before.provider_status,
+    error_message: change.errorMessage === undefined ? before.error_message : change.errorMessage,
+    body: change.body ?? before.body,
+    audio_file_id: change.audioFileId ?? before.audio_file_id,
+    at: change.at ?? before.at,
+    modified
+  }
+})
+
+export const fail = (before: ClaimedRow, reason: string, modified: string): Transition =>
+  transition(before, { status: "Failed", workAt: null, errorMessage: reason }, modified)
