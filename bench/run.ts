@@ -15,6 +15,7 @@ import Database from "better-sqlite3"
 import {
   BaselineServer,
   BENCH,
+  buildServer,
   ParleyServer,
   parleyCliJson,
   ROOT,
@@ -34,6 +35,7 @@ import {
   unlimitedTexts
 } from "./lib/seed.js"
 import { type LoadResult, type LoadSpec, percentile, type ScenarioRow } from "./lib/types.js"
+import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
 
 const args = new Set(process.argv.slice(2))
 const quick = args.has("--quick")
@@ -521,6 +523,37 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
   ]
 }
 
+/** Where the scale-out rows create their Postgres databases (one per setup, dropped after). */
+const PG_ADMIN_URL = process.env["PARLEY_BENCH_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+
+/** Scale-out (issue 7): write throughput with 1, 2 and 3 replicas on Postgres beside one SQLite process. */
+const replicaScenario = async () => {
+  if (quick) {
+    // Four more setups (seven server starts) would take --quick past its minute.
+    notes.push("Scale-out rows (1–3 Postgres replicas vs SQLite) run in the full `pnpm bench` only.")
+    return
+  }
+  if (!(await postgresAvailable(PG_ADMIN_URL))) {
+    notes.push("Scale-out rows skipped: no Postgres answered at PARLEY_BENCH_PG_URL.")
+    return
+  }
+  const measured = await timed("replicas", () =>
+    replicaScenarios({
+      adminUrl: PG_ADMIN_URL,
+      durationSeconds: Math.min(profile.durationSeconds, 5),
+      warmupSeconds: Math.min(profile.warmupSeconds, 1),
+      serverEnv,
+      dataDir,
+      logFile: (name) => {
+        const file = join(logsDir, `${name}.log`)
+        writeFileSync(file, "")
+        return file
+      },
+      step
+    }))
+  rows.push(...measured)
+}
+
 const main = async () => {
   step(`Parley benchmark (${quick ? "quick" : "full"}): ${cpus().length} cores, Node ${process.version}, load average ${
     loadAverageStart.map((l) => l.toFixed(2)).join(" ")
@@ -528,9 +561,12 @@ const main = async () => {
   let failure: unknown = null
   let walk: unknown = null
   try {
+    await timed("build", buildServer)
+    step("server bundle built (packages/server/dist/parley.mjs)")
     const { demo, org, templateDir } = await apiScenarios()
     walk = await conversationScenarios(templateDir, demo, org)
     await dispatcherScenario(templateDir, org)
+    await replicaScenario()
   } catch (error) {
     failure = error
     notes.push(`The run stopped early: ${error instanceof Error ? error.message : String(error)}`)

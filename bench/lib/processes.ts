@@ -11,7 +11,18 @@ import type { LoadResult, LoadSpec } from "./types.js"
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 export const BENCH = join(ROOT, "bench")
-const PARLEY_BIN = join(ROOT, "packages", "server", "bin", "parley.mjs")
+const SERVER_PACKAGE = join(ROOT, "packages", "server")
+const PARLEY_BIN = join(SERVER_PACKAGE, "bin", "parley.mjs")
+
+/**
+ * Builds the server bundle that bin/parley.mjs runs while it is newer than the sources (what `pnpm install`
+ * builds), so the run measures the shipped form even right after an edit.
+ */
+export const buildServer = () =>
+  new Promise<void>((resolve, reject) => {
+    execFile(join(ROOT, "node_modules", ".bin", "tsup"), ["--silent"], { cwd: SERVER_PACKAGE }, (error, _stdout, stderr) =>
+      error === null ? resolve() : reject(new Error(`building the server bundle failed: ${stderr}`)))
+  })
 
 /** Node flags that load TypeScript (tsx's, inherited from how this process was started). */
 const tsNodeArgs = (): Array<string> => {

@@ -5,6 +5,9 @@
  *
  * Order: subscription (403) → pilot gate (503) → CRM connection (403
  * OAUTH_REQUIRED / IDENTITY_CHANGED) → seat of the connected account (403).
+ *
+ * The organisation and connection come with the key when its store read them
+ * together (see ApiKeyRow.access); otherwise they are asked of their ports.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import {
@@ -42,7 +45,7 @@ export const layer: Layer.Layer<Access, never, Organisations | Crm> = Layer.effe
     const crm = yield* Crm
     return Access.of({
       resolve: Effect.fnUntraced(function*(key) {
-        const found = yield* organisations.get(key.orgId)
+        const found = key.access === undefined ? yield* organisations.get(key.orgId) : key.access.organisation
         // A key whose organisation is gone is as good as revoked.
         if (Option.isNone(found)) return yield* new Unauthorized({ message: "The API key is not valid." })
         const organisation = found.value
@@ -52,7 +55,7 @@ export const layer: Layer.Layer<Access, never, Organisations | Crm> = Layer.effe
         if (!organisation.pilotOpen) {
           return yield* new PilotPending({ message: "The pilot is not yet open for this organisation." })
         }
-        const connection = yield* crm.connection(key.orgId)
+        const connection = key.access === undefined ? yield* crm.connection(key.orgId) : key.access.connection
         if (connection.state === "disconnected") {
           return yield* new OAuthRequired({
             message: "No CRM account is connected. A CRM administrator must connect one in the CRM OAuth setup."

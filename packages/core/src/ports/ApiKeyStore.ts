@@ -4,7 +4,19 @@
  */
 import { Context, Effect, Layer, Option, Ref } from "effect"
 import type { KeyMode, Scope } from "../contract/Primitives.js"
+import type { CrmConnection } from "./Crm.js"
+import type { Organisation } from "./Organisations.js"
 import type { StorageError } from "./StorageError.js"
+
+/**
+ * What the access check of every request reads besides the key: its
+ * organisation (none if it is gone) and that organisation's CRM connection,
+ * as they were when the key was read.
+ */
+export interface KeyAccess {
+  readonly organisation: Option.Option<Organisation>
+  readonly connection: CrmConnection
+}
 
 export interface ApiKeyRow {
   readonly id: string
@@ -21,6 +33,13 @@ export interface ApiKeyRow {
   readonly createdAt: string
   readonly expiresAt: string | null
   readonly revokedAt: string | null
+  /**
+   * Set by `findByHash` in stores that read it in the same query as the key
+   * (the SQL store joins the tables, so a request's authentication costs one
+   * read instead of three); absent, the access check asks the Organisations
+   * and Crm ports.
+   */
+  readonly access?: KeyAccess | undefined
 }
 
 export interface ApiKeyStoreService {

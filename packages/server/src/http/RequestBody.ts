@@ -3,7 +3,11 @@
  *
  * With a Content-Length the limit is checked before reading and the
  * platform's own reader is used (its cached text is what the contract's
- * decoder parses). A chunked body has no length up front: it is read here,
+ * decoder parses). A body announced as too large is not read: Node discards
+ * it after the 413 and keeps the connection, unless it is larger than
+ * DISCARD_LIMIT_BYTES, not worth receiving, and the connection is closed.
+ * (Closing at once breaks the client's upload with EPIPE, often before it has
+ * read the answer.) A chunked body has no length up front: it is read here,
  * chunk by chunk; past the limit the rest is drained and discarded so the
  * client still receives its 413 (the platform's reader would destroy the
  * socket instead), and a body within the limit is handed on as a new request.
@@ -13,8 +17,10 @@ import { HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option } from "effect"
 
+const DISCARD_LIMIT_BYTES = 1024 * 1024
+
 export type BodyOutcome =
-  | { readonly _tag: "TooLarge" }
+  | { readonly _tag: "TooLarge"; readonly closeConnection: boolean }
   | { readonly _tag: "Unreadable" }
   | { readonly _tag: "Read"; readonly text: string; readonly request: HttpServerRequest.HttpServerRequest }
 
@@ -45,7 +51,8 @@ export const readBody = (
 ): Effect.Effect<BodyOutcome> => {
   const declared = request.headers["content-length"]
   if (declared !== undefined) {
-    if (Number(declared) > max) return Effect.succeed({ _tag: "TooLarge" })
+    const length = Number(declared)
+    if (length > max) return Effect.succeed({ _tag: "TooLarge", closeConnection: length > DISCARD_LIMIT_BYTES })
     return HttpIncomingMessage.withMaxBodySize(request.text, Option.some(max)).pipe(
       Effect.map((text): BodyOutcome => ({ _tag: "Read", text, request })),
       Effect.orElseSucceed((): BodyOutcome => ({ _tag: "Unreadable" }))
@@ -53,7 +60,7 @@ export const readBody = (
   }
   if (request.headers["transfer-encoding"] === undefined) return Effect.succeed({ _tag: "Read", text: "", request })
   return Effect.map(readChunked(NodeHttpServerRequest.toIncomingMessage(request), max), (text): BodyOutcome => {
-    if (Option.isNone(text)) return { _tag: "TooLarge" }
+    if (Option.isNone(text)) return { _tag: "TooLarge", closeConnection: true }
     const headers = new Headers()
     for (const [name, value] of Object.entries(request.headers)) {
       if (name !== "transfer-encoding") headers.set(name, value)

@@ -27,7 +27,7 @@ import {
   PayloadTooLarge,
   UnsupportedMediaType
 } from "@parley/core"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
 import { describeCause, errorResponse } from "./ErrorResponses.js"
 import { readBody } from "./RequestBody.js"
 
@@ -97,7 +97,7 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
         }
         const body = yield* readBody(request, options.maxBodyBytes)
         if (body._tag === "TooLarge") {
-          return errorResponse(tooLarge(options.maxBodyBytes), requestId, { connection: "close" })
+          return errorResponse(tooLarge(options.maxBodyBytes), requestId, body.closeConnection ? { connection: "close" } : {})
         }
         if (body._tag === "Unreadable") {
           return errorResponse(new InvalidRequest({ message: "body: could not be read." }), requestId)
@@ -117,14 +117,21 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
       Effect.catchAllCause((cause) => failureResponse(cause, request.method, path, requestId))
     )
 
-    const response = yield* Effect.locally(respond, CurrentRequestId, requestId)
-    yield* Effect.annotateLogs(Effect.logInfo("request"), {
-      requestId,
-      method: request.method,
-      path,
-      status: response.status,
-      durationMs: Math.round((performance.now() - started) * 10) / 10
-    })
+    // Every request runs in a fiber of its own, so setting the id needs no restoring afterwards.
+    yield* FiberRef.set(CurrentRequestId, requestId)
+    const response = yield* respond
+    // Below Info (LOG_LEVEL=warn) the line is not even assembled: annotating it cost ~26 Effect operations a
+    // request, a tenth of a health check, for a line nobody would see.
+    yield* Effect.whenLogLevel(
+      Effect.annotateLogs(Effect.logInfo("request"), {
+        requestId,
+        method: request.method,
+        path,
+        status: response.status,
+        durationMs: Math.round((performance.now() - started) * 10) / 10
+      }),
+      LogLevel.Info
+    )
     return response
   })
 

@@ -1,8 +1,14 @@
-/** API keys in SQL: hashes only, looked up by the hash's unique index. */
+/**
+ * API keys in SQL: hashes only, looked up by the hash's unique index. The
+ * lookup by hash joins what the access check of every request needs — the
+ * key's organisation and its CRM connection — so authenticating a request
+ * reads the database once (see ApiKeyRow.access).
+ */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { ApiKeyStore, KeyMode, Scope } from "@parley/core"
-import { Effect, Layer, Option, Schema } from "effect"
+import { ApiKeyStore, Crm, CrmModule, KeyMode, Scope } from "@parley/core"
+import { Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
+import { OrganisationRow, toOrganisation } from "./SqlOrganisations.js"
 
 const KeyRow = Schema.Struct({
   id: Schema.String,
@@ -34,15 +40,80 @@ const toKey = (r: typeof KeyRow.Type): ApiKeyStore.ApiKeyRow => ({
   revokedAt: r.revoked_at
 })
 
+/**
+ * The CRM connection as the embedded CRM (SqlCrm) stores it. Every SQL layer
+ * serves the embedded CRM; a connector to a hosted CRM would keep its
+ * connection elsewhere, and this join would have to leave it out.
+ */
+const ConnectionRow = Schema.Struct({
+  state: Schema.Literal("connected", "disconnected", "identity_changed"),
+  account_id: NullableString,
+  account_name: NullableString,
+  permissions: Schema.NullOr(DbJson(Schema.Struct({
+    modules: Schema.Array(CrmModule),
+    actionsView: Schema.Literal("all", "own", "none"),
+    actionsWrite: Schema.Boolean,
+    templates: Schema.Boolean
+  })))
+})
+
+const toConnection = (row: typeof ConnectionRow.Type): Crm.CrmConnection => {
+  if (row.state === "disconnected" || row.account_id === null || row.permissions === null) {
+    return { state: "disconnected" }
+  }
+  const account: Crm.CrmAccount = { id: row.account_id, name: row.account_name ?? row.account_id, permissions: row.permissions }
+  return row.state === "connected" ? { state: "connected", account } : { state: "identity_changed", account }
+}
+
+type Row = { readonly [column: string]: unknown }
+
+/**
+ * A LEFT JOINed table: its columns selected under a prefix (the key's table
+ * also has id, name, created_at), and its own row picked back out; a NULL in
+ * one of its NOT NULL columns means the join found no row.
+ */
+const joined = (table: string, prefix: string, columns: ReadonlyArray<string>, notNull: string) => ({
+  select: columns.map((column) => `${table}.${column} AS ${prefix}${column}`).join(", "),
+  isAbsent: (row: Row) => row[prefix + notNull] === null,
+  rowOf: (row: Row): Row => {
+    const own: Record<string, unknown> = {}
+    for (const column of columns) own[column] = row[prefix + column]
+    return own
+  }
+})
+
+const ORGANISATION = joined("o", "o_", Object.keys(OrganisationRow.fields), "id")
+const CONNECTION = joined("c", "c_", Object.keys(ConnectionRow.fields), "state")
+
+// Decoded synchronously (Either): this runs on every request, and each step as an Effect costs more than the decoding.
+const decodeKey = Schema.decodeUnknownEither(KeyRow)
+const decodeOrganisation = Schema.decodeUnknownEither(OrganisationRow)
+const decodeConnection = Schema.decodeUnknownEither(ConnectionRow)
+
+/** A key row with its organisation (none when gone) and CRM connection (disconnected when there is none). */
+const toKeyWithAccess = (row: Row): Either.Either<ApiKeyStore.ApiKeyRow, ParseResult.ParseError> =>
+  Either.all({
+    key: Either.map(decodeKey(row), toKey),
+    organisation: ORGANISATION.isAbsent(row)
+      ? Either.right(Option.none())
+      : Either.map(decodeOrganisation(ORGANISATION.rowOf(row)), (o) => Option.some(toOrganisation(o))),
+    connection: CONNECTION.isAbsent(row)
+      ? Either.right<Crm.CrmConnection>({ state: "disconnected" })
+      : Either.map(decodeConnection(CONNECTION.rowOf(row)), toConnection)
+  }).pipe(Either.map(({ connection, key, organisation }) => ({ ...key, access: { organisation, connection } })))
+
 export const layer = Layer.effect(
   ApiKeyStore.ApiKeyStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const byHash = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: KeyRow,
-      execute: (hash) => sql`SELECT * FROM api_keys WHERE hash = ${hash}`
-    })
+    const byHash = (hash: string) =>
+      Effect.flatMap(
+        sql`SELECT k.*, ${sql.literal(`${ORGANISATION.select}, ${CONNECTION.select}`)} FROM api_keys k
+            LEFT JOIN organisations o ON o.id = k.org_id
+            LEFT JOIN crm_connections c ON c.org_id = k.org_id
+            WHERE k.hash = ${hash}`,
+        (rows) => rows[0] === undefined ? Effect.succeedNone : Effect.map(toKeyWithAccess(rows[0]), Option.some)
+      )
     const byId = SqlSchema.findOne({
       Request: Schema.String,
       Result: KeyRow,
@@ -71,7 +142,7 @@ export const layer = Layer.effect(
             revoked_at: k.revokedAt
           })
         }`),
-      findByHash: (hash) => storage("apiKeys.findByHash")(Effect.map(byHash(hash), Option.map(toKey))),
+      findByHash: (hash) => storage("apiKeys.findByHash")(byHash(hash)),
       get: (id) => storage("apiKeys.get")(Effect.map(byId(id), Option.map(toKey))),
       list: (orgId) => storage("apiKeys.list")(Effect.map(byOrg(orgId), (rows) => rows.map(toKey))),
       revoke: (id, at) =>

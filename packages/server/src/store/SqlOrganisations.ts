@@ -4,7 +4,7 @@ import { Organisations } from "@parley/core"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, DbBool, DbInt, NullableString, storage } from "./rows.js"
 
-const OrganisationRow = Schema.Struct({
+export const OrganisationRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   subscription_active: DbBool,
@@ -20,7 +20,7 @@ const OrganisationRow = Schema.Struct({
   created_at: Schema.String
 })
 
-const toOrganisation = (row: typeof OrganisationRow.Type): Organisations.Organisation => ({
+export const toOrganisation = (row: typeof OrganisationRow.Type): Organisations.Organisation => ({
   id: row.id,
   name: row.name,
   subscriptionActive: row.subscription_active,
