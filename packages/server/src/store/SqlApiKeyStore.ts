@@ -5,9 +5,10 @@
  * reads the database once (see ApiKeyRow.access).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { ApiKeyStore, Crm, CrmModule, KeyMode, Scope } from "@parley/core"
+import { ApiKeyStore, Crm, KeyMode, Scope } from "@parley/core"
 import { Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
+import { ConnectionRow, toConnection } from "./SqlCrm.js"
 import { OrganisationRow, toOrganisation } from "./SqlOrganisations.js"
 
 const KeyRow = Schema.Struct({
@@ -40,30 +41,8 @@ const toKey = (r: typeof KeyRow.Type): ApiKeyStore.ApiKeyRow => ({
   revokedAt: r.revoked_at
 })
 
-/**
- * The CRM connection as the embedded CRM (SqlCrm) stores it. Every SQL layer
- * serves the embedded CRM; a connector to a hosted CRM would keep its
- * connection elsewhere, and this join would have to leave it out.
- */
-const ConnectionRow = Schema.Struct({
-  state: Schema.Literal("connected", "disconnected", "identity_changed"),
-  account_id: NullableString,
-  account_name: NullableString,
-  permissions: Schema.NullOr(DbJson(Schema.Struct({
-    modules: Schema.Array(CrmModule),
-    actionsView: Schema.Literal("all", "own", "none"),
-    actionsWrite: Schema.Boolean,
-    templates: Schema.Boolean
-  })))
-})
-
-const toConnection = (row: typeof ConnectionRow.Type): Crm.CrmConnection => {
-  if (row.state === "disconnected" || row.account_id === null || row.permissions === null) {
-    return { state: "disconnected" }
-  }
-  const account: Crm.CrmAccount = { id: row.account_id, name: row.account_name ?? row.account_id, permissions: row.permissions }
-  return row.state === "connected" ? { state: "connected", account } : { state: "identity_changed", account }
-}
+// The connection is joined as the embedded CRM (SqlCrm) stores it. Every SQL layer serves the embedded
+// CRM; a connector to a hosted CRM would keep its connection elsewhere, and this join would leave it out.
 
 type Row = { readonly [column: string]: unknown }
 

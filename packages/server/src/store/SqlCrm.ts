@@ -8,7 +8,8 @@ import { CallMode, Crm, CrmModule, Direction, LinkedRecord, RecordStatus, Record
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, DbJson, NullableString, storage } from "./rows.js"
 
-const ConnectionRow = Schema.Struct({
+/** The CRM connection row; SqlApiKeyStore joins it to the key lookup as well. */
+export const ConnectionRow = Schema.Struct({
   state: Schema.Literal("connected", "disconnected", "identity_changed"),
   account_id: NullableString,
   account_name: NullableString,
@@ -19,6 +20,14 @@ const ConnectionRow = Schema.Struct({
     templates: Schema.Boolean
   })))
 })
+
+export const toConnection = (row: typeof ConnectionRow.Type): Crm.CrmConnection => {
+  if (row.state === "disconnected" || row.account_id === null || row.permissions === null) {
+    return { state: "disconnected" }
+  }
+  const account: Crm.CrmAccount = { id: row.account_id, name: row.account_name ?? row.account_id, permissions: row.permissions }
+  return row.state === "connected" ? { state: "connected", account } : { state: "identity_changed", account }
+}
 
 const TemplateRow = Schema.Struct({
   org_id: Schema.String,
@@ -212,19 +221,8 @@ export const layer = Layer.effect(
 
     return Crm.Crm.of({
       connection: (orgId) =>
-        storage("crm.connection")(Effect.map(connection(orgId), (found): Crm.CrmConnection => {
-          if (Option.isNone(found)) return { state: "disconnected" }
-          const row = found.value
-          if (row.state === "disconnected" || row.account_id === null || row.permissions === null) {
-            return { state: "disconnected" }
-          }
-          const account: Crm.CrmAccount = {
-            id: row.account_id,
-            name: row.account_name ?? row.account_id,
-            permissions: row.permissions
-          }
-          return row.state === "connected" ? { state: "connected", account } : { state: "identity_changed", account }
-        })),
+        storage("crm.connection")(Effect.map(connection(orgId), (found): Crm.CrmConnection =>
+          Option.isNone(found) ? { state: "disconnected" } : toConnection(found.value))),
       setConnection: (orgId, c) => {
         const account = c.state === "disconnected" ? null : c.account
         return storage("crm.setConnection")(sql`INSERT INTO crm_connections ${
