@@ -239,13 +239,17 @@ export class ParleyServer {
   }
 }
 
-/** Runs `parley <args> --json` against a data directory. */
-export const parleyCliJson = <A>(args: ReadonlyArray<string>, dataDir: string): Promise<A> =>
+/** Runs `parley <args> --json` against a data directory (or the store `env` selects, e.g. DATABASE_URL). */
+export const parleyCliJson = <A>(
+  args: ReadonlyArray<string>,
+  dataDir: string,
+  env: Readonly<Record<string, string>> = {}
+): Promise<A> =>
   new Promise((resolve, reject) => {
     execFile(
       process.execPath,
       [PARLEY_BIN, ...args, "--json"],
-      { cwd: ROOT, env: { ...process.env, LOG_LEVEL: "warn", PARLEY_DATA_DIR: dataDir }, maxBuffer: 16 * 1024 * 1024 },
+      { cwd: ROOT, env: { ...process.env, LOG_LEVEL: "warn", ...env, PARLEY_DATA_DIR: dataDir }, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error !== null) return reject(new Error(`parley ${args.join(" ")} failed: ${stderr}`))
         try {

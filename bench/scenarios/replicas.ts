@@ -7,15 +7,13 @@
  * correctness under contention and the shape of the curve, not speed-up:
  * after every row the database must hold exactly one action per 202.
  */
-import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import Database from "better-sqlite3"
 import pg from "pg"
-import { ParleyServer, ROOT, RssSampler, runLoad } from "../lib/processes.js"
+import { ParleyServer, parleyCliJson, RssSampler, runLoad } from "../lib/processes.js"
 import type { LoadResult, ScenarioRow } from "../lib/types.js"
 
-const PARLEY_BIN = join(ROOT, "packages", "server", "bin", "parley.mjs")
 const CONNECTIONS = 12
 
 export interface ReplicaBenchOptions {
@@ -35,14 +33,6 @@ interface Demo {
   readonly numbers: ReadonlyArray<{ readonly sid: string }>
   readonly keys: { readonly live: string }
 }
-
-const cliJson = <A>(args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<A> =>
-  new Promise((resolve, reject) => {
-    execFile(process.execPath, [PARLEY_BIN, ...args, "--json"], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: "warn", ...env } }, (error, stdout, stderr) => {
-      if (error !== null) return reject(new Error(`parley ${args.join(" ")} failed: ${stderr}`))
-      resolve(JSON.parse(stdout) as A)
-    })
-  })
 
 const withDatabase = (url: string, database: string): string => {
   const parsed = new URL(url)
@@ -118,8 +108,8 @@ export const replicaScenarios = async (options: ReplicaBenchOptions): Promise<Re
           logFile: options.logFile(`replicas-${setup.name}-${i}`)
         }))
       }
-      const demo = await cliJson<Demo>(["demo"], { ...storeEnv, PARLEY_DATA_DIR: dataDir })
-      await cliJson(["orgs", "update", demo.orgId, "--sms-allowance", "unlimited"], { ...storeEnv, PARLEY_DATA_DIR: dataDir })
+      const demo = await parleyCliJson<Demo>(["demo"], dataDir, storeEnv)
+      await parleyCliJson(["orgs", "update", demo.orgId, "--sms-allowance", "unlimited"], dataDir, storeEnv)
       const body = JSON.stringify({ to: "+14155550123", fromNumberSid: demo.numbers[0]!.sid, body: "Benchmark: replicas." })
       const before = await countActions(setup, storeEnv, dataDir, demo.orgId)
       options.step(`replicas: ${setup.name} (${setup.replicas} × ${setup.store}) under load`)
