@@ -2,8 +2,8 @@
  * The whole application, assembled: the core's domain over the SQL ports on
  * the configured database. The HTTP server and every CLI command share it.
  */
-import { AiCallProvider, Carrier, DomainLayer, RateLimiter } from "@parley/core"
-import { Effect, Layer } from "effect"
+import { AiCallProvider, Carrier, DomainLayer, RateLimiter, RateLimitStore } from "@parley/core"
+import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import { DatabaseLive } from "./store/Database.js"
 import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
@@ -18,13 +18,21 @@ const RateLimitConfigLive = Layer.effect(
   Effect.map(ServerConfig, (config) => ({ limit: config.rateLimitPerMinute, windowSeconds: 60 }))
 )
 
+/**
+ * Request counters: on Postgres they live in the database, so the limit holds across every replica; the
+ * embedded SQLite store serves one process, whose memory counts exactly without a write per request.
+ */
+const RateLimitStoreLive = Layer.unwrapEffect(
+  Effect.map(ServerConfig, (config) => Option.isSome(config.databaseUrl) ? RateLimitStoreLayer : RateLimitStore.layerMemory)
+)
+
 /** Every storage port on SQL, plus the simulated carrier and AI-call provider (the embedded defaults). */
 export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
   SqlApiKeyStore.layer,
   SqlIdempotencyStore.layer,
   SqlCrm.layer,
-  RateLimitStoreLayer,
+  RateLimitStoreLive,
   EventOutboxLayer,
   UnitOfWorkLayer,
   CursorSignerLayer,
