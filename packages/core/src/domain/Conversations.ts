@@ -8,7 +8,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type CrmPermissionDenied, InvalidRequest, NotFound } from "../contract/Errors.js"
 import { type ActionRecord, ConversationSummary, type LinkedRecord } from "../contract/Resources.js"
-import { Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
+import { type ConversationEntry, Crm, type CrmError } from "../ports/Crm.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
 import type { CallerInfo } from "./Caller.js"
@@ -18,6 +18,8 @@ import { visibility } from "./Visibility.js"
 
 export const PAGE_SIZE = 50
 const PREVIEW_LENGTH = 160
+/** Conversation ids kept signed; a page signs up to 50 and an HMAC costs a few microseconds. */
+const SIGNED_IDS_KEPT = 4096
 
 const ConversationKey = Schema.Struct({ l: Schema.String, p: Schema.String })
 const ListCursor = Schema.Struct({ k: Schema.Literal("list"), b: Schema.String })
@@ -41,11 +43,18 @@ export interface ConversationsService {
 
 export class Conversations extends Context.Tag("@parley/core/Conversations")<Conversations, ConversationsService>() {}
 
-const summarise = (id: string, newest: CrmAction, actions: ReadonlyArray<CrmAction>): ConversationSummary => {
+const summarise = (
+  id: string,
+  newest: ConversationEntry,
+  actions: ReadonlyArray<ConversationEntry>
+): ConversationSummary => {
   const unreadCount = actions.filter((a) => a.direction === "Inbound" && a.read === null).length
   const linked = new Map<string, LinkedRecord>()
   for (const a of actions) for (const r of a.linkedRecords) linked.set(`${r.module}/${r.id}`, r)
   const named = actions.find((a) => a.record !== null)
+  // Built from entries the store has already decoded against its row schema, and the response is encoded
+  // through ConversationSummary's schema, which checks every field again (E164, Int, the literals): validating
+  // here as well would check each summary twice, and cost more than the page's query.
   return ConversationSummary.make({
     id,
     phone: newest.counterpart,
@@ -61,7 +70,7 @@ const summarise = (id: string, newest: CrmAction, actions: ReadonlyArray<CrmActi
     linkedRecords: [...linked.values()],
     unreadCount,
     line: newest.line
-  })
+  }, { disableValidation: true })
 }
 
 export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Directory> = Layer.effect(
@@ -70,6 +79,24 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
     const crm = yield* Crm
     const signer = yield* CursorSigner
     const directory = yield* Directory
+
+    /**
+     * A conversation's id is a pure function of (organisation, line, counterpart), and clients read the same
+     * pages again (an inbox polls its first page): ids signed recently are kept, oldest dropped first.
+     */
+    const signedIds = new Map<string, string>()
+    const signedConversationId = (orgId: string, line: string, counterpart: string): string => {
+      const key = `${orgId}\u0000${line}\u0000${counterpart}`
+      const known = signedIds.get(key)
+      if (known !== undefined) return known
+      const id = signer.sign(orgId, { l: line, p: counterpart })
+      if (signedIds.size >= SIGNED_IDS_KEPT) {
+        const oldest = signedIds.keys().next()
+        if (oldest.done !== true) signedIds.delete(oldest.value)
+      }
+      signedIds.set(key, id)
+      return id
+    }
 
     const badCursor = () =>
       new InvalidRequest({ message: "cursor: not a cursor this API issued; pass nextCursor back unchanged." })
@@ -83,7 +110,7 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
           if (Option.isNone(decoded)) return yield* badCursor()
           beforeId = decoded.value.b
         }
-        const rows = yield* crm.queryActions({
+        const rows = yield* crm.queryConversationEntries({
           orgId: caller.orgId,
           kinds: ["message"],
           lines,
@@ -94,7 +121,7 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
         })
         const page = rows.slice(0, PAGE_SIZE)
         // Rows come newest first, so the first action of each group is its newest.
-        const groups = new Map<string, { readonly newest: CrmAction; readonly actions: Array<CrmAction> }>()
+        const groups = new Map<string, { readonly newest: ConversationEntry; readonly actions: Array<ConversationEntry> }>()
         for (const action of page) {
           const key = `${action.line}\u0000${action.counterpart}`
           const group = groups.get(key)
@@ -102,7 +129,7 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
           else group.actions.push(action)
         }
         const items = [...groups.values()].map(({ actions, newest }) =>
-          summarise(signer.sign(caller.orgId, { l: newest.line, p: newest.counterpart }), newest, actions)
+          summarise(signedConversationId(caller.orgId, newest.line, newest.counterpart), newest, actions)
         )
         const last = page[page.length - 1]
         const nextCursor = rows.length > PAGE_SIZE && last !== undefined

@@ -3,9 +3,10 @@
  * as everything else. Actions get their numeric ids from the auto-increment
  * key, so "newest first" is "highest id first" and pages are keyset scans.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { CallMode, Crm, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core"
 import { Effect, Layer, Option, Schema } from "effect"
+import { type ActionColumn, readActionValues, valuesToObjects } from "./ActionRowReader.js"
 import { DbInt, DbJson, NullableString, storage } from "./rows.js"
 
 /** The CRM connection row; SqlApiKeyStore joins it to the key lookup as well. */
@@ -83,7 +84,17 @@ export const ActionRow = Schema.Struct({
   api_key_id: NullableString
 })
 
-export const toAction = (r: typeof ActionRow.Type): Crm.CrmAction => ({
+type ActionRowType = typeof ActionRow.Type
+
+const ownerOf = (r: Pick<ActionRowType, "owner_id" | "owner_name">): Crm.CrmAction["owner"] =>
+  r.owner_id === null ? null : { id: r.owner_id, name: r.owner_name ?? "" }
+
+const recordOf = (r: Pick<ActionRowType, "record_module" | "record_id" | "record_name">): Crm.CrmAction["record"] =>
+  r.record_module === null || r.record_id === null
+    ? null
+    : { module: r.record_module, id: r.record_id, name: r.record_name ?? "" }
+
+export const toAction = (r: ActionRowType): Crm.CrmAction => ({
   id: String(r.id),
   orgId: r.org_id,
   kind: r.kind,
@@ -104,10 +115,8 @@ export const toAction = (r: typeof ActionRow.Type): Crm.CrmAction => ({
   at: r.at,
   scheduledFor: r.scheduled_for,
   dueAt: r.due_at,
-  owner: r.owner_id === null ? null : { id: r.owner_id, name: r.owner_name ?? "" },
-  record: r.record_module === null || r.record_id === null
-    ? null
-    : { module: r.record_module, id: r.record_id, name: r.record_name ?? "" },
+  owner: ownerOf(r),
+  record: recordOf(r),
   linkedRecords: r.linked_records,
   sid: r.sid,
   audioFileId: r.audio_file_id,
@@ -155,6 +164,60 @@ export const fromAction = (a: Crm.NewAction) => ({
 
 const decodeActions = Schema.decodeUnknown(Schema.Array(ActionRow))
 
+/** A key restricted to more numbers than this reads the organisation's index and filters on the line. */
+const MAX_MERGED_LINES = 16
+
+/** Every column of `ActionRow`, in its order: what action reads select (named, so the order is known). */
+const ACTION_COLUMNS = Object.keys(ActionRow.fields) as ReadonlyArray<ActionColumn>
+
+/** The columns a conversation list reads (`Crm.ConversationEntry`). */
+const ENTRY_COLUMNS = [
+  "id",
+  "type",
+  "direction",
+  "status",
+  "line",
+  "counterpart",
+  "body",
+  "read_at",
+  "at",
+  "owner_id",
+  "owner_name",
+  "record_module",
+  "record_id",
+  "record_name",
+  "linked_records",
+  "sent_by"
+] as const satisfies ReadonlyArray<ActionColumn>
+
+const decodeEntries = Schema.decodeUnknown(Schema.Array(ActionRow.pick(...ENTRY_COLUMNS)))
+
+const toEntry = (r: Pick<ActionRowType, typeof ENTRY_COLUMNS[number]>): Crm.ConversationEntry => ({
+  id: String(r.id),
+  type: r.type,
+  direction: r.direction,
+  status: r.status,
+  line: r.line,
+  counterpart: r.counterpart,
+  body: r.body,
+  read: r.read_at,
+  at: r.at,
+  owner: ownerOf(r),
+  record: recordOf(r),
+  linkedRecords: r.linked_records,
+  sentBy: r.sent_by
+})
+
+/** Action rows fetched as values: the fast reader, or the schema when the reader does not recognise a row. */
+const readActions = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
+  const read = readActionValues(ACTION_COLUMNS, rows)
+  return read === undefined ? decodeActions(valuesToObjects(ACTION_COLUMNS, rows)) : Effect.succeed(read)
+}
+const readEntries = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
+  const read = readActionValues(ENTRY_COLUMNS, rows)
+  return read === undefined ? decodeEntries(valuesToObjects(ENTRY_COLUMNS, rows)) : Effect.succeed(read)
+}
+
 export const layer = Layer.effect(
   Crm.Crm,
   Effect.gen(function*() {
@@ -188,11 +251,66 @@ export const layer = Layer.effect(
       Result: RecordRow,
       execute: (orgId) => sql`SELECT * FROM crm_records WHERE org_id = ${orgId} ORDER BY module, id`
     })
-    const action = SqlSchema.findOne({
-      Request: Schema.Struct({ orgId: Schema.String, id: Schema.String }),
-      Result: ActionRow,
-      execute: ({ id, orgId }) => sql`SELECT * FROM actions WHERE org_id = ${orgId} AND id = ${id}`
-    })
+    const actionColumns = sql.literal(ACTION_COLUMNS.join(", "))
+    const entryColumns = sql.literal(ENTRY_COLUMNS.join(", "))
+    const action = ({ id, orgId }: { readonly orgId: string; readonly id: string }) =>
+      Effect.map(
+        Effect.flatMap(
+          sql`SELECT ${actionColumns} FROM actions WHERE org_id = ${orgId} AND id = ${id}`.values,
+          readActions
+        ),
+        (rows) => Option.fromNullable(rows[0])
+      )
+    /**
+     * On SQLite the index of each page is named: SQLite keeps no statistics, so among indexes matching as
+     * many equalities it picks one arbitrarily (a conversation's page took the line index and read the whole
+     * line), and a page fails rather than silently scans if its index is ever dropped. Postgres chooses from
+     * its statistics.
+     */
+    const indexedBy = (index: string) =>
+      sql.onDialectOrElse({ sqlite: () => sql.literal(`INDEXED BY ${index}`), orElse: () => sql.literal("") })
+    /**
+     * One page of actions, newest first, as keyset range scans of indexes ending with id, so a deep page
+     * costs what the first one does and no page reads rows it then discards (a key restricted to a quiet
+     * number used to read the organisation's whole history to fill a page):
+     * - one conversation: actions_by_conversation (org, line, counterpart, id);
+     * - a key restricted to numbers: actions_by_line (org, kind, line, id), one range per line merged by id
+     *   (with an IN list the database reads every row of those lines, then sorts);
+     * - an account that sees only its own actions: actions_by_owner (org, kind, owner, id);
+     * - otherwise actions_by_org_kind (org, kind, id).
+     * With both restrictions the line ranges filter on the owner.
+     */
+    const page = (q: Crm.ActionQuery, columns: Statement.Fragment) => {
+      const common = [
+        sql`org_id = ${q.orgId}`,
+        sql.in("kind", q.kinds),
+        ...(q.ownerId === null ? [] : [sql`owner_id = ${q.ownerId}`]),
+        ...(q.beforeId === null ? [] : [sql`id < ${Number(q.beforeId)}`])
+      ]
+      const range = (index: string, conditions: ReadonlyArray<Statement.Fragment>) =>
+        sql`SELECT ${columns} FROM actions ${indexedBy(index)} WHERE ${
+          sql.and([...common, ...conditions])
+        } ORDER BY id DESC LIMIT ${q.limit}`
+      const lines = q.lines
+      if (q.conversation !== null) {
+        return range("actions_by_conversation", [
+          sql`line = ${q.conversation.line}`,
+          sql`counterpart = ${q.conversation.counterpart}`,
+          ...(lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)])
+        ]).values
+      }
+      if (lines !== null && lines.length > 0 && lines.length <= MAX_MERGED_LINES) {
+        const [only] = lines
+        if (lines.length === 1 && only !== undefined) return range("actions_by_line", [sql`line = ${only}`]).values
+        const ranges = lines.map((line, i) =>
+          sql`SELECT * FROM (${range("actions_by_line", [sql`line = ${line}`])}) AS ${sql.literal(`line${i}`)}`
+        )
+        return sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(ranges)}) AS merged ORDER BY id DESC LIMIT ${q.limit}`
+          .values
+      }
+      const index = q.ownerId === null ? "actions_by_org_kind" : "actions_by_owner"
+      return range(index, lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)]).values
+    }
     const lastInbound = SqlSchema.findOne({
       Request: Schema.Struct({ orgId: Schema.String, line: Schema.String, counterpart: Schema.String }),
       Result: Schema.Struct({ at: Schema.String }),
@@ -270,20 +388,13 @@ export const layer = Layer.effect(
         })),
       findAction: (orgId, id) => storage("crm.findAction")(Effect.map(action({ orgId, id }), Option.map(toAction))),
       queryActions: (q) =>
-        storage("crm.queryActions")(Effect.gen(function*() {
-          const conditions = [
-            sql`org_id = ${q.orgId}`,
-            sql.in("kind", q.kinds),
-            ...(q.lines === null ? [] : [q.lines.length === 0 ? sql`1 = 0` : sql.in("line", q.lines)]),
-            ...(q.ownerId === null ? [] : [sql`owner_id = ${q.ownerId}`]),
-            ...(q.conversation === null
-              ? []
-              : [sql`line = ${q.conversation.line}`, sql`counterpart = ${q.conversation.counterpart}`]),
-            ...(q.beforeId === null ? [] : [sql`id < ${Number(q.beforeId)}`])
-          ]
-          const rows = yield* sql`SELECT * FROM actions WHERE ${sql.and(conditions)} ORDER BY id DESC LIMIT ${q.limit}`
-          return (yield* decodeActions(rows)).map(toAction)
-        })),
+        storage("crm.queryActions")(
+          Effect.map(Effect.flatMap(page(q, actionColumns), readActions), (rows) => rows.map(toAction))
+        ),
+      queryConversationEntries: (q) =>
+        storage("crm.queryConversationEntries")(
+          Effect.map(Effect.flatMap(page(q, entryColumns), readEntries), (rows) => rows.map(toEntry))
+        ),
       cancelAction: (orgId, kind, id, notBefore, at) =>
         storage("crm.cancelAction")(Effect.gen(function*() {
           // The dispatcher commits to a send with the mirror condition (status Queued, charged_at NULL):

@@ -230,8 +230,21 @@ const delivery = Effect.gen(function*() {
   yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending'`
 })
 
+/**
+ * Conversation pages for restricted callers. Every page is a keyset range scan of an index ending with id
+ * (see `SqlCrm`); without these, a key restricted to numbers, or an account that sees only its own actions,
+ * was served by (org_id, kind, id) and filtered row by row: a page for a quiet number read the organisation's
+ * whole history (2 s on 1,000,000 messages), and so did a page for an account owning few of them.
+ */
+const conversationIndexes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX actions_by_line ON actions (org_id, kind, line, id)`
+  yield* sql`CREATE INDEX actions_by_owner ON actions (org_id, kind, owner_id, id)`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
-  "0003_delivery": delivery
+  "0003_delivery": delivery,
+  "0004_conversation_indexes": conversationIndexes
 }
