@@ -24,17 +24,10 @@ import {
   sleep
 } from "./lib/processes.js"
 import { fmtLatency, fmtMs, fmtNumber, type RunReport, type Target, textTable, writeMarkdown } from "./lib/report.js"
-import {
-  DB_FILE,
-  DispatchProbe,
-  nextActionId,
-  type OrgContext,
-  seedConversations,
-  seedDueActions,
-  snapshot,
-  unlimitedTexts
-} from "./lib/seed.js"
+import { type DemoSummary, orgContext } from "./lib/demo.js"
+import { DB_FILE, type OrgContext, seedConversations, snapshot, unlimitedTexts } from "./lib/seed.js"
 import { type LoadResult, type LoadSpec, percentile, type ScenarioRow } from "./lib/types.js"
+import { type DispatcherHarness, dispatcherScenario } from "./scenarios/dispatcher.js"
 import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
 
 const args = new Set(process.argv.slice(2))
@@ -42,8 +35,8 @@ const quick = args.has("--quick")
 const keep = args.has("--keep")
 
 const profile = quick
-  ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000 }
-  : { durationSeconds: 8, warmupSeconds: 2, connections: 10, messages: 1_000_000, conversations: 10_000, deepPages: 200, actions: 100_000, dispatchTimeoutMs: 60_000 }
+  ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000, steadyActions: 5_000, steadyWindowMs: 2_000 }
+  : { durationSeconds: 8, warmupSeconds: 2, connections: 10, messages: 1_000_000, conversations: 10_000, deepPages: 200, actions: 100_000, dispatchTimeoutMs: 60_000, steadyActions: 50_000, steadyWindowMs: 20_000 }
 
 const RATE_LIMIT = 100_000_000
 /** Large, so that after the send no further simulated step (Sent → Delivered) competes with the measurement. */
@@ -170,32 +163,6 @@ const measure = async (
   }`)
   rows.push(row)
   return row
-}
-
-interface DemoSummary {
-  readonly orgId: string
-  readonly numbers: ReadonlyArray<{ readonly sid: string; readonly phoneNumber: string }>
-  readonly keys: { readonly test: string; readonly live: string }
-}
-
-const orgContext = (dir: string, demo: DemoSummary): OrgContext => {
-  const db = new Database(join(dir, DB_FILE), { readonly: true })
-  try {
-    const key = db.prepare("SELECT id FROM api_keys WHERE org_id = ? AND mode = 'live' ORDER BY created_at DESC LIMIT 1")
-      .get(demo.orgId) as { id: string } | undefined
-    const crm = db.prepare("SELECT account_id, account_name FROM crm_connections WHERE org_id = ? AND state = 'connected'")
-      .get(demo.orgId) as { account_id: string | null; account_name: string | null } | undefined
-    if (key === undefined) throw new Error("the demo org has no live key")
-    return {
-      orgId: demo.orgId,
-      lines: demo.numbers.map((n) => ({ sid: n.sid, phoneNumber: n.phoneNumber })),
-      ownerId: crm?.account_id ?? null,
-      ownerName: crm?.account_name ?? null,
-      keyId: key.id
-    }
-  } finally {
-    db.close()
-  }
 }
 
 const json = async <A>(response: Response): Promise<A> => {
@@ -378,100 +345,31 @@ const conversationScenarios = async (templateDir: string, demo: DemoSummary, org
   }
 }
 
-/** 4. The dispatcher: `profile.actions` texts due at the same moment. */
-const dispatcherScenario = async (templateDir: string, org: OrgContext) => {
-  const dir = dataDir("dispatch")
-  const file = snapshot(templateDir, dir)
-  const firstId = nextActionId(file)
-  // Due a few seconds after the server will be up (its boot time so far, with a margin).
-  const bootEstimate = Math.max(...bootMs, 2_000)
-  step(`seeding ${profile.actions.toLocaleString("en-US")} Queued texts due at the same moment`)
-  const seedStarted = Date.now()
-  const seedEstimate = profile.actions / 20
-  const dueAt = Date.now() + seedEstimate + bootEstimate * 1.1 + 1_000
-  await timed("seed.dispatch", async () => seedDueActions(file, org, profile.actions, dueAt, log))
-  if (Date.now() - seedStarted > seedEstimate) notes.push("Dispatcher: seeding took longer than estimated.")
-  const server = await timed("boot.dispatch", () => startParley("dispatch", dir))
-  const readyBeforeDue = dueAt - Date.now()
-  if (readyBeforeDue < 0) notes.push(`Dispatcher: the server answered /healthz ${-readyBeforeDue} ms after the due time; lateness includes that.`)
-  const sampler = new RssSampler(server.pid).start()
-  const probe = new DispatchProbe(file, firstId)
-  let progress = probe.progress()
-  let timedOut = false
-  try {
-    step(`due in ${(readyBeforeDue / 1000).toFixed(1)} s; waiting for the sends (at most ${profile.dispatchTimeoutMs / 1000} s after due)`)
-    await timed("dispatch", async () => {
-      if (readyBeforeDue > 0) await sleep(readyBeforeDue)
-      let lastLog = Date.now()
-      while (true) {
-        progress = probe.progress()
-        if (progress.sent + progress.failed >= profile.actions) break
-        if (!server.alive) break
-        if (Date.now() - dueAt > profile.dispatchTimeoutMs) {
-          timedOut = true
-          break
-        }
-        if (Date.now() - lastLog >= 5_000) {
-          lastLog = Date.now()
-          step(`  ${progress.sent.toLocaleString("en-US")} sent, ${progress.failed} failed, ${progress.queued.toLocaleString("en-US")} still queued`)
-        }
-        await sleep(250)
-      }
-    })
-  } finally {
-    const waitedMs = Date.now() - dueAt
-    const rss = sampler.stop()
-    const { firstSentAt, lastSentAt, lateness } = probe.lateness()
-    probe.close()
-    await stopParley(server, "dispatch")
-    const unsent = profile.actions - lateness.length
-    // Actions not sent by the end count as infinitely late in the percentiles.
-    const all = [...lateness, ...Array.from({ length: unsent }, () => waitedMs)]
-    const windowSeconds = firstSentAt === null || lastSentAt === null ? 0 : (lastSentAt - firstSentAt) / 1000
-    const rate = lateness.length < 2 || windowSeconds <= 0 ? null : lateness.length / windowSeconds
-    const rateFromDue = lastSentAt === null ? null : lateness.length / Math.max(0.001, (lastSentAt - dueAt) / 1000)
-    if (timedOut || unsent > 0) {
-      notes.push(`Dispatcher: ${unsent.toLocaleString("en-US")} of ${profile.actions.toLocaleString("en-US")} actions were not sent ${
-        (profile.dispatchTimeoutMs / 1000).toFixed(0)
-      } s after their due time (${progress.failed} failed, ${progress.queued.toLocaleString("en-US")} still queued); percentiles count them as ${(waitedMs / 1000).toFixed(0)} s late (a lower bound, shown as "> …").`)
-    }
-    const row: ScenarioRow = {
-      id: "dispatch",
-      name: `dispatcher: ${profile.actions.toLocaleString("en-US")} due at once (lateness)`,
-      kind: "parley",
-      unit: "actions/s",
-      rate,
-      p50: percentile(all, 50),
-      p95: percentile(all, 95),
-      p99: percentile(all, 99),
-      ...(unsent > 0 ? { openEndMs: waitedMs } : {}),
-      errors: progress.failed + server.warnings,
-      peakRssMb: rss.peakMb,
-      cpuPercent: rss.cpuPercent,
-      ratio: null,
-      notes: [],
-      details: {
-        actions: profile.actions,
-        sent: lateness.length,
-        failed: progress.failed,
-        stillQueued: progress.queued,
-        timedOut,
-        dueAt,
-        serverReadyBeforeDueMs: readyBeforeDue,
-        firstSentAt,
-        lastSentAt,
-        firstSendAfterDueMs: firstSentAt === null ? null : firstSentAt - dueAt,
-        lastSendAfterDueMs: lastSentAt === null ? null : lastSentAt - dueAt,
-        ratePerSecondFirstToLast: rate,
-        ratePerSecondFromDue: rateFromDue,
-        latenessMaxMs: lateness[lateness.length - 1] ?? null
-      }
-    }
-    rows.push(row)
-    step(`  → ${lateness.length.toLocaleString("en-US")} sent at ${fmtNumber(rate)} actions/s (${fmtNumber(rateFromDue)}/s from the due time), lateness p50 ${
-      fmtLatency(row, row.p50)
-    } ms, p99 ${fmtLatency(row, row.p99)} ms, peak RSS ${fmtNumber(rss.peakMb, 1)} MB`)
-  }
+/** 4. The dispatcher: a burst (every action due at once) and a steady stream (see scenarios/dispatcher.ts). */
+const dispatcherScenarios = async (templateDir: string, org: OrgContext) => {
+  const harness = (): DispatcherHarness => ({
+    step,
+    log,
+    note: (line) => notes.push(line),
+    timed,
+    dataDir,
+    startParley,
+    stopParley,
+    record: (row) => rows.push(row),
+    bootEstimateMs: Math.max(...bootMs, 2_000)
+  })
+  await dispatcherScenario(harness(), templateDir, org, {
+    id: "dispatch",
+    actions: profile.actions,
+    windowMs: 0,
+    timeoutMs: profile.dispatchTimeoutMs
+  })
+  await dispatcherScenario(harness(), templateDir, org, {
+    id: "dispatch.steady",
+    actions: profile.steadyActions,
+    windowMs: profile.steadyWindowMs,
+    timeoutMs: 10_000
+  })
 }
 
 // ───────────────────────────── main ─────────────────────────────
@@ -488,7 +386,10 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
     return { name, target: "p95 ≤ 10 ms", measured: p95 === null ? "—" : `${fmtMs(p95)} ms`, met: p95 === null ? null : p95 <= 10 }
   }
   const dispatch = row("dispatch")
+  const steady = row("dispatch.steady")
   const datasetNote = quick ? " (quick: smaller dataset)" : ""
+  const burstNote = `${profile.actions.toLocaleString("en-US")} due at once${quick ? ", quick" : ""}`
+  const steadyNote = `steady ${fmtNumber(profile.steadyActions / (profile.steadyWindowMs / 1000))}/s${quick ? ", quick" : ""}`
   return [
     ratioTarget("Read path: GET /numbers", "read.numbers", 0.5),
     ratioTarget("Read path: GET /messages/{id}", "read.message", 0.5),
@@ -497,22 +398,31 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
     p95Target(`Conversations: deep cursor, 10 connections${datasetNote}`, "conversations.deep"),
     p95Target(`Conversations: every page on the way to it, 1 client${datasetNote}`, "conversations.walk"),
     {
-      name: `Dispatcher rate${datasetNote}`,
+      // A backlog drained flat out: the sustained rate.
+      name: `Dispatcher rate (${burstNote})`,
       target: "≥ 5,000 actions/s",
       measured: dispatch?.rate === null || dispatch === undefined ? "—" : `${fmtNumber(dispatch.rate)} actions/s`,
       met: dispatch?.rate === null || dispatch === undefined ? null : dispatch.rate >= 5_000
     },
     {
-      name: `Dispatcher lateness p99${datasetNote}`,
+      // Judged on the steady stream: with N due at the same instant the last waits at least N ÷ rate (the
+      // burst row's lateness is in the table, for how long a backlog takes to drain).
+      name: `Dispatcher lateness p99 (${steadyNote})`,
       target: "≤ 100 ms",
-      measured: dispatch?.p99 === null || dispatch === undefined ? "—" : `${fmtLatency(dispatch, dispatch.p99)} ms`,
-      met: dispatch?.p99 === null || dispatch === undefined ? null : dispatch.p99 <= 100
+      measured: steady?.p99 === null || steady === undefined ? "—" : `${fmtLatency(steady, steady.p99)} ms`,
+      met: steady?.p99 === null || steady === undefined ? null : steady.p99 <= 100
     },
     {
-      name: `Dispatcher RSS${datasetNote}`,
+      name: `Dispatcher RSS (${burstNote})`,
       target: "≤ 200 MB",
       measured: dispatch?.peakRssMb === null || dispatch === undefined ? "—" : `${fmtNumber(dispatch.peakRssMb, 1)} MB`,
       met: dispatch?.peakRssMb === null || dispatch === undefined ? null : dispatch.peakRssMb <= 200
+    },
+    {
+      name: `Dispatcher RSS (${steadyNote})`,
+      target: "≤ 200 MB",
+      measured: steady?.peakRssMb === null || steady === undefined ? "—" : `${fmtNumber(steady.peakRssMb, 1)} MB`,
+      met: steady?.peakRssMb === null || steady === undefined ? null : steady.peakRssMb <= 200
     },
     {
       name: "Memory: idle RSS after start",
@@ -565,7 +475,7 @@ const main = async () => {
     step("server bundle built (packages/server/dist/parley.mjs)")
     const { demo, org, templateDir } = await apiScenarios()
     walk = await conversationScenarios(templateDir, demo, org)
-    await dispatcherScenario(templateDir, org)
+    await dispatcherScenarios(templateDir, org)
     await replicaScenario()
   } catch (error) {
     failure = error
@@ -601,6 +511,7 @@ const main = async () => {
       messages: profile.messages,
       conversations: profile.conversations,
       "dispatcher actions": profile.actions,
+      "dispatcher steady stream": `${profile.steadyActions} over ${profile.steadyWindowMs / 1000} s`,
       PARLEY_RATE_LIMIT_PER_MINUTE: RATE_LIMIT,
       PARLEY_SIM_STEP_MS: SIM_STEP_MS,
       LOG_LEVEL: "warn"

@@ -156,6 +156,10 @@ export interface ParleyOptions {
   readonly dataDir: string
   readonly env: Readonly<Record<string, string>>
   readonly logFile: string
+  /** Another build of the `parley` command (e.g. a saved bundle, to compare before and after); bin/parley.mjs by default. */
+  readonly bin?: string
+  /** Node flags for the server process, e.g. `--cpu-prof`. */
+  readonly nodeArgs?: ReadonlyArray<string>
 }
 
 /** A real Parley server (`parley serve`) on a free port. */
@@ -213,7 +217,7 @@ export class ParleyServer {
 
   static async start(options: ParleyOptions): Promise<ParleyServer> {
     const port = await freePort()
-    const child = spawn(process.execPath, [PARLEY_BIN, "serve"], {
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.bin ?? PARLEY_BIN, "serve"], {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: "warn", ...options.env, PORT: String(port), PARLEY_DATA_DIR: options.dataDir },
       stdio: ["ignore", "pipe", "pipe"]

@@ -137,9 +137,12 @@ How each scenario is measured:
 - **Conversations**: \`GET /api/v1/conversations\`, first page and a deep cursor (reached by following
   \`nextCursor\`), on a store seeded straight into SQLite before start (1,000,000 texts across 10,000
   conversations in the full run).
-- **Dispatcher**: 100,000 Queued texts (full run) inserted straight into SQLite, all due at the same moment a
-  few seconds after start, with \`PARLEY_SIM_STEP_MS\` large so only the first step (the send) happens.
-  Rate = sent / (last send − first send); lateness = simulated carrier's \`first_sent_at\` − \`due_at\`.
+- **Dispatcher**: Queued texts inserted straight into SQLite before start, with \`PARLEY_SIM_STEP_MS\` large
+  so only the first step (the send) happens; lateness = simulated carrier's \`first_sent_at\` − \`due_at\`.
+  Two rows: 100,000 (full run) all due at the same moment a few seconds after start — the sustained rate
+  = sent / (last send − first send), judged against ≥ 5,000 actions/s; its lateness only says how long the
+  backlog takes to drain (the last of N waits at least N ÷ rate) — and a steady stream (50,000 due evenly
+  over 20 s, 2,500/s, below the measured rate), on which the lateness p99 ≤ 100 ms target is judged.
 - Every load runs 10 connections from one autocannon process on the same host, so load generator and server
   share the 2 cores. Latencies are of 2xx answers; errors = non-2xx answers + socket errors (timeouts
   included). RSS is sampled from \`/proc/<pid>/status\` every 200 ms; "server CPU" is the server process's CPU

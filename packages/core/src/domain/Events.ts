@@ -14,10 +14,10 @@ import { newId } from "./Crypto.js"
 export { EventPayload, EventType } from "../contract/Events.js"
 
 /**
- * The payload's JSON text. Its `data` was validated when it was made (`ActionRecord.make`), and the
- * payload schema transforms nothing (plain strings, literals, structs), so its encoding is the value
- * itself: `JSON.stringify` writes the same text as the schema's encoder without validating the record
- * a second time, which halves the cost of an event (the dispatcher writes thousands a second).
+ * The payload's JSON text. Its `data` is an ActionRecord built from a typed, decoded action
+ * (`toActionRecord`), and the payload schema transforms nothing (plain strings, literals, structs), so
+ * its encoding is the value itself: `JSON.stringify` writes the same text as the schema's encoder
+ * without validating the record again (the dispatcher writes thousands of events a second).
  * Should the contract ever add a transformation to EventPayload, go back to `Schema.encodeSync`.
  */
 const encodePayload = (payload: EventPayload): string => JSON.stringify(payload)

@@ -35,6 +35,20 @@ import { yieldToEventLoop } from "./yieldToEventLoop.js"
 /** Rows per claim: large enough to amortise each statement, small enough that one step of a batch stays a few ms. */
 const BATCH = 500
 const LEASE_MS = 30_000
+/**
+ * The shortest pause after a round that drained what was due. Waking for every action of a steady stream
+ * would pay a round's fixed cost (claim, rules, two transactions) per action; a few ms lets arrivals
+ * gather into one batch at a lateness no sender notices.
+ */
+const MIN_PAUSE_MS = 5
+
+/**
+ * How long an idle loop sleeps: until the next action falls due, but at most the poll interval (an
+ * action created meanwhile may be due at once) and at least MIN_PAUSE_MS. Sleeping the whole poll
+ * interval instead made every scheduled action wait for the next poll, up to 50 ms late by default.
+ */
+export const pauseMs = (nextDue: number | null, now: number, pollMs: number): number =>
+  nextDue === null ? pollMs : Math.min(pollMs, Math.max(MIN_PAUSE_MS, nextDue - now))
 
 export const DispatcherLive = Layer.scopedDiscard(
   Effect.gen(function*() {
@@ -56,6 +70,19 @@ export const DispatcherLive = Layer.scopedDiscard(
             RETURNING *`,
         // RETURNING gives no order; committing in due order decides who gets the last units of an allowance.
         (rows) => Effect.map(decodeClaimed(rows), (claimed) => [...claimed].sort((a, b) => a.due_at - b.due_at))
+      )
+
+    /** When the next action nobody holds falls due (epoch ms), if any; the `actions_work` index answers it. */
+    const nextDue = (now: number) =>
+      Effect.map(
+        sql`SELECT work_at FROM actions
+            WHERE work_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${now})
+            ORDER BY work_at LIMIT 1`,
+        // BIGINT: a number on SQLite, a decimal string from node-postgres.
+        (rows) => {
+          const workAt = Number(rows[0]?.work_at)
+          return Number.isFinite(workAt) ? workAt : null
+        }
       )
 
     /**
@@ -163,7 +190,12 @@ export const DispatcherLive = Layer.scopedDiscard(
             Effect.as(Effect.logWarning(`dispatcher round failed: ${error.operation}`), 0)
           )
         )
-        if (count < BATCH) yield* Effect.sleep(config.dispatchPollMs)
+        if (count < BATCH) {
+          const now = yield* Clock.currentTimeMillis
+          // Failing to look is no reason to spin: the poll interval then, as before.
+          const next = yield* nextDue(now).pipe(Effect.orElseSucceed(() => null))
+          yield* Effect.sleep(pauseMs(next, now, config.dispatchPollMs))
+        }
       }
     })
 
