@@ -21,7 +21,8 @@ import {
   ROOT,
   RssSampler,
   runLoad,
-  sleep
+  sleep,
+  START_NODE_FLAGS
 } from "./lib/processes.js"
 import { fmtLatency, fmtMs, fmtNumber, type RunReport, type Target, textTable, writeMarkdown } from "./lib/report.js"
 import { type DemoSummary, orgContext } from "./lib/demo.js"
@@ -514,7 +515,8 @@ const main = async () => {
       "dispatcher steady stream": `${profile.steadyActions} over ${profile.steadyWindowMs / 1000} s`,
       PARLEY_RATE_LIMIT_PER_MINUTE: RATE_LIMIT,
       PARLEY_SIM_STEP_MS: SIM_STEP_MS,
-      LOG_LEVEL: "warn"
+      LOG_LEVEL: "warn",
+      "server Node flags (as `pnpm start`)": START_NODE_FLAGS.join(" ") || "none"
     },
     idleRssMb,
     bootMs,

@@ -15,6 +15,21 @@ const SERVER_PACKAGE = join(ROOT, "packages", "server")
 const PARLEY_BIN = join(SERVER_PACKAGE, "bin", "parley.mjs")
 
 /**
+ * The Node flags `pnpm start` runs the server with (the heap cap, see the README's "Memory"), read from the
+ * root package.json so the benchmark measures the server exactly as it is started.
+ */
+export const START_NODE_FLAGS: ReadonlyArray<string> = (() => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts?: { start?: string } }
+  const words = (manifest.scripts?.start ?? "").split(/\s+/)
+  const flags: Array<string> = []
+  for (const word of words.slice(words.indexOf("node") + 1)) {
+    if (!word.startsWith("--")) break
+    flags.push(word)
+  }
+  return flags
+})()
+
+/**
  * Builds the server bundle that bin/parley.mjs runs while it is newer than the sources (what `pnpm install`
  * builds), so the run measures the shipped form even right after an edit.
  */
@@ -217,7 +232,7 @@ export class ParleyServer {
 
   static async start(options: ParleyOptions): Promise<ParleyServer> {
     const port = await freePort()
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.bin ?? PARLEY_BIN, "serve"], {
+    const child = spawn(process.execPath, [...START_NODE_FLAGS, ...(options.nodeArgs ?? []), options.bin ?? PARLEY_BIN, "serve"], {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: "warn", ...options.env, PORT: String(port), PARLEY_DATA_DIR: options.dataDir },
       stdio: ["ignore", "pipe", "pipe"]
