@@ -136,7 +136,9 @@ How each scenario is measured:
 - **Idempotent replay**: the same POST (same key, same body) repeated; every answer is the stored 202.
 - **Conversations**: \`GET /api/v1/conversations\`, first page and a deep cursor (reached by following
   \`nextCursor\`), on a store seeded straight into SQLite before start (1,000,000 texts across 10,000
-  conversations in the full run).
+  conversations in the full run). Order: the first page under load (10 connections, after its warm-up),
+  then one client follows \`nextCursor\` page by page (200 pages in the full run, each timed), then the
+  page it reached under load — so every row is measured on a warm server.
 - **Dispatcher**: Queued texts inserted straight into SQLite before start, with \`PARLEY_SIM_STEP_MS\` large
   so only the first step (the send) happens; lateness = simulated carrier's \`first_sent_at\` − \`due_at\`.
   Two rows: 100,000 (full run) all due at the same moment a few seconds after start — the sustained rate
