@@ -10,9 +10,16 @@
  */
 import type { RecordStatus } from "@parley/core"
 import { Effect, Schema } from "effect"
+import {
+  actionColumnReaders,
+  type ColumnReaders,
+  nullableInt,
+  nullableString,
+  readValues,
+  valuesToObjects
+} from "../store/ActionRowReader.js"
 import { DbInt, NullableString } from "../store/rows.js"
 import { ActionRow } from "../store/SqlCrm.js"
-import { readClaimedRows } from "./ClaimedRowReader.js"
 
 export const ClaimedRow = Schema.Struct({
   ...ActionRow.fields,
@@ -21,12 +28,25 @@ export const ClaimedRow = Schema.Struct({
 })
 export type ClaimedRow = typeof ClaimedRow.Type
 
+/** The columns a claim returns, in this order (`RETURNING` names them; rows come back as value arrays). */
+export const CLAIMED_COLUMNS = Object.keys(ClaimedRow.fields) as ReadonlyArray<keyof ClaimedRow>
+
+const claimedReaders: ColumnReaders<ClaimedRow> = {
+  ...actionColumnReaders,
+  charged_at: nullableInt,
+  provider_status: nullableString
+}
+
 const decodeWithSchema = Schema.decodeUnknown(Schema.Array(ClaimedRow))
 
-/** The fast reader for well-formed rows; the schema for anything else (it names what is wrong). */
-export const decodeClaimed = (rows: ReadonlyArray<Readonly<Record<string, unknown>>>) => {
-  const read = readClaimedRows(rows)
-  return read === undefined ? decodeWithSchema(rows) : Effect.succeed(read)
+/**
+ * Claimed rows (value arrays in CLAIMED_COLUMNS order). Through Effect Schema a row of ~35 columns costs
+ * tens of microseconds, as much as the claim's SQL; the column readers take about one. A row they do not
+ * recognise sends the batch to the schema, which returns the value or names what is wrong.
+ */
+export const decodeClaimed = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
+  const read = readValues(claimedReaders, CLAIMED_COLUMNS, rows)
+  return read === undefined ? decodeWithSchema(valuesToObjects(CLAIMED_COLUMNS, rows)) : Effect.succeed(read)
 }
 
 /** A status change; a field left undefined keeps its value. */

@@ -27,7 +27,7 @@ import { ServerConfig } from "../config/ServerConfig.js"
 import { skipLocked } from "../store/Dialect.js"
 import { storage } from "../store/rows.js"
 import * as ActionBatches from "./ActionBatches.js"
-import { type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
+import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
 import { advance, afterSubmit, needsBot, type Phase, phaseOf } from "./Lifecycle.js"
 import * as SimulatedProviders from "./SimulatedProviders.js"
 import { yieldToEventLoop } from "./yieldToEventLoop.js"
@@ -59,6 +59,7 @@ export const DispatcherLive = Layer.scopedDiscard(
     const batches = yield* ActionBatches.make
     const worker = Crypto.newId("worker")
 
+    const claimedColumns = sql.literal(CLAIMED_COLUMNS.join(", "))
     const claim = (now: number) =>
       Effect.flatMap(
         sql`UPDATE actions SET lease_owner = ${worker}, lease_until = ${now + LEASE_MS}
@@ -67,7 +68,7 @@ export const DispatcherLive = Layer.scopedDiscard(
               WHERE work_at IS NOT NULL AND work_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
               ORDER BY work_at LIMIT ${BATCH} ${skipLocked(sql)}
             )
-            RETURNING *`,
+            RETURNING ${claimedColumns}`.values,
         // RETURNING gives no order; committing in due order decides who gets the last units of an allowance.
         (rows) => Effect.map(decodeClaimed(rows), (claimed) => [...claimed].sort((a, b) => a.due_at - b.due_at))
       )

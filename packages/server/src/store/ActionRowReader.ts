@@ -9,7 +9,8 @@
  * does not recognise makes it give up (undefined) and the caller decodes the
  * rows with `ActionRow`, the source of truth, which returns the value or the
  * precise error: the fast path accepts a subset of what the schema accepts and
- * returns the same value for it.
+ * returns the same value for it. The dispatcher reads its claimed rows (the
+ * action's columns and two of its own) with the same column readers.
  */
 import { CallMode, CallStatus, CrmModule, Direction, MessageStatus, RecordType } from "@parley/core"
 import type { ActionRow } from "./SqlCrm.js"
@@ -85,8 +86,14 @@ const variables = (u: unknown): Readonly<Record<string, string>> => {
   return out
 }
 
+/** A reader per column: what the column's schema field decodes the value to, or Unreadable. */
+export type ColumnReaders<R> = { readonly [K in keyof R]: (u: unknown) => R[K] }
+
+export const nullableInt = nullable(int)
+export { nullableString }
+
 /** One reader per column, each returning exactly what `ActionRow`'s field would decode to. */
-const readers: { readonly [K in ActionColumn]: (u: unknown) => Row[K] } = {
+export const actionColumnReaders: ColumnReaders<Row> = {
   id,
   org_id: string,
   kind: oneOf(["message", "ai_call"] as const),
@@ -122,27 +129,34 @@ const readers: { readonly [K in ActionColumn]: (u: unknown) => Row[K] } = {
 }
 
 /**
- * The rows (value arrays in the order of `columns`) as `ActionRow` values of those columns, or undefined
- * when any of them is not plainly well-formed.
+ * The rows (value arrays in the order of `columns`) as values of those columns, read by `readers`, or
+ * undefined when any of them is not plainly well-formed.
  */
-export const readActionValues = <K extends ActionColumn>(
+export const readValues = <R, K extends keyof R & string>(
+  readers: ColumnReaders<R>,
   columns: ReadonlyArray<K>,
   rows: ReadonlyArray<ReadonlyArray<unknown>>
-): ReadonlyArray<Pick<Row, K>> | undefined => {
-  const read = columns.map((column) => readers[column])
+): ReadonlyArray<Pick<R, K>> | undefined => {
+  const read: ReadonlyArray<(u: unknown) => unknown> = columns.map((column) => readers[column])
   try {
     return rows.map((values) => {
       if (values.length !== read.length) throw new Unreadable()
       const row: Record<string, unknown> = {}
       for (let i = 0; i < read.length; i++) row[columns[i] as K] = (read[i] as (u: unknown) => unknown)(values[i])
       // Each value came from its column's reader, which returns that column's decoded type.
-      return row as Pick<Row, K>
+      return row as Pick<R, K>
     })
   } catch (error) {
     if (error instanceof Unreadable) return undefined
     throw error
   }
 }
+
+/** The rows as `ActionRow` values of `columns`, or undefined when any of them is not plainly well-formed. */
+export const readActionValues = <K extends ActionColumn>(
+  columns: ReadonlyArray<K>,
+  rows: ReadonlyArray<ReadonlyArray<unknown>>
+): ReadonlyArray<Pick<Row, K>> | undefined => readValues(actionColumnReaders, columns, rows)
 
 /** Value arrays as objects keyed by column, for the schema to decode when the fast reader gave up. */
 export const valuesToObjects = (
