@@ -7,40 +7,18 @@ import { ActionRecord } from "../src/contract/Resources.js"
 import { toActionRecord } from "../src/domain/ActionRecords.js"
 import { newId } from "../src/domain/Crypto.js"
 import type { CrmAction } from "../src/ports/Crm.js"
+import { sampleText } from "./harness.js"
 
 const owner = { id: "crm_user_demo", name: "Dana Demo" }
 const record = { module: "Leads", id: "5001", name: "Ada Lovelace" } as const
 
 const text: CrmAction = {
-  id: "1001",
+  ...sampleText,
   orgId: "org_records",
-  kind: "message",
-  type: "SMS",
-  direction: "Outbound",
   status: "Sent",
-  line: "+14155550100",
-  counterpart: "+447700900001",
-  fromNumberSid: "PN00000000000000000000000000000001",
-  body: "Hi Ada, see you tomorrow.",
-  botId: null,
-  mode: null,
-  purposeMessage: null,
-  templateId: null,
-  whatsAppContentSid: null,
-  whatsAppContentVariables: null,
-  read: "2026-03-02T09:59:00.000Z",
-  at: "2026-03-02T09:59:00.000Z",
   scheduledFor: "2026-03-02T09:59:00.000Z",
   dueAt: 0,
-  owner,
-  record,
-  linkedRecords: [{ module: "Leads", id: "5001", name: "Ada Lovelace" }, { module: "Deals", id: "8001", name: null }],
-  sid: "SM0123456789",
-  audioFileId: null,
-  errorMessage: null,
-  sentBy: "API key key_123",
-  modified: "2026-03-02T09:59:30.000Z",
-  apiKeyId: "key_123"
+  linkedRecords: [{ module: "Leads", id: "5001", name: "Ada Lovelace" }, { module: "Deals", id: "8001", name: null }]
 }
 
 /** The record as the validating schema writes it: only its fields, in its order. */

@@ -11,6 +11,7 @@ import { toActionRecord } from "../src/domain/ActionRecords.js"
 import { emit, eventForStatus } from "../src/domain/Events.js"
 import type { CrmAction } from "../src/ports/Crm.js"
 import { EventOutbox, layerMemory as EventOutboxMemory } from "../src/ports/EventOutbox.js"
+import { sampleText } from "./harness.js"
 
 const MESSAGE_EVENTS: Record<MessageStatus, EventType | null> = {
   Queued: "message.queued",
@@ -73,37 +74,7 @@ describe("eventForStatus", () => {
 
 const T0 = Date.parse("2026-03-02T10:00:00Z")
 
-const outboundText: CrmAction = {
-  id: "1001",
-  orgId: "org_events",
-  kind: "message",
-  type: "SMS",
-  direction: "Outbound",
-  status: "Delivered",
-  line: "+14155550100",
-  counterpart: "+447700900001",
-  fromNumberSid: "PN00000000000000000000000000000001",
-  body: "Hi Ada, see you tomorrow.",
-  botId: null,
-  mode: null,
-  purposeMessage: null,
-  templateId: null,
-  whatsAppContentSid: null,
-  whatsAppContentVariables: null,
-  read: "2026-03-02T09:59:00.000Z",
-  at: "2026-03-02T09:59:00.000Z",
-  scheduledFor: null,
-  dueAt: T0 - 60_000,
-  owner: { id: "crm_user_demo", name: "Dana Demo" },
-  record: { module: "Leads", id: "5001", name: "Ada Lovelace" },
-  linkedRecords: [{ module: "Leads", id: "5001", name: "Ada Lovelace" }],
-  sid: "SM0123456789",
-  audioFileId: null,
-  errorMessage: null,
-  sentBy: "API key key_123",
-  modified: "2026-03-02T09:59:30.000Z",
-  apiKeyId: "key_123"
-}
+const outboundText: CrmAction = { ...sampleText, orgId: "org_events", dueAt: T0 - 60_000 }
 
 const completedCall: CrmAction = {
   ...outboundText,

@@ -9,6 +9,7 @@ import * as Authenticator from "../src/domain/Authenticator.js"
 import * as Cursors from "../src/domain/Cursors.js"
 import { RateLimitConfig } from "../src/domain/RateLimiter.js"
 import { DomainLayer, MemoryPortsLayer } from "../src/layers.js"
+import type { CrmAction } from "../src/ports/Crm.js"
 
 export const CoreTestLayer = DomainLayer.pipe(
   Layer.provideMerge(MemoryPortsLayer),
@@ -28,3 +29,36 @@ export const seedDemo = Effect.gen(function*() {
 /** The caller a token authenticates as (also consumes one rate-limit unit). */
 export const callerFor = (token: string) =>
   Effect.map(Effect.flatMap(Authenticator.Authenticator, (a) => a.authenticate(token)), (r) => r.caller)
+
+/** A delivered outbound text as the CRM port holds it, for tests that build records and events from one. */
+export const sampleText: CrmAction = {
+  id: "1001",
+  orgId: "org_sample",
+  kind: "message",
+  type: "SMS",
+  direction: "Outbound",
+  status: "Delivered",
+  line: "+14155550100",
+  counterpart: "+447700900001",
+  fromNumberSid: "PN00000000000000000000000000000001",
+  body: "Hi Ada, see you tomorrow.",
+  botId: null,
+  mode: null,
+  purposeMessage: null,
+  templateId: null,
+  whatsAppContentSid: null,
+  whatsAppContentVariables: null,
+  read: "2026-03-02T09:59:00.000Z",
+  at: "2026-03-02T09:59:00.000Z",
+  scheduledFor: null,
+  dueAt: MONDAY_10_UTC - 60_000,
+  owner: { id: "crm_user_demo", name: "Dana Demo" },
+  record: { module: "Leads", id: "5001", name: "Ada Lovelace" },
+  linkedRecords: [{ module: "Leads", id: "5001", name: "Ada Lovelace" }],
+  sid: "SM0123456789",
+  audioFileId: null,
+  errorMessage: null,
+  sentBy: "API key key_123",
+  modified: "2026-03-02T09:59:30.000Z",
+  apiKeyId: "key_123"
+}
