@@ -86,6 +86,27 @@ const batchInsert = (
 
 const counterpartOf = (conversation: number) => `+1202${String(5_000_000 + conversation).padStart(7, "0")}`
 
+/** The columns every seeded text shares: an SMS of the org's owner on no CRM record, without a bot or template. */
+const textColumns = (org: OrgContext) => ({
+  org_id: org.orgId,
+  kind: "message",
+  type: "SMS",
+  bot_id: null,
+  mode: null,
+  purpose_message: null,
+  template_id: null,
+  wa_content_sid: null,
+  wa_content_variables: null,
+  owner_id: org.ownerId,
+  owner_name: org.ownerName,
+  record_module: null,
+  record_id: null,
+  record_name: null,
+  linked_records: "[]",
+  audio_file_id: null,
+  error_message: null
+})
+
 /**
  * `messages` texts across `conversations` conversations (line × counterpart),
  * interleaved so every page mixes conversations; 1 in 4 inbound (half of
@@ -106,6 +127,7 @@ export const seedConversations = (
     for (const index of indexes) db.exec(`DROP INDEX "${index.name}"`)
     const end = Date.now() - 24 * 60 * 60 * 1000
     const start = end - messages * 1000
+    const common = textColumns(org)
     batchInsert(db, messages, (i) => {
       const conversation = i % conversations
       const line = org.lines[conversation % org.lines.length] as Line
@@ -114,9 +136,7 @@ export const seedConversations = (
       const time = start + i * 1000
       const at = new Date(time).toISOString()
       return {
-        org_id: org.orgId,
-        kind: "message",
-        type: "SMS",
+        ...common,
         direction: inbound ? "Inbound" : "Outbound",
         status: inbound ? "Received" : "Delivered",
         line: line.phoneNumber,
@@ -125,25 +145,11 @@ export const seedConversations = (
         body: inbound
           ? `Reply ${i}: yes, that works for me. See you then.`
           : `Hello from Parley (${i}): your appointment is confirmed for tomorrow at 10:00. Reply STOP to opt out.`,
-        bot_id: null,
-        mode: null,
-        purpose_message: null,
-        template_id: null,
-        wa_content_sid: null,
-        wa_content_variables: null,
         read_at: inbound && i % 8 === 3 ? null : at,
         at,
         scheduled_for: null,
         due_at: time,
-        owner_id: org.ownerId,
-        owner_name: org.ownerName,
-        record_module: null,
-        record_id: null,
-        record_name: null,
-        linked_records: "[]",
         sid: `SM${String(i + 1).padStart(32, "0")}`,
-        audio_file_id: null,
-        error_message: null,
         sent_by: inbound ? null : `API key ${org.keyId}`,
         modified: at,
         api_key_id: inbound ? null : org.keyId,
@@ -174,38 +180,23 @@ export const seedDueActions = (
   try {
     const dueOf = typeof dueAt === "number" ? () => dueAt : dueAt
     const line = org.lines[0] as Line
+    const common = textColumns(org)
     batchInsert(db, count, (i) => {
       const due = dueOf(i)
       const created = new Date(due - 60 * 60 * 1000).toISOString()
       return {
-        org_id: org.orgId,
-        kind: "message",
-        type: "SMS",
+        ...common,
         direction: "Outbound",
         status: "Queued",
         line: line.phoneNumber,
         counterpart: `+1303${String(5_000_000 + i).padStart(7, "0")}`,
         from_number_sid: line.sid,
         body: `Scheduled reminder ${i}: your appointment is tomorrow at 10:00.`,
-        bot_id: null,
-        mode: null,
-        purpose_message: null,
-        template_id: null,
-        wa_content_sid: null,
-        wa_content_variables: null,
         read_at: created,
         at: created,
         scheduled_for: new Date(due).toISOString(),
         due_at: due,
-        owner_id: org.ownerId,
-        owner_name: org.ownerName,
-        record_module: null,
-        record_id: null,
-        record_name: null,
-        linked_records: "[]",
         sid: null,
-        audio_file_id: null,
-        error_message: null,
         sent_by: `API key ${org.keyId}`,
         modified: created,
         api_key_id: org.keyId,
