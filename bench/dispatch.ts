@@ -14,7 +14,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { type DemoSummary, orgContext } from "./lib/demo.js"
-import { buildServer, ParleyServer, parleyCliJson } from "./lib/processes.js"
+import { BENCH_SERVER_ENV, buildServer, ParleyServer, parleyCliJson } from "./lib/processes.js"
 import { unlimitedTexts } from "./lib/seed.js"
 import type { ScenarioRow } from "./lib/types.js"
 import { dispatcherScenario } from "./scenarios/dispatcher.js"
@@ -36,7 +36,6 @@ const err = (line: string) => process.stderr.write(`${line}\n`)
 const workDir = mkdtempSync(join(tmpdir(), "parley-dispatch-"))
 const bin = values.bin === undefined ? undefined : resolve(values.bin)
 const cpuProfDir = values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"])
-const serverEnv = { LOG_LEVEL: "warn", PARLEY_RATE_LIMIT_PER_MINUTE: "100000000", PARLEY_SIM_STEP_MS: "3600000" }
 
 const main = async () => {
   if (bin === undefined && !values["no-build"]) await buildServer()
@@ -60,7 +59,7 @@ const main = async () => {
         writeFileSync(logFile, "")
         const server = await ParleyServer.start({
           dataDir: dir,
-          env: serverEnv,
+          env: BENCH_SERVER_ENV,
           logFile,
           ...(bin === undefined ? {} : { bin }),
           nodeArgs: [

@@ -15,6 +15,9 @@ import Database from "better-sqlite3"
 import {
   BaselineServer,
   BENCH,
+  BENCH_RATE_LIMIT,
+  BENCH_SERVER_ENV,
+  BENCH_SIM_STEP_MS,
   buildServer,
   ParleyServer,
   parleyCliJson,
@@ -38,10 +41,6 @@ const keep = args.has("--keep")
 const profile = quick
   ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000, steadyActions: 5_000, steadyWindowMs: 2_000 }
   : { durationSeconds: 8, warmupSeconds: 2, connections: 10, messages: 1_000_000, conversations: 10_000, deepPages: 200, actions: 100_000, dispatchTimeoutMs: 60_000, steadyActions: 50_000, steadyWindowMs: 20_000 }
-
-const RATE_LIMIT = 100_000_000
-/** Large, so that after the send no further simulated step (Sent → Delivered) competes with the measurement. */
-const SIM_STEP_MS = 3_600_000
 
 const runStarted = Date.now()
 const loadAverageStart = loadavg()
@@ -69,11 +68,7 @@ mkdirSync(logsDir, { recursive: true })
 const workDir = mkdtempSync(join(tmpdir(), "parley-bench-"))
 const dataDir = (name: string) => join(workDir, name)
 
-const serverEnv: Record<string, string> = {
-  LOG_LEVEL: "warn",
-  PARLEY_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT),
-  PARLEY_SIM_STEP_MS: String(SIM_STEP_MS)
-}
+const serverEnv = BENCH_SERVER_ENV
 
 const servers: Array<ParleyServer> = []
 const startParley = async (name: string, dir: string): Promise<ParleyServer> => {
@@ -350,6 +345,7 @@ const conversationScenarios = async (templateDir: string, demo: DemoSummary, org
 
 /** 4. The dispatcher: a burst (every action due at once) and a steady stream (see scenarios/dispatcher.ts). */
 const dispatcherScenarios = async (templateDir: string, org: OrgContext) => {
+  // A function: each scenario's boot estimate includes the servers started before it.
   const harness = (): DispatcherHarness => ({
     step,
     log,
@@ -393,6 +389,12 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
   const datasetNote = quick ? " (quick: smaller dataset)" : ""
   const burstNote = `${profile.actions.toLocaleString("en-US")} due at once${quick ? ", quick" : ""}`
   const steadyNote = `steady ${fmtNumber(profile.steadyActions / (profile.steadyWindowMs / 1000))}/s${quick ? ", quick" : ""}`
+  const dispatcherRss = (note: string, r: ScenarioRow | undefined): Target => ({
+    name: `Dispatcher RSS (${note})`,
+    target: "≤ 200 MB",
+    measured: r?.peakRssMb === null || r === undefined ? "—" : `${fmtNumber(r.peakRssMb, 1)} MB`,
+    met: r?.peakRssMb === null || r === undefined ? null : r.peakRssMb <= 200
+  })
   return [
     ratioTarget("Read path: GET /numbers", "read.numbers", 0.5),
     ratioTarget("Read path: GET /messages/{id}", "read.message", 0.5),
@@ -415,18 +417,8 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
       measured: steady?.p99 === null || steady === undefined ? "—" : `${fmtLatency(steady, steady.p99)} ms`,
       met: steady?.p99 === null || steady === undefined ? null : steady.p99 <= 100
     },
-    {
-      name: `Dispatcher RSS (${burstNote})`,
-      target: "≤ 200 MB",
-      measured: dispatch?.peakRssMb === null || dispatch === undefined ? "—" : `${fmtNumber(dispatch.peakRssMb, 1)} MB`,
-      met: dispatch?.peakRssMb === null || dispatch === undefined ? null : dispatch.peakRssMb <= 200
-    },
-    {
-      name: `Dispatcher RSS (${steadyNote})`,
-      target: "≤ 200 MB",
-      measured: steady?.peakRssMb === null || steady === undefined ? "—" : `${fmtNumber(steady.peakRssMb, 1)} MB`,
-      met: steady?.peakRssMb === null || steady === undefined ? null : steady.peakRssMb <= 200
-    },
+    dispatcherRss(burstNote, dispatch),
+    dispatcherRss(steadyNote, steady),
     {
       name: "Memory: idle RSS after start",
       target: "≤ 150 MB",
@@ -515,8 +507,8 @@ const main = async () => {
       conversations: profile.conversations,
       "dispatcher actions": profile.actions,
       "dispatcher steady stream": `${profile.steadyActions} over ${profile.steadyWindowMs / 1000} s`,
-      PARLEY_RATE_LIMIT_PER_MINUTE: RATE_LIMIT,
-      PARLEY_SIM_STEP_MS: SIM_STEP_MS,
+      PARLEY_RATE_LIMIT_PER_MINUTE: BENCH_RATE_LIMIT,
+      PARLEY_SIM_STEP_MS: BENCH_SIM_STEP_MS,
       LOG_LEVEL: "warn",
       "server Node flags (as `pnpm start`)": START_NODE_FLAGS.join(" ") || "none"
     },

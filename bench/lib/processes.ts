@@ -14,6 +14,18 @@ export const BENCH = join(ROOT, "bench")
 const SERVER_PACKAGE = join(ROOT, "packages", "server")
 const PARLEY_BIN = join(SERVER_PACKAGE, "bin", "parley.mjs")
 
+/** The rate limit every benchmarked server runs with (raised through configuration, as any operator could). */
+export const BENCH_RATE_LIMIT = 100_000_000
+/** Large, so that after the send no further simulated step (Sent → Delivered) competes with the measurement. */
+export const BENCH_SIM_STEP_MS = 3_600_000
+
+/** The environment every benchmarked Parley server starts with (run.ts and dispatch.ts alike). */
+export const BENCH_SERVER_ENV: Readonly<Record<string, string>> = {
+  LOG_LEVEL: "warn",
+  PARLEY_RATE_LIMIT_PER_MINUTE: String(BENCH_RATE_LIMIT),
+  PARLEY_SIM_STEP_MS: String(BENCH_SIM_STEP_MS)
+}
+
 /**
  * The Node flags `pnpm start` runs the server with (the heap cap, see the README's "Memory"), read from the
  * root package.json so the benchmark measures the server exactly as it is started.
