@@ -74,7 +74,10 @@ const expectError = async (response: Response, status: number, code: string): Pr
   return body.error
 }
 
-/** The fields of a record that never change once it is created, whatever dispatch does to its status. */
+/**
+ * The fields of a record that never change once it has been sent, whatever dispatch does to its status
+ * afterwards (a text's `at` becomes its send time when the carrier takes it).
+ */
 const stable = (r: ActionRecord) => ({
   id: r.id,
   body: r.body,
@@ -108,6 +111,16 @@ describe("restarts", () => {
       body: JSON.stringify(payload)
     })
   const get = (path: string, key: string = demo.keys.live) => server.fetch(path, { key })
+
+  /** A text once the dispatcher has handed it to the carrier (no longer Queued), so its `at` is final. */
+  const sentText = async (id: string): Promise<ActionRecord> => {
+    const deadline = Date.now() + 20_000
+    while (true) {
+      const record = await readJson<ActionRecord>(await get(`/api/v1/messages/${id}`), 200)
+      if (record.status !== "Queued" || Date.now() > deadline) return record
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
 
   /** A live text, accepted or scheduled, with the idempotency key and payload it was created with. */
   const createText = async (scheduled: boolean) => {
@@ -175,12 +188,13 @@ describe("restarts", () => {
       await expectKeys()
 
       const before = {
-        accepted: await readJson<ActionRecord>(await get(`/api/v1/messages/${accepted.id}`), 200),
+        accepted: await sentText(accepted.id),
         scheduled: await readJson<ActionRecord>(await get(`/api/v1/messages/${scheduled.id}`), 200),
         cancelled: await readJson<ActionRecord>(await get(`/api/v1/messages/${cancelledBefore.id}`), 200),
         call: await readJson<ActionRecord>(await get(`/api/v1/ai-calls/${call.id}`), 200),
         list: await readJson<Page<ConversationSummary>>(await get("/api/v1/conversations"), 200)
       }
+      expect(before.accepted.status).not.toBe("Queued")
       expect(before.scheduled.status).toBe("Queued")
       expect(before.cancelled.status).toBe("Cancelled")
       expect(before.list.nextCursor).not.toBeNull()
