@@ -4,7 +4,7 @@
  * - PORT (default 8787)
  * - PARLEY_DATA_DIR (default ./.parley; holds the SQLite file parley.db)
  * - PARLEY_RATE_LIMIT_PER_MINUTE (default 60, per API key)
- * - LOG_LEVEL (default info: debug, info, warn, error, none)
+ * - LOG_LEVEL (default info: debug, info, warn, error, none; any case)
  * - PARLEY_MAX_BODY_BYTES (default 65536)
  * - PARLEY_SIM_STEP_MS (default 1000): how long each step of the simulated
  *   carrier's and AI-call provider's lifecycle takes
@@ -19,7 +19,7 @@
  *   replicas on one database); unset, the embedded SQLite file is the store
  * - PARLEY_DB_POOL_SIZE (default 10): Postgres connections per process
  */
-import { Config, Context, Effect, Layer, LogLevel, type Option, Redacted } from "effect"
+import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, type Option, Redacted } from "effect"
 
 export interface ServerSettings {
   readonly port: number
@@ -36,16 +36,24 @@ export interface ServerSettings {
   readonly dbPoolSize: number
 }
 
-const logLevel = Config.literal("debug", "info", "warn", "error", "none")("LOG_LEVEL").pipe(
-  Config.withDefault("info" as const),
-  Config.map((level) => {
-    switch (level) {
-      case "debug": return LogLevel.Debug
-      case "info": return LogLevel.Info
-      case "warn": return LogLevel.Warning
-      case "error": return LogLevel.Error
-      case "none": return LogLevel.None
-    }
+const logLevels: Readonly<Record<string, LogLevel.LogLevel>> = {
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  none: LogLevel.None
+}
+
+// Case-insensitive: people write LOG_LEVEL=Error or ERROR as often as error, and a
+// server that refuses to start over the case of a log level helps nobody.
+const logLevel = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.mapOrFail((raw) => {
+    const level = logLevels[raw.trim().toLowerCase()]
+    return level === undefined
+      ? Either.left(ConfigError.InvalidData(["LOG_LEVEL"], `Expected one of (debug, info, warn, error, none), in any case, but received ${JSON.stringify(raw)}`))
+      : Either.right(level)
   })
 )
 

@@ -1,0 +1,47 @@
+/**
+ * Configuration read from the environment: values people actually type
+ * (LOG_LEVEL=Error, ERROR) are accepted, and a wrong value is refused with
+ * the variable's name.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Either, LogLevel } from "effect"
+import { settingsConfig } from "../src/config/ServerConfig.js"
+
+const read = (env: Record<string, string>) =>
+  Effect.either(Effect.withConfigProvider(settingsConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
+
+describe("LOG_LEVEL", () => {
+  it.effect("accepts every level in any case", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [string, LogLevel.LogLevel]> = [
+        ["debug", LogLevel.Debug],
+        ["Info", LogLevel.Info],
+        ["WARN", LogLevel.Warning],
+        ["warning", LogLevel.Warning],
+        ["Error", LogLevel.Error],
+        ["ERROR", LogLevel.Error],
+        ["error", LogLevel.Error],
+        ["None", LogLevel.None],
+        [" error ", LogLevel.Error]
+      ]
+      for (const [value, level] of cases) {
+        const settings = yield* read({ LOG_LEVEL: value })
+        expect(Either.map(settings, (s) => s.logLevel), value).toEqual(Either.right(level))
+      }
+    }))
+
+  it.effect("defaults to info", () =>
+    Effect.gen(function*() {
+      const settings = yield* read({})
+      expect(Either.map(settings, (s) => s.logLevel)).toEqual(Either.right(LogLevel.Info))
+    }))
+
+  it.effect("refuses an unknown level, naming the variable and the accepted values", () =>
+    Effect.gen(function*() {
+      const settings = yield* read({ LOG_LEVEL: "loud" })
+      expect(Either.isLeft(settings)).toBe(true)
+      const message = Either.isLeft(settings) ? String(settings.left) : ""
+      expect(message).toContain("LOG_LEVEL")
+      expect(message).toContain("debug, info, warn, error, none")
+    }))
+})
