@@ -1,9 +1,9 @@
 /** Real workflows through n8n-core's WorkflowExecute against a real Parley server on 127.0.0.1. */
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import type { INode } from "n8n-workflow"
+import type { INode, INodeExecutionData } from "n8n-workflow"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { chain, loadPackage, N8nHarness, outputOf, parleyNode } from "./support/n8n.js"
+import { chain, loadPackage, LOOP_OVER_ITEMS, N8nHarness, NO_OP, outputOf, parleyNode, testNode } from "./support/n8n.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 let server: TestServer
@@ -57,7 +57,7 @@ describe("Parley node in real workflows", () => {
     expect(run.data.resultData.error).toBeUndefined()
     const [sent] = outputOf(run, "Send")
     expect(sent!.json).toMatchObject({ status: "accepted", test: false, simulated: false, replayed: false })
-    expect(sent!.json.idempotencyKey).toMatch(/^n8n:test-\d+:Send:0$/)
+    expect(sent!.json.idempotencyKey).toMatch(/^n8n:test-\d+:0:0:[0-9a-f]{32}$/)
     expect(sent!.pairedItem).toEqual({ item: 0 })
     const [read] = outputOf(run, "Read")
     // The dispatcher moves it on (Queued → Sending → Sent → Delivered) while we read.
@@ -232,6 +232,35 @@ describe("Parley node in real workflows", () => {
     expect(typeof items[1]!.json.requestId).toBe("string")
   })
 
+  it("Continue (using error output) sends failed items down the error output with the input's fields", async () => {
+    const input = [{ to: TO, lead: "a" }, { to: "not-a-number", lead: "b" }, { to: TO, lead: "c" }]
+    const run = await live.run(
+      {
+        nodes: [
+          testNode("Leads", NO_OP),
+          parleyNode("Send", sendParameters({ to: "={{ $json.to }}" }), { onError: "continueErrorOutput" })
+        ],
+        connections: chain("Leads", "Send")
+      },
+      { input }
+    )
+    expect(run.data.resultData.error).toBeUndefined()
+    const [task] = run.data.resultData.runData["Send"]!
+    const [success, failure] = task!.data!.main as [INodeExecutionData[], INodeExecutionData[]]
+    expect(success.map((item) => [item.pairedItem, item.json.status])).toEqual([
+      [{ item: 0 }, "accepted"],
+      [{ item: 2 }, "accepted"]
+    ])
+    expect(failure).toHaveLength(1)
+    const failed = failure[0]!
+    expect(failed.pairedItem).toEqual({ item: 1 })
+    // n8n adds the input item's fields on the error branch.
+    expect(failed.json).toMatchObject({ to: "not-a-number", lead: "b" })
+    expect(failed.json.error).toMatch(/^INVALID_REQUEST: .*\[item 1\]$/)
+    expect(failed.json.details).toMatchObject({ httpCode: "400", code: "INVALID_REQUEST" })
+    expect(typeof (failed.json.details as { requestId?: unknown }).requestId).toBe("string")
+  })
+
   it("stops the workflow with a NodeApiError naming the item without Continue On Fail", async () => {
     const run = await live.run(
       { nodes: [parleyNode("Send", sendParameters({ to: "={{ $json.to }}" }))], connections: {} },
@@ -336,6 +365,67 @@ describe("Parley node in real workflows", () => {
       expect(await conversationCount(to)).toBe(1)
     })
 
+    const loopWorkflow = (to: string) => ({
+      nodes: [testNode("Loop", LOOP_OVER_ITEMS), parleyNode("Send", sendParameters({ to, body: "={{ $json.body }}" }))],
+      connections: {
+        Loop: { main: [[], [{ node: "Send", type: "main" as const, index: 0 }]] },
+        Send: { main: [[{ node: "Loop", type: "main" as const, index: 0 }]] }
+      }
+    })
+
+    it("a node run once per item by Loop Over Items sends every item (one key per run)", async () => {
+      const recipients = ["+15550009001", "+15550009002", "+15550009003"]
+      const run = await live.run(
+        {
+          nodes: [testNode("Loop", LOOP_OVER_ITEMS), parleyNode("Send", sendParameters({ to: "={{ $json.to }}" }))],
+          connections: {
+            Loop: { main: [[], [{ node: "Send", type: "main", index: 0 }]] },
+            Send: { main: [[{ node: "Loop", type: "main", index: 0 }]] }
+          }
+        },
+        { input: recipients.map((to) => ({ to })) }
+      )
+      expect(run.data.resultData.error).toBeUndefined()
+      expect(run.data.resultData.runData["Send"]).toHaveLength(3)
+      const sent = outputOf(run, "Send").map((item) => item.json)
+      expect(sent.map((item) => [item.status, item.replayed])).toEqual([
+        ["accepted", false],
+        ["accepted", false],
+        ["accepted", false]
+      ])
+      expect(new Set(sent.map((item) => item.idempotencyKey)).size).toBe(3)
+      expect(new Set(sent.map((item) => item.id)).size).toBe(3)
+      for (const to of recipients) expect(await conversationCount(to)).toBe(1)
+    })
+
+    it("the same payload sent by three runs of a node in one execution is sent three times, not replayed", async () => {
+      // What an AI agent does when it calls the node as a tool twice with the same arguments.
+      const to = "+15550009010"
+      const run = await live.run(loopWorkflow(to), { input: [{ body: "Same" }, { body: "Same" }, { body: "Same" }] })
+      expect(run.data.resultData.error).toBeUndefined()
+      const sent = outputOf(run, "Send").map((item) => item.json)
+      expect(sent.map((item) => item.replayed)).toEqual([false, false, false])
+      expect(new Set(sent.map((item) => item.id)).size).toBe(3)
+      expect(await conversationCount(to)).toBe(3)
+    })
+
+    it("two n8n instances whose execution ids collide both send", async () => {
+      // Execution ids restart at 1 on every new n8n and after its database is reset.
+      const to = "+15550009020"
+      const loader = await loadPackage()
+      const credentials = { baseUrl: server.baseUrl, apiKey: demo.keys.live }
+      const first = new N8nHarness(loader, credentials, { instanceId: "a".repeat(64) })
+      const second = new N8nHarness(loader, credentials, { instanceId: "b".repeat(64) })
+      const workflow = { nodes: [parleyNode("Send", sendParameters({ to }))], connections: {} }
+      const a = outputOf(await first.run(workflow, { executionId: "1" }), "Send")[0]!.json
+      const b = outputOf(await second.run(workflow, { executionId: "1" }), "Send")[0]!.json
+      expect(a).toMatchObject({ status: "accepted", replayed: false })
+      expect(b).toMatchObject({ status: "accepted", replayed: false })
+      expect(b.id).not.toBe(a.id)
+      expect(b.idempotencyKey).not.toBe(a.idempotencyKey)
+      expect(await conversationCount(to)).toBe(2)
+    })
+
     it("a rerun of the same execution sends the same key; Options can override it", async () => {
       const to = "+15550004444"
       const workflow = { nodes: [parleyNode("Send", sendParameters({ to }))], connections: {} }
@@ -343,7 +433,7 @@ describe("Parley node in real workflows", () => {
       const second = await live.run(workflow, { executionId: "exec-42" })
       const a = outputOf(first, "Send")[0]!.json
       const b = outputOf(second, "Send")[0]!.json
-      expect(a.idempotencyKey).toBe("n8n:exec-42:Send:0")
+      expect(a.idempotencyKey).toMatch(/^n8n:exec-42:0:0:[0-9a-f]{32}$/)
       expect(b).toMatchObject({ id: a.id, idempotencyKey: a.idempotencyKey, replayed: true })
       expect(await conversationCount(to)).toBe(1)
 

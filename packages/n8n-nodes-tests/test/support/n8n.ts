@@ -11,11 +11,13 @@ import type {
   ICredentialTestRequest,
   ICredentialType,
   IDataObject,
+  IExecuteFunctions,
   IHttpRequestOptions,
   INode,
   INodeExecutionData,
   INodeProperties,
   INodeType,
+  INodeTypeDescription,
   INodeTypes,
   IRun,
   IVersionedNodeType,
@@ -32,8 +34,14 @@ import { fileURLToPath } from "node:url"
 // n8n-core and the built nodes are CommonJS and share one n8n-workflow; load the
 // same CommonJS copy here so classes and instanceof checks agree.
 const require = createRequire(import.meta.url)
-const { ExecutionLifecycleHooks, PackageDirectoryLoader: Loader, PollContext, WorkflowExecute } =
+const { ExecutionLifecycleHooks, InstanceSettings, LoadOptionsContext, PackageDirectoryLoader: Loader, PollContext, WorkflowExecute } =
   require("n8n-core") as typeof import("n8n-core")
+// n8n-core's dependency container (@n8n/di, a dependency of n8n-core), where its execution
+// contexts read the instance settings from.
+interface DependencyContainer {
+  get<T>(type: new (...args: never[]) => T): T
+}
+const { Container } = createRequire(require.resolve("n8n-core"))("@n8n/di") as { Container: DependencyContainer }
 const { createRunExecutionData, ICredentialsHelper, NodeHelpers, Workflow } =
   require("n8n-workflow") as typeof import("n8n-workflow")
 type Workflow = WorkflowClass
@@ -54,6 +62,75 @@ export async function loadPackage(): Promise<PackageDirectoryLoader> {
   return loader
 }
 
+/**
+ * n8n's "Loop Over Items" (SplitInBatches v3) reduced to batch size 1, since n8n-nodes-base is not
+ * installed here: the first run keeps the input and sends its first item down "loop"; every later
+ * run (fed back from the loop's last node) collects what came back and sends the next item, until
+ * "done" gets everything that came back. The nodes in the loop run once per item, each run with the
+ * next run index, as in n8n.
+ */
+class LoopOverItems implements INodeType {
+  description: INodeTypeDescription = {
+    displayName: "Loop Over Items",
+    name: "loopOverItems",
+    group: ["organization"],
+    version: 1,
+    description: "Batch size 1",
+    defaults: { name: "Loop Over Items" },
+    inputs: ["main"],
+    outputs: ["main", "main"],
+    outputNames: ["done", "loop"],
+    properties: []
+  }
+
+  async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+    const state = this.getContext("node") as { remaining?: INodeExecutionData[]; done?: INodeExecutionData[] }
+    const input = this.getInputData()
+    if (state.remaining === undefined) {
+      state.remaining = input.map((item, index) => ({ json: item.json, pairedItem: { item: index } }))
+      state.done = []
+    } else {
+      state.done!.push(...input.map((item) => ({ json: item.json })))
+    }
+    const next = state.remaining.shift()
+    if (next !== undefined) return [[], [next]]
+    const done = state.done!
+    delete state.remaining
+    delete state.done
+    return [done, []]
+  }
+}
+
+/** n8n's "No Operation, do nothing": passes its items on, so the node after it has a source node as in n8n. */
+class NoOp implements INodeType {
+  description: INodeTypeDescription = {
+    displayName: "No Operation",
+    name: "noOp",
+    group: ["organization"],
+    version: 1,
+    description: "Passes items on",
+    defaults: { name: "No Operation" },
+    inputs: ["main"],
+    outputs: ["main"],
+    properties: []
+  }
+
+  async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+    return [this.getInputData()]
+  }
+}
+
+/** Node types the tests add beside the package's: n8n's own nodes are not installed here. */
+export const TEST_PREFIX = "parley-test"
+export const LOOP_OVER_ITEMS = `${TEST_PREFIX}.loopOverItems`
+export const NO_OP = `${TEST_PREFIX}.noOp`
+const TEST_NODE_TYPES: Record<string, INodeType> = { [LOOP_OVER_ITEMS]: new LoopOverItems(), [NO_OP]: new NoOp() }
+
+/** A node of one of the test node types. */
+export function testNode(name: string, type: string): INode {
+  return { id: name.toLowerCase().replace(/\W+/g, "-"), name, type, typeVersion: 1, position: [0, 0], parameters: {} }
+}
+
 class PackageNodeTypes implements INodeTypes {
   constructor(private readonly loader: PackageDirectoryLoader) {}
 
@@ -63,7 +140,7 @@ class PackageNodeTypes implements INodeTypes {
   }
 
   getByName(type: string): INodeType | IVersionedNodeType {
-    return this.loader.getNode(this.shortName(type)).type
+    return TEST_NODE_TYPES[type] ?? this.loader.getNode(this.shortName(type)).type
   }
 
   getByNameAndVersion(type: string, version?: number): INodeType {
@@ -179,6 +256,20 @@ export interface RunOptions {
   mode?: WorkflowExecuteMode
 }
 
+export interface HarnessOptions {
+  /**
+   * The n8n instance the workflows run on (n8n's InstanceSettings.instanceId, which n8n derives from
+   * its encryption key or reads from N8N_INSTANCE_ID). Harnesses without one share this process's.
+   */
+  instanceId?: string
+}
+
+/** The instance settings n8n-core's execution contexts read `getInstanceId()` from. */
+function instanceSettings() {
+  return Container.get(InstanceSettings)
+}
+const PROCESS_INSTANCE_ID = instanceSettings().instanceId
+
 let executionCounter = 0
 
 /** A loaded package plus a credential: runs workflows and polls against one Parley server. */
@@ -188,7 +279,8 @@ export class N8nHarness {
 
   constructor(
     readonly loader: PackageDirectoryLoader,
-    readonly credentials: ParleyCredentials
+    readonly credentials: ParleyCredentials,
+    readonly options: HarnessOptions = {}
   ) {
     this.nodeTypes = new PackageNodeTypes(loader)
     this.credentialsHelper = new TestCredentialsHelper(loader, { parleyApi: credentials })
@@ -227,8 +319,14 @@ export class N8nHarness {
     return data as unknown as IWorkflowExecuteAdditionalData
   }
 
+  /** Makes this harness's n8n instance the one the next execution context sees. */
+  private enterInstance(): void {
+    instanceSettings().instanceId = this.options.instanceId ?? PROCESS_INSTANCE_ID
+  }
+
   /** Runs a workflow from its first node, as n8n's WorkflowExecute does, and returns the run. */
   async run(json: WorkflowJson, options: RunOptions = {}): Promise<IRun> {
+    this.enterInstance()
     const executionId = options.executionId ?? `test-${++executionCounter}`
     const mode = options.mode ?? "manual"
     const workflow = this.workflow(json)
@@ -257,6 +355,7 @@ export class N8nHarness {
 
   /** Calls the trigger's poll() through n8n-core's PollContext, with the workflow's static data. */
   async poll(workflow: Workflow, nodeName: string, mode: "trigger" | "manual") {
+    this.enterInstance()
     const node = workflow.getNode(nodeName)
     if (node === null) throw new Error(`No node ${nodeName}`)
     const nodeType = this.nodeTypes.getByNameAndVersion(node.type, node.typeVersion)
@@ -269,6 +368,20 @@ export class N8nHarness {
     )
     if (nodeType.poll === undefined) throw new Error(`${node.type} does not poll`)
     return await nodeType.poll.call(context)
+  }
+
+  /**
+   * Calls a list search of the node as n8n's editor does (POST /rest/dynamic-node-parameters/resource-locator-results),
+   * with the node's current parameters.
+   */
+  async listSearch(node: INode, method: string, filter?: string) {
+    const nodeType = this.nodeTypes.getByNameAndVersion(node.type, node.typeVersion)
+    const search = nodeType.methods?.listSearch?.[method]
+    if (search === undefined) throw new Error(`${node.type} has no list search ${method}`)
+    const workflow = this.workflow({ nodes: [node], connections: {} })
+    const additionalData = { ...this.additionalData("list-search"), currentNodeParameters: node.parameters }
+    const context = new LoadOptionsContext(workflow, node, additionalData, "parameters")
+    return await search.call(context, filter)
   }
 
   /**

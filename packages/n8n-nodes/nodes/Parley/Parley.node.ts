@@ -27,18 +27,38 @@ const operations: Record<string, Record<string, ParleyOperation>> = {
 	template: templateOperations,
 };
 
-/** What Continue On Fail outputs for a failed item. */
-function errorJson(error: Error): IDataObject {
-	const json: IDataObject = { error: error.message };
+/** Parley's details of a failure: its code, HTTP status, advice and request id. */
+function errorDetails(error: Error): IDataObject {
+	const details: IDataObject = {};
 	if (error instanceof NodeApiError) {
-		if (error.description) json.description = error.description;
-		if (error.httpCode) json.httpCode = error.httpCode;
+		if (error.description) details.description = error.description;
+		if (error.httpCode) details.httpCode = error.httpCode;
 		const code = error.context.code ?? (error.errorResponse?.code as string | undefined);
-		if (code !== undefined) json.code = code;
+		if (code !== undefined) details.code = code;
 		const requestId = error.errorResponse?.requestId;
-		if (requestId !== undefined) json.requestId = requestId;
+		if (requestId !== undefined) details.requestId = requestId;
 	}
-	return json;
+	return details;
+}
+
+/**
+ * The item a failed input item becomes when the node continues on fail.
+ *
+ * "Continue (using error output)": n8n moves an item to the error output only
+ * when its JSON holds nothing but `error`, `message` and `details` (an item's
+ * `error` property would also route it, but n8n then replaces its JSON with
+ * the bare message). So the details go under `details`, and n8n adds the input
+ * item's fields to it on the error branch.
+ *
+ * "Continue": the item stays on the one output with the details at the top,
+ * where `{{ $json.code }}` finds them.
+ */
+function failedItem(error: Error, itemIndex: number, toErrorOutput: boolean): INodeExecutionData {
+	const details = errorDetails(error);
+	const json: IDataObject = toErrorOutput
+		? { error: error.message, details }
+		: { error: error.message, ...details };
+	return { json, pairedItem: { item: itemIndex } };
 }
 
 export class Parley implements INodeType {
@@ -107,7 +127,7 @@ export class Parley implements INodeType {
 						? error
 						: new NodeOperationError(this.getNode(), error as Error, { itemIndex });
 				if (this.continueOnFail()) {
-					output.push({ json: errorJson(nodeError), pairedItem: { item: itemIndex } });
+					output.push(failedItem(nodeError, itemIndex, this.getNode().onError === 'continueErrorOutput'));
 					continue;
 				}
 				throw nodeError;

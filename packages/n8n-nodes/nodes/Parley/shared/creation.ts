@@ -11,9 +11,57 @@ import type { ParleyResponse } from './transport';
 const MAX_IDEMPOTENCY_KEY = 128;
 
 /**
- * The same execution, node and item always give the same key, so Retry On
- * Fail (which reruns the node in the same execution) never creates twice.
+ * What makes one attempt to create an action. n8n's Retry On Fail reruns the
+ * node with all of these unchanged, so it resends the same key and Parley
+ * replays the first answer. Anything else that runs the node again differs in
+ * at least one part: another n8n (instance id), another workflow, another
+ * execution, another run of the node in the same execution (loops, an AI
+ * agent calling it as a tool again) or another item.
  */
+export interface AttemptIdentity {
+	instanceId: string;
+	workflowId: string;
+	executionId: string;
+	nodeName: string;
+	runIndex: number;
+	itemIndex: number;
+}
+
+function attemptOf(context: IExecuteFunctions, itemIndex: number): AttemptIdentity {
+	return {
+		instanceId: context.getInstanceId(),
+		workflowId: context.getWorkflow().id ?? '',
+		executionId: context.getExecutionId(),
+		nodeName: context.getNode().name,
+		// The run index is not a method of the execute functions; the expression
+		// data ($runIndex) is the public way to read it.
+		runIndex: context.getWorkflowDataProxy(itemIndex).$thisRunIndex,
+		itemIndex,
+	};
+}
+
+/**
+ * `n8n:<execution>:<run>:<item>:<digest>`: the readable parts find the n8n
+ * execution from a Parley record; the digest covers every part of the attempt.
+ */
+export function derivedIdempotencyKey(attempt: AttemptIdentity): string {
+	const digest = createHash('sha256')
+		.update(
+			JSON.stringify([
+				attempt.instanceId,
+				attempt.workflowId,
+				attempt.executionId,
+				attempt.nodeName,
+				attempt.runIndex,
+				attempt.itemIndex,
+			]),
+		)
+		.digest('hex');
+	const readable = `n8n:${attempt.executionId}:${attempt.runIndex}:${attempt.itemIndex}:${digest.slice(0, 32)}`;
+	return readable.length <= MAX_IDEMPOTENCY_KEY ? readable : `n8n:${digest}`;
+}
+
+/** The Idempotency-Key of one create: the user's override, or one derived from the attempt. */
 export function idempotencyKeyFor(this: IExecuteFunctions, itemIndex: number): string {
 	const options = this.getNodeParameter('options', itemIndex, {}) as IDataObject;
 	const override = typeof options.idempotencyKey === 'string' ? options.idempotencyKey.trim() : '';
@@ -25,10 +73,7 @@ export function idempotencyKeyFor(this: IExecuteFunctions, itemIndex: number): s
 		}
 		return override;
 	}
-	const derived = `n8n:${this.getExecutionId()}:${this.getNode().name}:${itemIndex}`;
-	return derived.length <= MAX_IDEMPOTENCY_KEY
-		? derived
-		: `n8n:${createHash('sha256').update(derived).digest('hex')}`;
+	return derivedIdempotencyKey(attemptOf(this, itemIndex));
 }
 
 /** Offset of `timeZone` from UTC at `instant`, in milliseconds. */
