@@ -1,11 +1,24 @@
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
+import { announceAtEnd, isCi, planPostgres, unavailableNotice } from "./test/support/postgres.js"
 
-export default defineConfig({
-  test: {
-    include: ["test/**/*.test.ts"],
-    // Black-box tests start real server processes; give them room on 2 cores.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    fileParallelism: false
+// The server suite runs twice: on SQLite, then with PARLEY_TEST_STORE=postgres.
+// The Postgres pass needs a PostgreSQL (found or started by test/support/postgres-setup.ts);
+// where none can be had it is skipped with one loud line, except under CI.
+export default defineConfig(async () => {
+  const postgresPass = process.env["PARLEY_TEST_STORE"] === "postgres"
+  const plan = postgresPass ? await planPostgres() : undefined
+  const skipped = plan?.kind === "none" && !isCi()
+  if (plan?.kind === "none" && skipped) announceAtEnd(unavailableNotice(plan.reason, "skipped"))
+  return {
+    test: {
+      include: ["test/**/*.test.ts"],
+      exclude: skipped ? ["**/*"] : configDefaults.exclude,
+      passWithNoTests: skipped,
+      globalSetup: postgresPass && !skipped ? ["test/support/postgres-setup.ts"] : [],
+      // Black-box tests start real server processes; give them room on 2 cores.
+      testTimeout: 60_000,
+      hookTimeout: 60_000,
+      fileParallelism: false
+    }
   }
 })

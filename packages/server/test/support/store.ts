@@ -1,8 +1,9 @@
 /**
  * The store a black-box test runs on. The server suite runs once per store:
  * `PARLEY_TEST_STORE=sqlite` (the default; a temporary data directory) and
- * `PARLEY_TEST_STORE=postgres` (a fresh database on the machine's Postgres,
- * created per test server and dropped after, so runs never collide).
+ * `PARLEY_TEST_STORE=postgres` (a fresh database per test server, dropped
+ * after, so runs never collide, on the PostgreSQL that postgres-setup.ts found
+ * at PARLEY_TEST_PG_URL or started for the run).
  *
  * Tests that look inside the database (to seed a backlog, or count the
  * carrier simulator's sends) use `TestDatabase.query` with `?` placeholders
@@ -14,13 +15,20 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import Sqlite from "better-sqlite3"
 import pg from "pg"
+import { inject } from "vitest"
+// The type of inject("parleyPostgresUrl") is declared beside the global setup that provides it.
+import type {} from "./postgres-setup.js"
 
 export type StoreKind = "sqlite" | "postgres"
 
 export const testStore: StoreKind = process.env["PARLEY_TEST_STORE"] === "postgres" ? "postgres" : "sqlite"
 
 /** Where the test databases are created (any database on the server will do as the admin connection). */
-export const adminUrl = process.env["PARLEY_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const adminUrl = (): string => {
+  const url = inject("parleyPostgresUrl")
+  if (url === undefined) throw new Error("no PostgreSQL for this run: Postgres tests run in the Postgres pass (PARLEY_TEST_STORE=postgres)")
+  return url
+}
 
 export interface TestDatabase {
   readonly kind: StoreKind
@@ -53,14 +61,14 @@ const withDatabase = (url: string, database: string): string => {
 
 const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
   const name = `parley_test_${process.pid}_${randomBytes(4).toString("hex")}`
-  const admin = new pg.Client({ connectionString: adminUrl })
+  const admin = new pg.Client({ connectionString: adminUrl() })
   await admin.connect()
   try {
     await admin.query(`CREATE DATABASE ${name}`)
   } finally {
     await admin.end()
   }
-  const url = withDatabase(adminUrl, name)
+  const url = withDatabase(adminUrl(), name)
   // A pool, so a test's concurrent queries each get a connection.
   let pool: pg.Pool | undefined
   const connection = () => (pool ??= new pg.Pool({ connectionString: url, max: 4 }))
@@ -80,7 +88,7 @@ const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
     close,
     drop: async () => {
       await close()
-      const dropper = new pg.Client({ connectionString: adminUrl })
+      const dropper = new pg.Client({ connectionString: adminUrl() })
       await dropper.connect()
       try {
         await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
