@@ -62,7 +62,7 @@ export interface DemoSummary {
   readonly bots: ReadonlyArray<{ readonly id: string; readonly name: string; readonly active: boolean }>
   readonly templates: ReadonlyArray<{ readonly id: string; readonly name: string }>
   readonly records: ReadonlyArray<{ readonly module: string; readonly id: string; readonly name: string }>
-  readonly keys: { readonly test: string; readonly live: string }
+  readonly keys: { readonly live: string; readonly test: string }
 }
 
 export const seedDemo = (orgId: string = DEMO_ORG_ID) =>
@@ -118,7 +118,7 @@ export const seedDemo = (orgId: string = DEMO_ORG_ID) =>
       bots: (yield* organisations.listBots(orgId)).map((b) => ({ id: b.id, name: b.name, active: b.active })),
       templates: (yield* crm.listTemplates(orgId, 200)).map((t) => ({ id: t.id, name: t.name })),
       records: (yield* crm.listRecords(orgId)).map((r) => ({ module: r.module, id: r.id, name: r.name })),
-      keys: { test: test.token, live: live.token }
+      keys: { live: live.token, test: test.token }
     }
     return summary
   })

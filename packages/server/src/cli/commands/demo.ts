@@ -8,13 +8,14 @@ export const describeDemo = (demo: Demo.DemoSummary, baseUrl: string): string =>
   const sender = demo.numbers.find((n) => !n.whatsApp) ?? demo.numbers[0]
   return [
     `Demo organisation ${demo.orgId}`,
-    `  test key: ${demo.keys.test}`,
-    `  live key: ${demo.keys.live}`,
-    `  numbers:  ${demo.numbers.map((n) => `${n.sid} (${n.phoneNumber}${n.whatsApp ? ", WhatsApp" : ""})`).join(", ")}`,
-    `  bots:     ${demo.bots.filter((b) => b.active).map((b) => b.id).join(", ")}`,
+    // The live key first: it is the one the README's tour and the curl below use.
+    `  Live key:  ${demo.keys.live}   (acts for real: actions are dispatched, statuses move, events are sent)`,
+    `  Test key:  ${demo.keys.test}   (simulates: answers like the live key, sends nothing)`,
+    `  numbers:   ${demo.numbers.map((n) => `${n.sid} (${n.phoneNumber}${n.whatsApp ? ", WhatsApp" : ""})`).join(", ")}`,
+    `  bots:      ${demo.bots.filter((b) => b.active).map((b) => b.id).join(", ")}`,
     `  templates: ${demo.templates.map((t) => `${t.id} (${t.name})`).join(", ")}`,
     "",
-    "Send a first message:",
+    "Send a first message with the live key:",
     `  curl -sS -X POST ${baseUrl}/api/v1/messages \\`,
     `    -H "Authorization: Bearer ${demo.keys.live}" \\`,
     `    -H "Content-Type: application/json" -H "Idempotency-Key: $(date +%s%N)" \\`,
