@@ -52,7 +52,7 @@ const triggerNode = (parameters: INode["parameters"]): INode => ({
 const json = (result: Awaited<ReturnType<N8nHarness["poll"]>>) => (result === null ? null : result[0]!.map((item) => item.json))
 
 describe("Parley Trigger (Poll Status)", () => {
-  it("watching ids: emits the first state, nothing when unchanged, a change once", async () => {
+  it("watching ids: the first poll is a baseline, then each change is emitted once", async () => {
     const first = await schedule("+15550005555", "trigger-ids-1")
     const second = await schedule("+15550005556", "trigger-ids-2")
     const workflow = harness.workflow({
@@ -60,11 +60,8 @@ describe("Parley Trigger (Poll Status)", () => {
       connections: {}
     })
 
-    const initial = json(await harness.poll(workflow, "Parley Trigger", "trigger"))
-    expect(initial?.map((item) => [item.id, item.status, item.previousStatus])).toEqual([
-      [first, "Queued", null],
-      [second, "Queued", null]
-    ])
+    // Activation: what is watched now is the starting point, not an event.
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
 
     await cancel(first)
@@ -78,6 +75,41 @@ describe("Parley Trigger (Poll Status)", () => {
       [`message:${second}`, "Queued"],
       [`message:${first}`, "Cancelled"]
     ])
+  })
+
+  it("watching ids: an unknown id is reported once and does not stop the others", async () => {
+    const id = await schedule("+15550005557", "trigger-ids-unknown-1")
+    const workflow = harness.workflow({
+      nodes: [triggerNode({ watch: "ids", messageIds: `${id}, 999999`, aiCallIds: "888888", emitOn: "any" })],
+      connections: {}
+    })
+    // The activation poll succeeds and says which ids Parley does not know.
+    const activation = json(await harness.poll(workflow, "Parley Trigger", "trigger"))
+    expect(activation).toEqual([
+      expect.objectContaining({ kind: "message", id: "999999", status: null, error: expect.objectContaining({ code: "NOT_FOUND" }) }),
+      expect.objectContaining({ kind: "aiCall", id: "888888", status: null, error: expect.objectContaining({ code: "NOT_FOUND" }) })
+    ])
+    expect(String((activation![0]!.error as IDataObject).message)).toMatch(/999999/)
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+
+    await cancel(id)
+    expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
+      expect.objectContaining({ id, status: "Cancelled", previousStatus: "Queued" })
+    ])
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+  })
+
+  it("final statuses only: the backlog of final records is not emitted on activation", async () => {
+    const done = await schedule("+15550005558", "trigger-backlog-1")
+    await cancel(done)
+    const workflow = harness.workflow({
+      nodes: [triggerNode({ watch: "all", emitOn: "final", maxConversations: 200 })],
+      connections: {}
+    })
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+    // Test step still shows the current state, backlog included.
+    const manual = json(await harness.poll(workflow, "Parley Trigger", "manual"))
+    expect(manual).toEqual(expect.arrayContaining([expect.objectContaining({ id: done, status: "Cancelled" })]))
   })
 
   it("final statuses only: emits just the change to a final status", async () => {

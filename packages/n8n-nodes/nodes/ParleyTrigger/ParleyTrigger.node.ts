@@ -5,7 +5,7 @@ import type {
 	INodeTypeDescription,
 	IPollFunctions,
 } from 'n8n-workflow';
-import { NodeConnectionTypes } from 'n8n-workflow';
+import { NodeApiError, NodeConnectionTypes } from 'n8n-workflow';
 import type {
 	ApiActionRecord,
 	ApiConversationSummary,
@@ -79,20 +79,50 @@ interface Observed {
 	conversationId?: string;
 }
 
+/** A watched id Parley answered with 404 (or 400, a malformed id): nothing else in the poll is lost. */
+interface Unknown {
+	key: string;
+	kind: Kind;
+	id: string;
+	error: IDataObject;
+}
+
+/** Parley's error for one id, when the id itself is the problem; undefined for anything else. */
+function unknownIdError(error: unknown): IDataObject | undefined {
+	if (!(error instanceof NodeApiError)) return undefined;
+	if (error.httpCode !== '404' && error.httpCode !== '400') return undefined;
+	const details: IDataObject = {
+		code: error.errorResponse?.code ?? `HTTP_${error.httpCode}`,
+		message: error.errorResponse?.message ?? error.message,
+	};
+	if (error.errorResponse?.requestId !== undefined) details.requestId = error.errorResponse.requestId;
+	return details;
+}
+
 /** What the trigger keeps between polls: last status per record, last look per conversation. */
 interface PollState {
+	/**
+	 * Whether a poll has already run since activation. The first one only
+	 * records what it sees (a baseline), as n8n's own polling triggers do, so
+	 * activating a workflow never replays the history.
+	 */
+	baselined: boolean;
 	/** [kind:id, status], oldest first. */
 	records: Array<[string, string]>;
 	/** [conversation id, fingerprint of its summary, whether it still had in-flight messages]. */
 	conversations: Array<[string, string, boolean]>;
+	/** kind:id of watched ids already reported unknown, so each is reported once. */
+	unknown: string[];
 }
 
 function readState(staticData: IDataObject): PollState {
-	const records = Array.isArray(staticData.records) ? (staticData.records as Array<[string, string]>) : [];
+	const baselined = Array.isArray(staticData.records);
+	const records = baselined ? (staticData.records as Array<[string, string]>) : [];
 	const conversations = Array.isArray(staticData.conversations)
 		? (staticData.conversations as Array<[string, string, boolean]>)
 		: [];
-	return { records, conversations };
+	const unknown = Array.isArray(staticData.unknown) ? (staticData.unknown as string[]) : [];
+	return { baselined, records, conversations, unknown };
 }
 
 function splitIds(value: unknown): string[] {
@@ -108,23 +138,32 @@ async function readWatchedIds(
 	context: IPollFunctions,
 	known: Map<string, string>,
 	refreshAll: boolean,
-): Promise<Observed[]> {
+): Promise<{ observed: Observed[]; unknown: Unknown[] }> {
 	const watched: Array<{ kind: Kind; id: string }> = [
 		...splitIds(context.getNodeParameter('messageIds', '')).map((id) => ({ kind: 'message' as const, id })),
 		...splitIds(context.getNodeParameter('aiCallIds', '')).map((id) => ({ kind: 'aiCall' as const, id })),
 	];
 	const observed: Observed[] = [];
+	const unknown: Unknown[] = [];
 	for (const { kind, id } of watched) {
 		const key = `${kind}:${id}`;
 		// A record in a final status never changes again: no need to ask.
 		if (!refreshAll && isFinal(known.get(key))) continue;
-		const record = await parleyRequest<ApiActionRecord>(context, {
-			method: 'GET',
-			path: `/${kind === 'message' ? 'messages' : 'ai-calls'}/${encodeURIComponent(id)}`,
-		});
-		observed.push({ key, kind, record });
+		try {
+			const record = await parleyRequest<ApiActionRecord>(context, {
+				method: 'GET',
+				path: `/${kind === 'message' ? 'messages' : 'ai-calls'}/${encodeURIComponent(id)}`,
+			});
+			observed.push({ key, kind, record });
+		} catch (error) {
+			// A wrong id must not hide the others' changes; a wrong key or an
+			// unreachable server still fails the poll, as n8n should show it.
+			const details = unknownIdError(error);
+			if (details === undefined) throw error;
+			unknown.push({ key, kind, id, error: details });
+		}
 	}
-	return observed;
+	return { observed, unknown };
 }
 
 async function readConversations(
@@ -164,6 +203,12 @@ async function readConversations(
 	// Conversations not on the scanned pages keep their last look.
 	const untouched = state.conversations.filter(([id]) => !seen.has(id));
 	return { observed, conversations: [...untouched, ...looked].slice(-MAX_CONVERSATIONS) };
+}
+
+function unknownItem(entry: Unknown): INodeExecutionData {
+	return {
+		json: { id: entry.id, kind: entry.kind, status: null, previousStatus: null, final: false, error: entry.error },
+	};
 }
 
 function toItem(observed: Observed, previousStatus: string | undefined): INodeExecutionData {
@@ -301,6 +346,7 @@ export class ParleyTrigger implements INodeType {
 		const known = new Map(state.records);
 
 		let observed: Observed[];
+		let unknown: Unknown[] = [];
 		let conversations = state.conversations;
 		if (watch === 'all') {
 			const result = await readConversations(
@@ -312,24 +358,33 @@ export class ParleyTrigger implements INodeType {
 			observed = result.observed;
 			conversations = result.conversations;
 		} else {
-			observed = await readWatchedIds(this, known, manual);
+			const result = await readWatchedIds(this, known, manual);
+			observed = result.observed;
+			unknown = result.unknown;
 		}
 
 		// Manual runs show the current state and leave what was seen untouched.
 		if (manual) {
-			const items = observed.map((entry) => toItem(entry, known.get(entry.key)));
+			const items = [
+				...unknown.map(unknownItem),
+				...observed.map((entry) => toItem(entry, known.get(entry.key))),
+			];
 			return items.length === 0 ? null : [items];
 		}
 
-		const emitted: INodeExecutionData[] = [];
+		const reported = new Set(state.unknown);
+		const emitted: INodeExecutionData[] = unknown
+			.filter((entry) => !reported.has(entry.key))
+			.map(unknownItem);
 		for (const entry of observed) {
 			const status = entry.record.status ?? '';
 			const previous = known.get(entry.key);
 			if (previous === status) continue;
 			known.delete(entry.key); // re-inserted last: most recently changed
 			known.set(entry.key, status);
-			if (wanted(entry.record.status)) emitted.push(toItem(entry, previous));
+			if (state.baselined && wanted(entry.record.status)) emitted.push(toItem(entry, previous));
 		}
+		staticData.unknown = unknown.map((entry) => entry.key);
 		staticData.records = [...known.entries()].slice(-MAX_RECORDS);
 		staticData.conversations = conversations;
 		return emitted.length === 0 ? null : [emitted];
