@@ -446,3 +446,33 @@ describe("Parley node in real workflows", () => {
     })
   })
 })
+
+describe("the From picker", () => {
+  const pickerNode = (parameters: INode["parameters"]) => parleyNode("Picker", parameters)
+  const sids = async (parameters: INode["parameters"], filter?: string) =>
+    (await live.listSearch(pickerNode(parameters), "searchNumbers", filter)).results.map((result) => result.value)
+  /** What Parley says each number can do. */
+  const numbers = async () => {
+    const response = await server.fetch("/api/v1/numbers", { key: demo.keys.live })
+    return ((await response.json()) as {
+      items: Array<{ sid: string; friendlyName: string; capabilities: { sms?: boolean; voice?: boolean } }>
+    }).items
+  }
+
+  it("offers only numbers that can place voice calls for Start AI Call", async () => {
+    const all = await numbers()
+    const voice = all.filter((number) => number.capabilities.voice === true).map((number) => number.sid)
+    const noVoice = all.filter((number) => number.capabilities.voice === false).map((number) => number.sid)
+    expect(noVoice.length).toBeGreaterThan(0) // the demo's WhatsApp line
+    expect(await sids({ resource: "aiCall", operation: "start" })).toEqual(voice)
+  })
+
+  it("offers the numbers that can text for Send, and still searches by name", async () => {
+    const all = await numbers()
+    const sms = all.filter((number) => number.capabilities.sms !== false).map((number) => number.sid)
+    expect(sms.length).toBeGreaterThan(0)
+    expect(await sids({ resource: "message", operation: "send", channel: "SMS" })).toEqual(sms)
+    const first = all[0]!
+    expect(await sids({ resource: "message", operation: "send", channel: "SMS" }, first.friendlyName)).toEqual([first.sid])
+  })
+})

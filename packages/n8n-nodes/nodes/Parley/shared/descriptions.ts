@@ -18,7 +18,8 @@ export const fromNumberField: INodeProperties = {
 	type: 'resourceLocator',
 	default: { mode: 'list', value: '' },
 	required: true,
-	description: 'Sender number (its sid is sent as fromNumberSid)',
+	description:
+		'Sender number (its sid is sent as fromNumberSid). The list shows the numbers that can do what this operation needs: voice for AI calls, SMS or WhatsApp for texts.',
 	modes: [
 		{
 			displayName: 'From List',
