@@ -26,9 +26,12 @@ describe("carrier inbound webhook", () => {
     })
   }
 
-  it("refuses a request whose X-Twilio-Signature does not match", async () => {
+  it("refuses a request whose X-Twilio-Signature does not match (401 UNAUTHORIZED in the error shape)", async () => {
     const response = await post({ From: "+447700900001", To: "+14155550100", Body: "hi" }, "bm90IGEgc2lnbmF0dXJl")
-    expect(response.status).toBe(403)
+    expect(response.status).toBe(401)
+    const body = (await response.json()) as { error: { code: string; requestId: string } }
+    expect(body.error.code).toBe("UNAUTHORIZED")
+    expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
   })
 
   it("turns a signed inbound text into an unread Received record in its conversation, linked to the CRM record", async () => {

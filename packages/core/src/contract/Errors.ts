@@ -41,6 +41,9 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
 export class UnsupportedMediaType
   extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", fields)
 {}
+/** Raised by the HTTP layer itself, before a request reaches the contract (Node's parser or timers). */
+export class HeadersTooLarge extends Schema.TaggedError<HeadersTooLarge>()("HeadersTooLarge", fields) {}
+export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()("RequestTimeout", fields) {}
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   ...fields,
   /** Seconds until the next request is allowed; the server sends it as `Retry-After`. */
@@ -114,7 +117,9 @@ const catalog = {
   ActionProcessing: { errorClass: ActionProcessing, code: "ACTION_PROCESSING", status: 409, description: "An earlier request with the same Idempotency-Key is still being processed; retry unchanged." },
   ActionNotCancellable: { errorClass: ActionNotCancellable, code: "ACTION_NOT_CANCELLABLE", status: 409, description: "Only Queued actions scheduled more than 30 seconds ahead can be cancelled." },
   PayloadTooLarge: { errorClass: PayloadTooLarge, code: "PAYLOAD_TOO_LARGE", status: 413, description: "The request body exceeds 64 KiB." },
-  UnsupportedMediaType: { errorClass: UnsupportedMediaType, code: "UNSUPPORTED_MEDIA_TYPE", status: 415, description: "Request bodies must be sent as application/json." },
+  UnsupportedMediaType: { errorClass: UnsupportedMediaType, code: "UNSUPPORTED_MEDIA_TYPE", status: 415, description: "Request bodies must be JSON: application/json or another +json media type." },
+  HeadersTooLarge: { errorClass: HeadersTooLarge, code: "HEADERS_TOO_LARGE", status: 431, description: "The request line and headers exceed 16 KiB." },
+  RequestTimeout: { errorClass: RequestTimeout, code: "REQUEST_TIMEOUT", status: 408, description: "The request's headers or body did not arrive in time." },
   RateLimited: { errorClass: RateLimited, code: "RATE_LIMITED", status: 429, description: "Too many requests for this API key; wait for Retry-After seconds." },
   Internal: { errorClass: Internal, code: "INTERNAL", status: 500, description: "Unexpected service failure; safe to retry with the same Idempotency-Key." },
   CrmUnavailable: { errorClass: CrmUnavailable, code: "CRM_UNAVAILABLE", status: 502, description: "The CRM did not answer or failed." },
@@ -147,6 +152,8 @@ export const ErrorCatalog = {
   ACTION_NOT_CANCELLABLE: wire(catalog.ActionNotCancellable),
   PAYLOAD_TOO_LARGE: wire(catalog.PayloadTooLarge),
   UNSUPPORTED_MEDIA_TYPE: wire(catalog.UnsupportedMediaType),
+  HEADERS_TOO_LARGE: wire(catalog.HeadersTooLarge),
+  REQUEST_TIMEOUT: wire(catalog.RequestTimeout),
   RATE_LIMITED: wire(catalog.RateLimited),
   INTERNAL: wire(catalog.Internal),
   CRM_UNAVAILABLE: wire(catalog.CrmUnavailable),

@@ -14,6 +14,13 @@ export type RecordLink = typeof RecordLink.Type
 
 const VARIABLE_KEY = /^\{\{[1-9]\d{0,2}\}\}$/
 
+/**
+ * Unknown fields are refused, not dropped: a misspelt `scheduled_for` would
+ * otherwise send the text now. The option reaches nested objects too
+ * (`record.nmae`), and OpenAPI already says `additionalProperties: false`.
+ */
+const refuseUnknownFields = { parseOptions: { onExcessProperty: "error" } } as const
+
 // The key rule is a filter over the record, not a refined key schema: a Record
 // with a refined key silently drops the keys that do not match instead of
 // refusing them, so `{"name": "Ada"}` would decode as `{}`.
@@ -48,7 +55,7 @@ const MessageFields = Schema.Struct({
     description: "Approved content template SID; required when the WhatsApp session is closed."
   }),
   whatsAppContentVariables: Schema.optional(ContentVariables)
-})
+}).annotations(refuseUnknownFields)
 
 export const CreateMessageRequest = MessageFields.pipe(
   Schema.filter((m) => {
@@ -78,7 +85,7 @@ export const CreateAiCallRequest = Schema.Struct({
   }),
   mode: CallMode,
   purposeMessage: Schema.optional(BoundedString(4000))
-}).pipe(
+}).annotations(refuseUnknownFields).pipe(
   Schema.filter((c) =>
     c.mode === "deliver_specific_message" && (c.purposeMessage === undefined || c.purposeMessage.trim() === "")
       ? { path: ["purposeMessage"], message: "purposeMessage is required with mode deliver_specific_message" }

@@ -7,13 +7,30 @@
  * `X-Twilio-Signature`: base64 HMAC-SHA1, keyed with the token, of the full
  * URL followed by every form field's name and value in name order. The URL is
  * PARLEY_PUBLIC_URL + path when set (behind a proxy), else http:// + Host.
- * Answers are TwiML with no reply, as Twilio expects.
+ * A message taken is answered with TwiML and no reply, as Twilio expects;
+ * anything else in the error shape of /api/v1 (`code`, `message`,
+ * `requestId`). The request pipeline reads the body first (form-encoded, under
+ * the size limit: 413 otherwise), as for /api/v1.
  */
 import { createHmac } from "node:crypto"
-import { HttpApiBuilder, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Crypto, Inbound, Organisations } from "@parley/core"
-import { Effect, Option, Redacted } from "effect"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  type ApiError,
+  CrmUnavailable,
+  Crypto,
+  CurrentRequestId,
+  Inbound,
+  InvalidRequest,
+  NotFound,
+  Organisations,
+  SetupUnavailable,
+  Unauthorized
+} from "@parley/core"
+import { Effect, FiberRef, Option, Redacted } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { errorResponse } from "./ErrorResponses.js"
+
+export const CARRIER_INBOUND_PATH = "/carrier/inbound"
 
 const EMPTY_TWIML = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`
 const E164 = /^\+[1-9]\d{7,14}$/
@@ -23,10 +40,9 @@ export const twilioSignature = (token: string, url: string, params: ReadonlyArra
     .update(url + [...params].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => k + v).join(""))
     .digest("base64")
 
-const reply = (status: number, detail?: string) =>
-  status === 200
-    ? HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
-    : HttpServerResponse.unsafeJson({ error: { message: detail ?? "rejected" } }, { status })
+const taken = () => HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
+
+const refused = (error: ApiError) => Effect.map(FiberRef.get(CurrentRequestId), (id) => errorResponse(error, id))
 
 const parse = (address: string) => {
   const whatsApp = address.startsWith("whatsapp:")
@@ -39,10 +55,10 @@ export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
     const organisations = yield* Organisations.Organisations
     const inbound = yield* Inbound.Inbound
     yield* router.post(
-      "/carrier/inbound",
+      CARRIER_INBOUND_PATH,
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const form = yield* HttpIncomingMessage.withMaxBodySize(request.urlParamsBody, Option.some(config.maxBodyBytes))
+        const form = yield* request.urlParamsBody
         const params = form.map(([k, v]) => [k, v] as const)
         const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
         if (Option.isSome(config.carrierAuthToken)) {
@@ -52,14 +68,16 @@ export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
           })
           const expected = twilioSignature(Redacted.value(config.carrierAuthToken.value), url, params)
           if (!Crypto.constantTimeEqual(expected, request.headers["x-twilio-signature"] ?? "")) {
-            return reply(403, "X-Twilio-Signature does not match")
+            return yield* refused(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
           }
         }
         const from = parse(field("From"))
         const to = parse(field("To"))
-        if (!E164.test(from.number) || !E164.test(to.number)) return reply(400, "From and To must be E.164 numbers")
+        if (!E164.test(from.number) || !E164.test(to.number)) {
+          return yield* refused(new InvalidRequest({ message: "From and To must be E.164 numbers." }))
+        }
         const [line] = yield* organisations.findNumbersByPhone(to.number)
-        if (line === undefined) return reply(404, `${to.number} is not a Parley number`)
+        if (line === undefined) return yield* refused(new NotFound({ message: `${to.number} is not a Parley number.` }))
         const sid = field("MessageSid")
         yield* inbound.receive({
           orgId: line.orgId,
@@ -69,12 +87,13 @@ export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
           channel: to.channel === "WhatsApp" || from.channel === "WhatsApp" ? "WhatsApp" : "SMS",
           sid: sid === "" ? undefined : sid
         })
-        return reply(200)
+        return taken()
       }).pipe(
-        Effect.catchTag("InboundRejected", (rejected) => Effect.succeed(reply(422, rejected.message))),
-        Effect.catchTag("StorageError", () => Effect.succeed(reply(503, "storage unavailable"))),
-        Effect.catchTag("CrmError", () => Effect.succeed(reply(502, "CRM unavailable"))),
-        Effect.catchAll(() => Effect.succeed(reply(400, "the body must be form-encoded")))
+        Effect.catchTag("InboundRejected", (rejected) => refused(new InvalidRequest({ message: rejected.message }))),
+        Effect.catchTag("StorageError", () =>
+          refused(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))),
+        Effect.catchTag("CrmError", () => refused(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))),
+        Effect.catchAll(() => refused(new InvalidRequest({ message: "The body must be form-encoded." })))
       )
     )
   })

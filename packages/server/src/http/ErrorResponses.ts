@@ -9,13 +9,19 @@ import { HttpServerResponse } from "@effect/platform"
 import { type ApiError, Crm, CrmUnavailable, errorStatusAndCode, SetupUnavailable, StorageError } from "@parley/core"
 import { Effect } from "effect"
 
+/** The spec's error body and its status, for every writer of errors (the app's responses and raw socket answers). */
+export const errorBody = (error: ApiError, requestId: string) => {
+  const { code, status } = errorStatusAndCode(error)
+  return { status, body: { error: { code, message: error.message, requestId } } }
+}
+
 export const errorResponse = (
   error: ApiError,
   requestId: string,
   headers: Record<string, string> = {}
 ): HttpServerResponse.HttpServerResponse => {
-  const { code, status } = errorStatusAndCode(error)
-  return HttpServerResponse.unsafeJson({ error: { code, message: error.message, requestId } }, { status, headers })
+  const { body, status } = errorBody(error, requestId)
+  return HttpServerResponse.unsafeJson(body, { status, headers })
 }
 
 /** A short, secret-free description of a failure's cause for the log: its class and code, never its message or SQL. */

@@ -2,7 +2,6 @@
  * The HTTP server: /api/v1 from the contract, its handlers and middleware,
  * the extra routes, and the request pipeline around all of it, on node:http.
  */
-import { createServer } from "node:http"
 import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ParleyApi } from "@parley/core"
@@ -12,13 +11,15 @@ import { AuthorizationLive } from "./Authorization.js"
 import { CarrierInboundLive } from "./CarrierInbound.js"
 import { DecodeErrorsLive } from "./DecodeErrors.js"
 import { ExtraRoutesLive } from "./ExtraRoutes.js"
+import { makeHttpListener } from "./HttpListener.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
 import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
+import { WebhookEndpointsHandlers } from "./handlers/WebhookEndpointsHandlers.js"
 import { requestPipeline } from "./RequestPipeline.js"
 
 const ApiLive = HttpApiBuilder.api(ParleyApi).pipe(
-  Layer.provide([ResourcesHandlers, ConversationsHandlers, MessagesHandlers, AiCallsHandlers]),
+  Layer.provide([ResourcesHandlers, ConversationsHandlers, MessagesHandlers, AiCallsHandlers, WebhookEndpointsHandlers]),
   Layer.provide(AuthorizationLive)
 )
 
@@ -49,6 +50,6 @@ export const HttpServerLive = Layer.unwrapEffect(
       Layer.provide(DecodeErrorsLive),
       Layer.provide(ApiLive),
       HttpServer.withLogAddress,
-      Layer.provide(NodeHttpServer.layer(createServer, { port: config.port }))
+      Layer.provide(NodeHttpServer.layer(makeHttpListener, { port: config.port }))
     ))
 )

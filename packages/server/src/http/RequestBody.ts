@@ -1,6 +1,10 @@
 /**
  * Reading a request body under the size limit, with an answer in every case.
  *
+ * Only the request pipeline reads bodies, and only for routes that take one;
+ * that is also the only place that sends `100 Continue` (see HttpListener):
+ * a client that asked is invited to send its body exactly when it is read.
+ *
  * With a Content-Length the limit is checked before reading and the
  * platform's own reader is used (its cached text is what the contract's
  * decoder parses). A body announced as too large is not read: Node discards
@@ -17,15 +21,20 @@ import { HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option } from "effect"
 
-const DISCARD_LIMIT_BYTES = 1024 * 1024
+/** Unread bodies up to this size are drained to keep the connection; larger ones (or chunked) close it. */
+export const DISCARD_LIMIT_BYTES = 1024 * 1024
 
 export type BodyOutcome =
   | { readonly _tag: "TooLarge"; readonly closeConnection: boolean }
-  | { readonly _tag: "Unreadable" }
+  | { readonly _tag: "Unreadable"; readonly timedOut: boolean }
   | { readonly _tag: "Read"; readonly text: string; readonly request: HttpServerRequest.HttpServerRequest }
 
+/** Node's code for a request whose headers or body took longer than its request timeout. */
+const isTimeout = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "code" in error && error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+
 const readChunked = (source: IncomingMessage, max: number) =>
-  Effect.async<Option.Option<string>>((resume) => {
+  Effect.async<Option.Option<string>, { readonly timedOut: boolean }>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const onData = (chunk: Buffer) => {
@@ -42,32 +51,65 @@ const readChunked = (source: IncomingMessage, max: number) =>
     source.once("end", () => {
       if (size <= max) resume(Effect.succeed(Option.some(Buffer.concat(chunks).toString("utf8"))))
     })
-    source.once("error", () => resume(Effect.succeed(Option.none())))
+    source.once("error", (error) => resume(Effect.fail({ timedOut: isTimeout(error) })))
+  })
+
+/**
+ * A request carrying the body already read, for the contract's decoder. The
+ * content type is set to `application/json` when asked: the platform decodes
+ * only that type as JSON and would read any other (`application/ld+json`) from
+ * the stream again, which is consumed — the request then never got an answer.
+ */
+const withBody = (
+  request: HttpServerRequest.HttpServerRequest,
+  text: string,
+  contentType: string | undefined
+): HttpServerRequest.HttpServerRequest => {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (name !== "transfer-encoding" && name !== "content-length") headers.set(name, value)
+  }
+  if (contentType !== undefined) headers.set("content-type", contentType)
+  return HttpServerRequest.fromWeb(
+    new Request(new URL(request.url, "http://parley.local"), { method: request.method, headers, body: text })
+  )
+}
+
+/** Sends `100 Continue` when the client asked for it (and waits for it before sending its body). */
+const inviteBody = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.sync(() => {
+    if (/100-continue/i.test(request.headers["expect"] ?? "")) {
+      NodeHttpServerRequest.toServerResponse(request).writeContinue()
+    }
   })
 
 export const readBody = (
   request: HttpServerRequest.HttpServerRequest,
-  max: number
+  max: number,
+  options: { readonly contentType?: string } = {}
 ): Effect.Effect<BodyOutcome> => {
   const declared = request.headers["content-length"]
   if (declared !== undefined) {
     const length = Number(declared)
     if (length > max) return Effect.succeed({ _tag: "TooLarge", closeConnection: length > DISCARD_LIMIT_BYTES })
-    return HttpIncomingMessage.withMaxBodySize(request.text, Option.some(max)).pipe(
-      Effect.map((text): BodyOutcome => ({ _tag: "Read", text, request })),
-      Effect.orElseSucceed((): BodyOutcome => ({ _tag: "Unreadable" }))
+    return inviteBody(request).pipe(
+      Effect.zipRight(HttpIncomingMessage.withMaxBodySize(request.text, Option.some(max))),
+      Effect.map((text): BodyOutcome => ({
+        _tag: "Read",
+        text,
+        request: options.contentType === undefined ? request : withBody(request, text, options.contentType)
+      })),
+      Effect.catchAll((error) => Effect.succeed<BodyOutcome>({ _tag: "Unreadable", timedOut: isTimeout(error.cause) }))
     )
   }
   if (request.headers["transfer-encoding"] === undefined) return Effect.succeed({ _tag: "Read", text: "", request })
-  return Effect.map(readChunked(NodeHttpServerRequest.toIncomingMessage(request), max), (text): BodyOutcome => {
-    if (Option.isNone(text)) return { _tag: "TooLarge", closeConnection: true }
-    const headers = new Headers()
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (name !== "transfer-encoding") headers.set(name, value)
-    }
-    const rebuilt = HttpServerRequest.fromWeb(
-      new Request(new URL(request.url, "http://parley.local"), { method: request.method, headers, body: text.value })
-    )
-    return { _tag: "Read", text: text.value, request: rebuilt }
-  })
+  return inviteBody(request).pipe(
+    Effect.zipRight(readChunked(NodeHttpServerRequest.toIncomingMessage(request), max)),
+    Effect.map((text): BodyOutcome =>
+      Option.isNone(text)
+        ? { _tag: "TooLarge", closeConnection: true }
+        : { _tag: "Read", text: text.value, request: withBody(request, text.value, options.contentType) }
+    ),
+    Effect.catchAll((failure) => Effect.succeed<BodyOutcome>({ _tag: "Unreadable", timedOut: failure.timedOut }))
+  )
 }

@@ -2,8 +2,13 @@
  * The outermost HTTP middleware, around the contract-derived app:
  * - gives every request its id (a safe incoming `X-Request-ID` of ≤ 128
  *   characters is reused) and puts it on every response, errors included;
+ * - reads a body only for the routes that take one (the contract's POST
+ *   routes, the carrier webhook): anything else is answered without waiting
+ *   for its body, and a large or chunked unread body closes the connection
+ *   rather than being drained;
  * - refuses bodies over the limit (413, by Content-Length up front and while
- *   streaming a chunked body) and non-JSON bodies (415) before any parsing;
+ *   streaming a chunked body), bodies of the wrong media type (415) and JSON
+ *   nested deeper than MAX_JSON_DEPTH (400) before any parsing;
  * - answers unknown routes (404), wrong methods (405 with `Allow`), malformed
  *   JSON (400) and unexpected failures (500, nothing internal in the body) in
  *   the spec's error shape;
@@ -25,11 +30,14 @@ import {
   NotFound,
   ParleyApi,
   PayloadTooLarge,
+  RequestTimeout,
   UnsupportedMediaType
 } from "@parley/core"
 import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
+import { acceptsMediaType, type BodyKind, isJson, isPlainJsonType, MAX_JSON_DEPTH, nestsDeeperThan } from "./BodyRules.js"
+import { CARRIER_INBOUND_PATH } from "./CarrierInbound.js"
 import { describeCause, errorResponse } from "./ErrorResponses.js"
-import { readBody } from "./RequestBody.js"
+import { DISCARD_LIMIT_BYTES, readBody } from "./RequestBody.js"
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -49,19 +57,25 @@ const contractRoutes: ReadonlyArray<{ readonly method: string; readonly pattern:
 const allowedMethods = (path: string): ReadonlyArray<string> =>
   [...new Set(contractRoutes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
 
-const hasBody = (method: string) => method === "POST" || method === "PUT" || method === "PATCH"
-
-const JSON_CONTENT_TYPE = /^application\/([\w.+-]*\+)?json\s*(;|$)/i
-
-/** Bodies are small (64 KiB at most), so parsing once more here costs little and gives a clean 400. */
-const isJson = (text: string): boolean => {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
-  }
+/** The body a route takes, if any: JSON on the contract's routes that take one, form fields on the carrier webhook. */
+const bodyKindOf = (method: string, path: string): BodyKind | undefined => {
+  if (method !== "POST") return undefined // every route that takes a body is a POST
+  if (path === CARRIER_INBOUND_PATH) return "form"
+  return contractRoutes.some((r) => r.method === method && r.pattern.test(path)) ? "json" : undefined
 }
+
+/** Whether the request announces a body (a length above zero, or chunks). */
+const announcesBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? "0") > 0
+
+/**
+ * Whether an unread body is not worth draining: Node reads and discards what
+ * is left of a request after its answer, to keep the connection. A 10 MB body
+ * sent to an unknown route would be received in full; closing stops that.
+ */
+const unreadBodyTooLargeToDrain = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["transfer-encoding"] !== undefined ||
+  Number(request.headers["content-length"] ?? "0") > DISCARD_LIMIT_BYTES
 
 export interface PipelineOptions {
   readonly maxBodyBytes: number
@@ -83,26 +97,41 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
       Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
     )
 
+    /** Answers before (or without) reading the announced body: close the connection if draining it would cost. */
+    const unread = (response: HttpServerResponse.HttpServerResponse) =>
+      announcesBody(request) && unreadBodyTooLargeToDrain(request)
+        ? HttpServerResponse.setHeader(response, "connection", "close")
+        : response
+
+    let bodyRead = false
     const respond = Effect.gen(function*() {
       let served = app
-      if (hasBody(request.method) && path.startsWith("/api/")) {
+      const kind = bodyKindOf(request.method, path)
+      if (kind !== undefined) {
         const contentType = request.headers["content-type"] ?? ""
-        const announced = request.headers["transfer-encoding"] !== undefined ||
-          Number(request.headers["content-length"] ?? "0") > 0
-        if (announced && !JSON_CONTENT_TYPE.test(contentType)) {
-          return errorResponse(
-            new UnsupportedMediaType({ message: "Send the request body as JSON with Content-Type: application/json." }),
-            requestId
-          )
+        if (announcesBody(request) && !acceptsMediaType(kind, contentType)) {
+          return errorResponse(unsupportedMediaType(kind), requestId)
         }
-        const body = yield* readBody(request, options.maxBodyBytes)
+        const body = yield* readBody(request, options.maxBodyBytes, {
+          ...(kind === "json" && !isPlainJsonType(contentType) ? { contentType: "application/json" } : {})
+        })
+        bodyRead = true
         if (body._tag === "TooLarge") {
           return errorResponse(tooLarge(options.maxBodyBytes), requestId, body.closeConnection ? { connection: "close" } : {})
         }
         if (body._tag === "Unreadable") {
-          return errorResponse(new InvalidRequest({ message: "body: could not be read." }), requestId)
+          const error = body.timedOut
+            ? new RequestTimeout({ message: "The request body did not arrive in time." })
+            : new InvalidRequest({ message: "body: could not be read." })
+          return errorResponse(error, requestId, { connection: "close" })
         }
-        if (body.text !== "" && !isJson(body.text)) {
+        if (kind === "json" && nestsDeeperThan(body.text, MAX_JSON_DEPTH)) {
+          return errorResponse(
+            new InvalidRequest({ message: `body: nested deeper than ${MAX_JSON_DEPTH} levels.` }),
+            requestId
+          )
+        }
+        if (kind === "json" && body.text !== "" && !isJson(body.text)) {
           return errorResponse(new InvalidRequest({ message: "body: not valid JSON." }), requestId)
         }
         served = Effect.provideService(app, HttpServerRequest.HttpServerRequest, body.request)
@@ -119,7 +148,8 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
 
     // Every request runs in a fiber of its own, so setting the id needs no restoring afterwards.
     yield* FiberRef.set(CurrentRequestId, requestId)
-    const response = yield* respond
+    const answered = yield* respond
+    const response = bodyRead ? answered : unread(answered)
     // Below Info (LOG_LEVEL=warn) the line is not even assembled: annotating it cost ~26 Effect operations a
     // request, a tenth of a health check, for a line nobody would see.
     yield* Effect.whenLogLevel(
@@ -137,6 +167,13 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
 
 const tooLarge = (max: number) =>
   new PayloadTooLarge({ message: `The request body exceeds the limit of ${max} bytes.` })
+
+const unsupportedMediaType = (kind: BodyKind) =>
+  new UnsupportedMediaType({
+    message: kind === "json"
+      ? "Send the request body as JSON with Content-Type: application/json."
+      : "Send the carrier's fields form-encoded (Content-Type: application/x-www-form-urlencoded)."
+  })
 
 const notFoundOrWrongMethod = (method: string, path: string, requestId: string) => {
   const allowed = allowedMethods(path)

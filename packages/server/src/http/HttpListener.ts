@@ -1,0 +1,140 @@
+/**
+ * The node:http server Parley listens with. Node answers some requests
+ * itself, before the app sees them — with a bare status line (no
+ * `X-Request-ID`, no error body) or by dropping the connection. Here those
+ * answers are Parley's, in the error shape with a fresh request id:
+ * - `clientError`: what Node's HTTP parser rejects (unknown method, malformed
+ *   request line or header, conflicting lengths: 400; headers over Node's
+ *   16 KiB: 431) and requests that time out (408);
+ * - `connect`: CONNECT (Parley is not a proxy) is a 400, not a dropped connection;
+ * - `checkContinue`: `Expect: 100-continue` gets no automatic `100 Continue`;
+ *   the request goes to the app, and the body reader invites the body only
+ *   where one is read (RequestBody), so an unknown route answers 404 at once;
+ * - `checkExpectation`: other expectations are ignored, as RFC 9110 allows,
+ *   instead of a bare 417.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
+import { type ApiError, Crypto, HeadersTooLarge, InvalidRequest, PayloadTooLarge, RequestTimeout } from "@parley/core"
+import { errorBody } from "./ErrorResponses.js"
+
+/** A connection given a raw answer is closed after this long even if the client keeps it open. */
+const LINGER_MS = 5_000
+
+/** The parser's reasons (llhttp error codes) in words a client can act on. */
+const PARSER_REASONS: Readonly<Record<string, string>> = {
+  HPE_INVALID_METHOD: "the HTTP method is not supported",
+  HPE_INVALID_URL: "the request target is malformed",
+  HPE_INVALID_CONSTANT: "the request line is malformed",
+  HPE_INVALID_VERSION: "the HTTP version is malformed",
+  HPE_INVALID_HEADER_TOKEN: "a header name or value has characters HTTP does not allow",
+  HPE_INVALID_CONTENT_LENGTH: "Content-Length is invalid or given twice",
+  HPE_UNEXPECTED_CONTENT_LENGTH: "Content-Length and Transfer-Encoding cannot be sent together",
+  HPE_INVALID_TRANSFER_ENCODING: "Transfer-Encoding is invalid",
+  HPE_INVALID_CHUNK_SIZE: "the chunked body is malformed",
+  HPE_CR_EXPECTED: "a line does not end with CRLF",
+  HPE_LF_EXPECTED: "a line does not end with CRLF"
+}
+
+const codeOf = (error: Error): string =>
+  "code" in error && typeof error.code === "string" ? error.code : ""
+
+const classify = (error: Error): ApiError => {
+  const code = codeOf(error)
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return new HeadersTooLarge({ message: "The request line and headers exceed 16 KiB." })
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return new PayloadTooLarge({ message: "The chunk extensions of the body are too large." })
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return new RequestTimeout({ message: "The request did not arrive in time." })
+    default:
+      return new InvalidRequest({
+        message: `Not a valid HTTP/1.1 request: ${PARSER_REASONS[code] ?? "it could not be parsed"}.`
+      })
+  }
+}
+
+/** Sockets already given a raw answer: the parser reports every later byte as another error. */
+const answered = new WeakSet<Duplex>()
+
+/** Writes a complete answer on the raw socket and closes the connection. */
+const answerRaw = (socket: Duplex, error: ApiError): void => {
+  if (answered.has(socket)) return
+  answered.add(socket)
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const requestId = Crypto.newId("req")
+  const { body, status } = errorBody(error, requestId)
+  const text = JSON.stringify(body)
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
+      "content-type: application/json\r\n" +
+      `content-length: ${Buffer.byteLength(text)}\r\n` +
+      `x-request-id: ${requestId}\r\n` +
+      "connection: close\r\n\r\n" +
+      text
+  )
+  // end() lets the client read the answer before the connection goes; a client that never closes its side
+  // is cut off after a while.
+  setTimeout(() => socket.destroy(), LINGER_MS).unref()
+}
+
+interface Exchange {
+  readonly request: IncomingMessage
+  readonly response: ServerResponse
+}
+
+/**
+ * Exchanges whose answer is not finished, per connection. A parser error on a
+ * connection with one in flight (a chunked body breaking off, a pipelined
+ * request that is garbage) cannot be answered on the raw socket without
+ * corrupting that answer: the in-flight request fails instead, its answer
+ * says why, and the connection closes after it.
+ */
+const inFlight = new WeakMap<Duplex, Set<Exchange>>()
+
+const track = (request: IncomingMessage, response: ServerResponse) => {
+  const socket = request.socket
+  const exchanges = inFlight.get(socket) ?? new Set<Exchange>()
+  inFlight.set(socket, exchanges)
+  const exchange = { request, response }
+  exchanges.add(exchange)
+  response.once("close", () => exchanges.delete(exchange))
+}
+
+const failInFlight = (exchanges: ReadonlySet<Exchange>, error: Error, socket: Duplex) => {
+  for (const { request, response } of exchanges) {
+    if (!response.headersSent) response.setHeader("connection", "close")
+    else response.once("finish", () => socket.destroy())
+    // The body reader listens for errors while it reads; a request read in full has nothing waiting on it.
+    if (!request.complete && request.listenerCount("error") > 0) request.emit("error", error)
+  }
+}
+
+const onClientError = (error: Error, socket: Duplex) => {
+  if (codeOf(error) === "ECONNRESET") {
+    socket.destroy() // the client is gone: nobody to answer
+    return
+  }
+  const exchanges = inFlight.get(socket)
+  if (exchanges !== undefined && exchanges.size > 0) failInFlight(exchanges, error, socket)
+  else answerRaw(socket, classify(error))
+}
+
+/** The node:http server, with Parley's answers to what Node would answer (or drop) on its own. */
+export const makeHttpListener = (): Server => {
+  const server = createServer()
+  // Registered before the app's own listener, so every exchange is tracked before it is served.
+  server.on("request", track)
+  server.on("clientError", onClientError)
+  server.on("connect", (_request: IncomingMessage, socket: Duplex) => {
+    answerRaw(socket, new InvalidRequest({ message: "CONNECT is not supported: Parley is not a proxy." }))
+  })
+  const proceed = (request: IncomingMessage, response: ServerResponse) => server.emit("request", request, response)
+  server.on("checkContinue", proceed)
+  server.on("checkExpectation", proceed)
+  return server
+}

@@ -1,0 +1,406 @@
+/**
+ * Acceptance: HTTP protocol edges over raw sockets — every request is
+ * answered, within bounded time, in the error shape with `X-Request-ID`:
+ * JSON media types (`+json`), deep nesting, what Node's HTTP parser rejects,
+ * the carrier webhook's limits and errors, unknown body fields, and bodies
+ * sent to unknown routes (never read).
+ */
+import { HttpApi } from "@effect/platform"
+import { ParleyApi } from "@parley/core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type RawAnswer, type RawOutcome, rawRequest, requestHead } from "./support/rawHttp.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+
+/** Generous for a loaded 2-core machine; a hang is what this catches, not slowness. */
+const ANSWER_WITHIN_MS = 10_000
+const KIB = 1024
+const MIB = 1024 * KIB
+const CLI_HEAVY = 180_000
+
+interface ErrorDetail {
+  readonly code: string
+  readonly message: string
+  readonly requestId: string
+}
+
+/** The contract's routes, read from the HttpApi itself (path parameters filled in). */
+const contractRoutes: ReadonlyArray<{ readonly method: string; readonly path: string; readonly hasPayload: boolean }> =
+  (() => {
+    const routes: Array<{ method: string; path: string; hasPayload: boolean }> = []
+    HttpApi.reflect(ParleyApi, {
+      onGroup: () => undefined,
+      onEndpoint: ({ endpoint }) => {
+        routes.push({
+          method: endpoint.method,
+          path: endpoint.path.replace(/:\w+/g, "1"),
+          hasPayload: endpoint.payloadSchema._tag === "Some"
+        })
+      }
+    })
+    return routes
+  })()
+
+let counter = 0
+const idem = () => `protocol-${Date.now()}-${++counter}`
+
+const answered = (outcome: RawOutcome, what: string): RawAnswer => {
+  if (outcome._tag !== "Answered") {
+    throw new Error(`${what}: ${outcome._tag} (received ${JSON.stringify(outcome.received.slice(0, 300))})`)
+  }
+  return outcome.answer
+}
+
+/** The spec's error body, with `error.requestId` equal to the `X-Request-ID` header. */
+const expectErrorShape = (answer: RawAnswer, status: number, code: string, what = ""): ErrorDetail => {
+  expect(answer.status, `${what} ${answer.body}`).toBe(status)
+  expect(answer.headers["content-type"], what).toMatch(/^application\/json/)
+  const body = JSON.parse(answer.body) as { readonly error: ErrorDetail }
+  expect(Object.keys(body)).toEqual(["error"])
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message", "requestId"])
+  expect(body.error.code, what).toBe(code)
+  expect(body.error.message.length).toBeGreaterThan(0)
+  expect(answer.headers["x-request-id"], what).toMatch(/^[A-Za-z0-9._:-]{1,128}$/)
+  expect(body.error.requestId, what).toBe(answer.headers["x-request-id"])
+  return body.error
+}
+
+describe("protocol edges", () => {
+  let server: TestServer
+  let demo: DemoSummary
+
+  beforeAll(async () => {
+    server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
+    demo = await server.demo()
+  }, CLI_HEAVY)
+  afterAll(() => server?.dispose())
+
+  const send = (
+    method: string,
+    path: string,
+    options: {
+      readonly headers?: ReadonlyArray<readonly [string, string]>
+      readonly body?: string | Buffer | undefined
+      readonly key?: string
+      readonly timeoutMs?: number
+    } = {}
+  ) => {
+    const body = options.body === undefined
+      ? undefined
+      : typeof options.body === "string"
+      ? Buffer.from(options.body)
+      : options.body
+    const headers: Array<readonly [string, string]> = [["Host", "127.0.0.1"], ["Connection", "close"]]
+    if (options.key !== undefined) headers.push(["Authorization", `Bearer ${options.key}`])
+    if (body !== undefined) headers.push(["Content-Length", String(body.length)])
+    headers.push(...(options.headers ?? []))
+    return rawRequest(server.port, {
+      head: requestHead(method, path, headers),
+      body: body === undefined ? [] : [body],
+      timeoutMs: options.timeoutMs ?? ANSWER_WITHIN_MS,
+      expectBody: method !== "HEAD"
+    })
+  }
+
+  const message = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ to: "+12025550100", fromNumberSid: demo.numbers[0]?.sid, body: "hello", ...extra })
+
+  describe("JSON media types (+json)", () => {
+    it("accepts a body sent as application/ld+json or application/vnd.api+json, end to end", async () => {
+      for (const contentType of ["application/ld+json", "application/vnd.api+json; charset=utf-8", "Application/JSON"]) {
+        const answer = answered(
+          await send("POST", "/api/v1/messages", {
+            key: demo.keys.test,
+            headers: [["Content-Type", contentType], ["Idempotency-Key", idem()]],
+            body: message()
+          }),
+          contentType
+        )
+        expect(answer.status, `${contentType}: ${answer.body}`).toBe(202)
+        expect(answer.headers["x-request-id"]).toMatch(/^req_/)
+      }
+      const call = answered(
+        await send("POST", "/api/v1/ai-calls", {
+          key: demo.keys.test,
+          headers: [["Content-Type", "application/problem+json"], ["Idempotency-Key", idem()]],
+          body: JSON.stringify({
+            to: "+12025550100",
+            fromNumberSid: demo.numbers[0]?.sid,
+            botId: demo.bots[0]?.id,
+            mode: "deliver_specific_message",
+            purposeMessage: "Your order is ready."
+          })
+        }),
+        "ai-call"
+      )
+      expect(call.status, call.body).toBe(202)
+    })
+
+    it("answers every route of the contract, whatever the method and media type, within bounded time", async () => {
+      const methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]
+      const contentTypes = [undefined, "application/json", "application/ld+json", "text/plain", "application/x-www-form-urlencoded"]
+      const failures: Array<string> = []
+      for (const route of contractRoutes) {
+        for (const method of methods) {
+          for (const contentType of contentTypes) {
+            const what = `${method} ${route.path} (${contentType ?? "no content type"})`
+            const outcome = await send(method, route.path, {
+              key: demo.keys.test,
+              headers: [
+                ...(contentType === undefined ? [] : [["Content-Type", contentType] as const]),
+                ["Idempotency-Key", idem()]
+              ],
+              body: contentType === undefined ? undefined : message(),
+              timeoutMs: ANSWER_WITHIN_MS
+            })
+            if (outcome._tag !== "Answered") failures.push(`${what}: ${outcome._tag}`)
+            else if (outcome.answer.status >= 500) failures.push(`${what}: ${outcome.answer.status}`)
+            else if (outcome.answer.headers["x-request-id"] === undefined) failures.push(`${what}: no X-Request-ID`)
+          }
+        }
+      }
+      expect(failures).toEqual([])
+    }, 300_000)
+  })
+
+  describe("deep nesting", () => {
+    const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
+
+    it("answers a body nested 2,500 levels deep with 400 INVALID_REQUEST naming the depth limit", async () => {
+      for (const body of [nested(2500), `{"to": ${nested(2500)}}`, `{"record": ${"{\"a\":".repeat(2500)}1${"}".repeat(2500)}}`]) {
+        for (const path of ["/api/v1/messages", "/api/v1/ai-calls"]) {
+          const answer = answered(
+            await send("POST", path, {
+              key: demo.keys.test,
+              headers: [["Content-Type", "application/json"], ["Idempotency-Key", idem()]],
+              body
+            }),
+            path
+          )
+          const error = expectErrorShape(answer, 400, "INVALID_REQUEST", path)
+          expect(error.message).toMatch(/nested/i)
+          expect(error.message).toMatch(/32/)
+        }
+      }
+    })
+
+    it("still names the field for a value nested within the limit", async () => {
+      const answer = answered(
+        await send("POST", "/api/v1/messages", {
+          key: demo.keys.test,
+          headers: [["Content-Type", "application/json"], ["Idempotency-Key", idem()]],
+          body: JSON.stringify({ to: JSON.parse(nested(20)) as unknown, fromNumberSid: "PN1", body: "x" })
+        }),
+        "nested 20"
+      )
+      const error = expectErrorShape(answer, 400, "INVALID_REQUEST")
+      expect(error.message).toContain("to")
+      expect(error.message).not.toMatch(/nested/i)
+    })
+  })
+
+  describe("what Node's HTTP parser rejects", () => {
+    const raw = (head: string) => rawRequest(server.port, { head, timeoutMs: ANSWER_WITHIN_MS })
+
+    it("answers unknown methods, malformed request lines and conflicting lengths with 400 in the error shape", async () => {
+      const cases = [
+        "FOO /api/v1/messages HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /api/v1/numbers HTTP/1.1 junk\r\nHost: x\r\n\r\n",
+        "GET\r\n\r\n",
+        "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n{}}",
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Nul: a\u0000b\r\n\r\n"
+      ]
+      for (const head of cases) {
+        const answer = answered(await raw(head), JSON.stringify(head))
+        expectErrorShape(answer, 400, "INVALID_REQUEST", JSON.stringify(head))
+        expect(answer.headers["connection"]).toBe("close")
+      }
+    })
+
+    it("answers headers over Node's limit with 431 HEADERS_TOO_LARGE in the error shape", async () => {
+      const answer = answered(
+        await raw(`GET /api/v1/numbers HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20 * KIB)}\r\n\r\n`),
+        "header overflow"
+      )
+      expectErrorShape(answer, 431, "HEADERS_TOO_LARGE")
+    })
+
+    it("answers CONNECT (Parley is not a proxy) in the error shape instead of dropping the connection", async () => {
+      const answer = answered(await raw("CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n"), "CONNECT")
+      expectErrorShape(answer, 400, "INVALID_REQUEST")
+    })
+
+    it("answers an unknown expectation like any other request, with X-Request-ID (no bare 417)", async () => {
+      const answer = answered(await raw("GET /api/v1/nope HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nConnection: close\r\n\r\n"), "Expect")
+      expectErrorShape(answer, 404, "NOT_FOUND")
+    })
+
+    it("answers a chunked body that breaks off mid-way with 400 in the error shape", async () => {
+      const answer = answered(
+        await raw(
+          "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            "2\r\n{}\r\nZZZ\r\n"
+        ),
+        "broken chunk"
+      )
+      expectErrorShape(answer, 400, "INVALID_REQUEST")
+    })
+  })
+
+  describe("POST /carrier/inbound", () => {
+    const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString()
+    const formType = ["Content-Type", "application/x-www-form-urlencoded"] as const
+
+    it("answers a body over the limit with 413 PAYLOAD_TOO_LARGE in the error shape, by length or chunked", async () => {
+      const big = form({ From: "+447700900001", To: demo.numbers[0]?.phoneNumber ?? "", Body: "a".repeat(70 * KIB) })
+      const byLength = answered(await send("POST", "/carrier/inbound", { headers: [formType], body: big }), "length")
+      expectErrorShape(byLength, 413, "PAYLOAD_TOO_LARGE")
+
+      const chunks: Array<Buffer> = []
+      for (let i = 0; i < big.length; i += 8 * KIB) {
+        const piece = big.slice(i, i + 8 * KIB)
+        chunks.push(Buffer.from(`${Buffer.byteLength(piece).toString(16)}\r\n${piece}\r\n`))
+      }
+      chunks.push(Buffer.from("0\r\n\r\n"))
+      const chunked = answered(
+        await rawRequest(server.port, {
+          head: requestHead("POST", "/carrier/inbound", [["Host", "x"], formType, ["Transfer-Encoding", "chunked"]]),
+          body: chunks,
+          timeoutMs: ANSWER_WITHIN_MS
+        }),
+        "chunked"
+      )
+      expectErrorShape(chunked, 413, "PAYLOAD_TOO_LARGE")
+    })
+
+    it("answers its errors in the error shape with a code and the request id", async () => {
+      const unknownNumber = answered(
+        await send("POST", "/carrier/inbound", {
+          headers: [formType, ["X-Request-ID", "carrier-trace-1"]],
+          body: form({ From: "+447700900001", To: "+19995550100", Body: "hi" })
+        }),
+        "unknown number"
+      )
+      expect(expectErrorShape(unknownNumber, 404, "NOT_FOUND").requestId).toBe("carrier-trace-1")
+      const malformed = answered(
+        await send("POST", "/carrier/inbound", { headers: [formType], body: form({ From: "nobody", To: "+1", Body: "hi" }) }),
+        "malformed"
+      )
+      expectErrorShape(malformed, 400, "INVALID_REQUEST")
+      const json = answered(
+        await send("POST", "/carrier/inbound", { headers: [["Content-Type", "application/json"]], body: "{}" }),
+        "json"
+      )
+      expectErrorShape(json, 415, "UNSUPPORTED_MEDIA_TYPE")
+    })
+
+    it("still takes a well-formed inbound text (TwiML answer)", async () => {
+      const answer = answered(
+        await send("POST", "/carrier/inbound", {
+          headers: [["Content-Type", "application/x-www-form-urlencoded; charset=utf-8"]],
+          body: form({ From: "+447700900009", To: demo.numbers[0]?.phoneNumber ?? "", Body: "hi", MessageSid: `SM${idem()}` })
+        }),
+        "inbound"
+      )
+      expect(answer.status, answer.body).toBe(200)
+      expect(answer.headers["content-type"]).toMatch(/xml/)
+      expect(answer.headers["x-request-id"]).toMatch(/^req_/)
+    })
+  })
+
+  describe("unknown body fields", () => {
+    it("answers a misspelt field with 400 INVALID_REQUEST naming it (and what was meant)", async () => {
+      const cases: ReadonlyArray<readonly [string, string, string]> = [
+        ["/api/v1/messages", message({ scheduled_for: "2030-01-01T10:00:00Z" }), "scheduled_for"],
+        ["/api/v1/messages", message({ record: { module: "Contacts", id: "1", nmae: "x" } }), "record.nmae"],
+        ["/api/v1/ai-calls", JSON.stringify({
+          to: "+12025550100",
+          fromNumberSid: demo.numbers[0]?.sid,
+          botId: demo.bots[0]?.id,
+          mode: "ai_conversation",
+          bot_id: "x"
+        }), "bot_id"]
+      ]
+      for (const [path, body, field] of cases) {
+        const answer = answered(
+          await send("POST", path, {
+            key: demo.keys.test,
+            headers: [["Content-Type", "application/json"], ["Idempotency-Key", idem()]],
+            body
+          }),
+          field
+        )
+        const error = expectErrorShape(answer, 400, "INVALID_REQUEST", field)
+        expect(error.message, field).toContain(field)
+      }
+      const misspelt = answered(
+        await send("POST", "/api/v1/messages", {
+          key: demo.keys.test,
+          headers: [["Content-Type", "application/json"], ["Idempotency-Key", idem()]],
+          body: message({ scheduled_for: "2030-01-01T10:00:00Z" })
+        }),
+        "suggestion"
+      )
+      expect(expectErrorShape(misspelt, 400, "INVALID_REQUEST").message).toContain("scheduledFor")
+    })
+  })
+
+  describe("bodies sent to unknown routes", () => {
+    const declaredOnly = (method: string, path: string, length: number, extra: ReadonlyArray<readonly [string, string]> = []) =>
+      rawRequest(server.port, {
+        head: requestHead(method, path, [["Host", "x"], ["Content-Type", "application/json"], ["Content-Length", String(length)], ...extra]),
+        timeoutMs: ANSWER_WITHIN_MS
+      })
+
+    it("answers POST /healthz with a 10 MB body 404 at once, without waiting for the body", async () => {
+      // Only the headers are sent: an answer proves the body is not awaited.
+      for (const path of ["/healthz", "/api/v1/nope", "/api/v2/messages"]) {
+        const answer = answered(await declaredOnly("POST", path, 10 * MIB), path)
+        expectErrorShape(answer, 404, "NOT_FOUND", path)
+        // the unread body is not drained either: the connection is closed
+        expect(answer.headers["connection"], path).toBe("close")
+      }
+      const smaller = answered(await declaredOnly("POST", "/api/v1/nope", 60 * KIB), "60 KiB")
+      expectErrorShape(smaller, 404, "NOT_FOUND")
+    })
+
+    it("does not invite an unknown route's body with 100 Continue", async () => {
+      const answer = answered(await declaredOnly("POST", "/healthz", 10 * MIB, [["Expect", "100-continue"]]), "expect")
+      expect(answer.interim).toEqual([])
+      expectErrorShape(answer, 404, "NOT_FOUND")
+    })
+
+    it("sends 100 Continue where the body is read, and takes it", async () => {
+      const body = Buffer.from(message())
+      const answer = answered(
+        await rawRequest(server.port, {
+          head: requestHead("POST", "/api/v1/messages", [
+            ["Host", "x"],
+            ["Authorization", `Bearer ${demo.keys.test}`],
+            ["Content-Type", "application/json"],
+            ["Idempotency-Key", idem()],
+            ["Content-Length", String(body.length)],
+            ["Expect", "100-continue"]
+          ]),
+          body: [body],
+          timeoutMs: ANSWER_WITHIN_MS
+        }),
+        "100-continue"
+      )
+      expect(answer.status, answer.body).toBe(202)
+    })
+
+    it("answers a 415 on a real route without waiting for a large declared body", async () => {
+      const answer = answered(
+        await rawRequest(server.port, {
+          head: requestHead("POST", "/api/v1/messages", [["Host", "x"], ["Content-Type", "text/plain"], ["Content-Length", String(10 * MIB)]]),
+          timeoutMs: ANSWER_WITHIN_MS
+        }),
+        "415"
+      )
+      expectErrorShape(answer, 415, "UNSUPPORTED_MEDIA_TYPE")
+      expect(answer.headers["connection"]).toBe("close")
+    })
+  })
+})
