@@ -75,9 +75,12 @@ describe.skipIf(testStore === "postgres")("where the Postgres pass gets its Post
     afterAll(() => cluster?.stop())
 
     it("starts a throw-away cluster when nothing answers, and stop removes it", async () => {
-      const plan = await planPostgres(bareEnv(await closedUrl(), {}))
+      // Where the packaged binaries are off the PATH (Debian's /usr/lib/postgresql/<version>/bin), use those.
+      const offPath = findBinaries({ PATH: "" }) !== undefined
+      const plan = await planPostgres(bareEnv(await closedUrl(), offPath ? { PATH: "" } : {}))
       expect(plan.kind).toBe("throwaway")
       if (plan.kind !== "throwaway") return
+      if (offPath) expect(plan.binDir).toBe(findBinaries({ PATH: "" }))
 
       cluster = await startThrowawayPostgres(plan.binDir)
       expect(cluster.url).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/)
