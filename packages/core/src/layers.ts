@@ -12,6 +12,8 @@ import * as Directory from "./domain/Directory.js"
 import * as Idempotency from "./domain/Idempotency.js"
 import * as Inbound from "./domain/Inbound.js"
 import * as RateLimiter from "./domain/RateLimiter.js"
+import * as RecordLists from "./domain/RecordLists.js"
+import * as WebhookEndpoints from "./domain/WebhookEndpoints.js"
 import * as AiCallProvider from "./ports/AiCallProvider.js"
 import * as ApiKeyStore from "./ports/ApiKeyStore.js"
 import * as Carrier from "./ports/Carrier.js"
@@ -21,13 +23,16 @@ import * as IdempotencyStore from "./ports/IdempotencyStore.js"
 import * as Organisations from "./ports/Organisations.js"
 import * as RateLimitStore from "./ports/RateLimitStore.js"
 import * as UnitOfWork from "./ports/UnitOfWork.js"
+import * as WebhookEndpointStore from "./ports/WebhookEndpointStore.js"
 
 /** Every domain service; needs the storage ports, a RateLimitConfig and a CursorSigner. */
 export const DomainLayer = Layer.mergeAll(
   Authenticator.layer,
   Actions.layer,
   Conversations.layer,
-  Inbound.layer
+  Inbound.layer,
+  RecordLists.layer,
+  WebhookEndpoints.layer
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(Directory.layer, Idempotency.layer)),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, RateLimiter.layer, Access.layer))
@@ -43,5 +48,6 @@ export const MemoryPortsLayer = Layer.mergeAll(
   EventOutbox.layerMemory,
   UnitOfWork.layerMemory,
   Carrier.layerMemory,
-  AiCallProvider.layerMemory
+  AiCallProvider.layerMemory,
+  WebhookEndpointStore.layerMemory
 )

@@ -1,5 +1,5 @@
 /**
- * The /api/v1 contract: all eleven endpoints as one HttpApi definition.
+ * The /api/v1 contract: every endpoint as one HttpApi definition.
  * The server's handlers, the typed client and the OpenAPI document are all
  * derived from this value; nothing restates a route or a field elsewhere.
  */
@@ -8,6 +8,7 @@ import { Context, Schema } from "effect"
 import { ErrorCatalog } from "./Errors.js"
 import { finishOpenApiDocument } from "./OpenApiTransform.js"
 import { ActionId, type Scope } from "./Primitives.js"
+import { AiCallPage, ListAiCallsParams, ListMessagesParams } from "./RecordLists.js"
 import { CreateAiCallRequest, CreateMessageRequest, IDEMPOTENCY_HEADER, IdempotencyHeaders } from "./Requests.js"
 import {
   ActionRecord,
@@ -20,6 +21,14 @@ import {
   TemplateList
 } from "./Resources.js"
 import { Authorization } from "./Security.js"
+import {
+  CreatedWebhookEndpoint,
+  CreateWebhookEndpointRequest,
+  WebhookEndpoint,
+  WebhookEndpointDeletion,
+  WebhookEndpointId,
+  WebhookEndpointList
+} from "./WebhookEndpoints.js"
 
 /** The scope an endpoint requires; read by the server and written into the OpenAPI security requirement. */
 export class RequiredScope extends Context.Tag("@parley/core/RequiredScope")<RequiredScope, Scope>() {}
@@ -134,6 +143,21 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
       .annotateContext(scoped("messages:write"))
   )
   .add(
+    HttpApiEndpoint.get("listMessages", "/messages")
+      .setUrlParams(ListMessagesParams)
+      .addSuccess(MessagePage)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .annotate(
+        OpenApi.Description,
+        "The texts (SMS and WhatsApp, both directions) visible to the key and to the connected CRM account, " +
+          "newest first, 50 a page, filtered by `status`, `since` and `number`. A key restricted to numbers sees " +
+          "only their lines; naming a number outside the restriction is 403 RESOURCE_DENIED."
+      )
+      .annotateContext(scoped("messages:read"))
+  )
+  .add(
     HttpApiEndpoint.get("getMessage", "/messages/:id")
       .setPath(ActionIdPath)
       .addSuccess(ActionRecord)
@@ -179,6 +203,20 @@ export class AiCallsGroup extends HttpApiGroup.make("aiCalls")
       .annotateContext(scoped("calls:write"))
   )
   .add(
+    HttpApiEndpoint.get("listAiCalls", "/ai-calls")
+      .setUrlParams(ListAiCallsParams)
+      .addSuccess(AiCallPage)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.CRM_UNAVAILABLE)
+      .annotate(
+        OpenApi.Description,
+        "The AI calls visible to the key and to the connected CRM account, newest first, 50 a page, filtered by " +
+          "`status`, `since` and `number` (the calling line), with the same cursor rules as GET /messages."
+      )
+      .annotateContext(scoped("calls:read"))
+  )
+  .add(
     HttpApiEndpoint.get("getAiCall", "/ai-calls/:id")
       .setPath(ActionIdPath)
       .addSuccess(ActionRecord)
@@ -201,11 +239,65 @@ export class AiCallsGroup extends HttpApiGroup.make("aiCalls")
   .middleware(Authorization)
 {}
 
+const WebhookEndpointPath = Schema.Struct({ id: WebhookEndpointId })
+
+export class WebhookEndpointsGroup extends HttpApiGroup.make("webhookEndpoints")
+  .add(
+    HttpApiEndpoint.post("createWebhookEndpoint", "/webhook-endpoints")
+      .setPayload(CreateWebhookEndpointRequest)
+      .addSuccess(CreatedWebhookEndpoint, { status: 201 })
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
+      .addError(ErrorCatalog.PAYLOAD_TOO_LARGE)
+      .addError(ErrorCatalog.UNSUPPORTED_MEDIA_TYPE)
+      .annotate(
+        OpenApi.Description,
+        "Subscribes a URL to the organisation's signed events of the listed types (`[\"*\"]` for all). The answer " +
+          "carries the `whsec_` signing secret, the only time it is shown. An endpoint receives every event of " +
+          "its types in the organisation, so it takes a key without number or bot restrictions and a connected " +
+          "CRM account that sees every action. No Idempotency-Key: a retried creation may make a second endpoint; " +
+          "list and delete the extra one."
+      )
+      .annotateContext(scoped("webhooks:write"))
+  )
+  .add(
+    HttpApiEndpoint.get("listWebhookEndpoints", "/webhook-endpoints")
+      .addSuccess(WebhookEndpointList)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .annotate(OpenApi.Description, "The organisation's endpoints, oldest first, enabled and disabled; never their secrets.")
+      .annotateContext(scoped("webhooks:read"))
+  )
+  .add(
+    HttpApiEndpoint.get("getWebhookEndpoint", "/webhook-endpoints/:id")
+      .setPath(WebhookEndpointPath)
+      .addSuccess(WebhookEndpoint)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .annotateContext(scoped("webhooks:read"))
+  )
+  .add(
+    HttpApiEndpoint.del("deleteWebhookEndpoint", "/webhook-endpoints/:id")
+      .setPath(WebhookEndpointPath)
+      .addSuccess(WebhookEndpointDeletion)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .annotate(OpenApi.Description, "Stops and removes the endpoint; events not yet delivered to it are dropped.")
+      .annotateContext(scoped("webhooks:write"))
+  )
+  .middleware(Authorization)
+  .annotate(
+    OpenApi.Description,
+    "Where the organisation's signed events (see `webhooks`) are posted. Endpoints made here and with " +
+      "`parley webhooks add` are the same; every key and the CLI see them all."
+  )
+{}
+
 export class ParleyApi extends HttpApi.make("parley")
   .add(ResourcesGroup)
   .add(ConversationsGroup)
   .add(MessagesGroup)
   .add(AiCallsGroup)
+  .add(WebhookEndpointsGroup)
   .addError(ErrorCatalog.INVALID_REQUEST)
   .addError(ErrorCatalog.SCOPE_MISSING)
   // Authorization is on each group, not here: an API-level middleware would also guard

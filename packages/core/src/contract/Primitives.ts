@@ -58,7 +58,9 @@ export const Scope = Schema.Literal(
   "messages:read",
   "messages:write",
   "calls:read",
-  "calls:write"
+  "calls:write",
+  "webhooks:read",
+  "webhooks:write"
 ).annotations({ identifier: "Scope" })
 export type Scope = typeof Scope.Type
 export const ALL_SCOPES: ReadonlyArray<Scope> = Scope.literals

@@ -140,6 +140,12 @@ export interface ActionQuery {
   /** Keyset pagination: only actions with a smaller id (newest first). */
   readonly beforeId: string | null
   readonly limit: number
+  /** Only AI calls of these bots (the key's bot restriction; texts pass); absent or null for every bot. */
+  readonly botIds?: ReadonlyArray<string> | null
+  /** Only actions in these statuses (GET /messages, /ai-calls); absent for all. */
+  readonly statuses?: ReadonlyArray<RecordStatus>
+  /** Only actions whose `modified` is at or after this UTC ISO timestamp; absent for all. */
+  readonly modifiedSince?: string
 }
 
 export type CancelOutcome =
@@ -201,7 +207,11 @@ export const matchesQuery = (action: CrmAction, query: ActionQuery): boolean =>
   (query.ownerId === null || action.owner?.id === query.ownerId) &&
   (query.conversation === null ||
     (action.line === query.conversation.line && action.counterpart === query.conversation.counterpart)) &&
-  (query.beforeId === null || BigInt(action.id) < BigInt(query.beforeId))
+  (query.beforeId === null || BigInt(action.id) < BigInt(query.beforeId)) &&
+  (query.botIds === undefined || query.botIds === null || action.kind !== "ai_call" ||
+    (action.botId !== null && query.botIds.includes(action.botId))) &&
+  (query.statuses === undefined || query.statuses.includes(action.status)) &&
+  (query.modifiedSince === undefined || action.modified >= query.modifiedSince)
 
 export const layerMemory: Layer.Layer<Crm> = Layer.effect(
   Crm,

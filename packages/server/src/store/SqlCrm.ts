@@ -285,7 +285,13 @@ export const layer = Layer.effect(
         sql`org_id = ${q.orgId}`,
         sql.in("kind", q.kinds),
         ...(q.ownerId === null ? [] : [sql`owner_id = ${q.ownerId}`]),
-        ...(q.beforeId === null ? [] : [sql`id < ${Number(q.beforeId)}`])
+        ...(q.beforeId === null ? [] : [sql`id < ${Number(q.beforeId)}`]),
+        // The list filters of GET /messages and /ai-calls: checked on the rows of the chosen range.
+        ...(q.botIds === undefined || q.botIds === null
+          ? []
+          : [sql`(kind <> 'ai_call' OR ${q.botIds.length === 0 ? sql`1 = 0` : sql.in("bot_id", q.botIds)})`]),
+        ...(q.statuses === undefined ? [] : [sql.in("status", q.statuses)]),
+        ...(q.modifiedSince === undefined ? [] : [sql`modified >= ${q.modifiedSince}`])
       ]
       const range = (index: string, conditions: ReadonlyArray<Statement.Fragment>) =>
         sql`SELECT ${columns} FROM actions ${indexedBy(index)} WHERE ${

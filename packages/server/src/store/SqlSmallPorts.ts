@@ -2,7 +2,7 @@
  * The small SQL ports: rate-limit counters, the event outbox, the unit of
  * work (a database transaction) and the installation's cursor secret.
  */
-import { SqlClient, SqlError, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlError, SqlSchema, type Statement } from "@effect/sql"
 import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "@parley/core"
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, storage } from "./rows.js"
@@ -48,20 +48,23 @@ export const EventOutboxLayer = Layer.effect(
     })
     const eventRow = (e: EventOutbox.OutboxEvent) =>
       ({ id: e.id, org_id: e.orgId, type: e.type, timestamp: e.timestamp, payload: e.payload })
-    /** The pending deliveries of already inserted events that share a timestamp: one per enabled endpoint of their organisation. */
+    /** Whether the endpoint wants events of the type: it names the type, or `*` (see SqlWebhooks). */
+    const wants = (webhookId: Statement.Fragment, type: Statement.Fragment) =>
+      sql`EXISTS (SELECT 1 FROM webhook_event_types t WHERE t.webhook_id = ${webhookId} AND t.type IN ('*', ${type}))`
+    /** The pending deliveries of already inserted events that share a timestamp: one per enabled endpoint of their organisation that wants their type. */
     const deliveries = (timestamp: string, eventIds: ReadonlyArray<string>) =>
       sql`INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
           SELECT e.id, w.id, 0, ${Date.parse(timestamp)}, 'pending', ${timestamp}
           FROM events e JOIN webhooks w ON w.org_id = e.org_id AND w.disabled_at IS NULL
-          WHERE e.id IN ${sql.in(eventIds)}`
+          WHERE e.id IN ${sql.in(eventIds)} AND ${wants(sql`w.id`, sql`e.type`)}`
     return EventOutbox.EventOutbox.of({
-      // The event and one pending delivery per enabled endpoint, in the caller's transaction.
+      // The event and one pending delivery per enabled endpoint that wants its type, in the caller's transaction.
       append: (e) =>
         storage("events.append")(Effect.zipRight(
           sql`INSERT INTO events ${sql.insert(eventRow(e))}`,
           sql`INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
               SELECT ${e.id}, id, 0, ${Date.parse(e.timestamp)}, 'pending', ${e.timestamp}
-              FROM webhooks WHERE org_id = ${e.orgId} AND disabled_at IS NULL`
+              FROM webhooks w WHERE org_id = ${e.orgId} AND disabled_at IS NULL AND ${wants(sql`w.id`, sql`${e.type}`)}`
         )),
       // A batch in a few statements rather than two per event; the dispatcher appends hundreds at a time.
       appendAll: (events) => {

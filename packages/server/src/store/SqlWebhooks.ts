@@ -1,32 +1,21 @@
 /**
  * Webhook endpoints in SQL: where an organisation's signed events are posted
- * (Standard Webhooks). The signing secret is stored because the server signs
- * with it; it is shown to the administrator once, at creation.
+ * (Standard Webhooks), and which event types each one wants (a row per type in
+ * `webhook_event_types`, `*` for all, matched when an event's deliveries are
+ * written: see SqlSmallPorts). The signing secret is stored because the server
+ * signs with it; it is shown once, at creation. One table and one row shape
+ * for the API's endpoints (the core's WebhookEndpointStore) and the CLI's.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import type { StorageError } from "@parley/core"
+import { EnabledEvent, type StorageError, WebhookEndpoints, WebhookEndpointStore } from "@parley/core"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { NullableString, storage } from "./rows.js"
 
-export interface WebhookRow {
-  /** `wh_…` */
-  readonly id: string
-  readonly orgId: string
-  readonly url: string
-  /** `whsec_` + base64 of 24 random bytes. */
-  readonly secret: string
-  readonly createdAt: string
-  readonly disabledAt: string | null
-  /** Why delivery stopped: a 410 from the endpoint, or a retry schedule spent. */
-  readonly disabledReason: string | null
-  readonly lastSuccessAt: string | null
-}
+export type WebhookRow = WebhookEndpointStore.WebhookEndpointRow
 
-export interface WebhooksService {
-  readonly insert: (row: WebhookRow) => Effect.Effect<void, StorageError>
+export interface WebhooksService extends WebhookEndpointStore.WebhookEndpointStoreService {
+  /** By id alone: for the administrator's CLI, which is not bound to an organisation. */
   readonly get: (id: string) => Effect.Effect<Option.Option<WebhookRow>, StorageError>
-  /** An organisation's endpoints, enabled and disabled, oldest first. */
-  readonly list: (orgId: string) => Effect.Effect<ReadonlyArray<WebhookRow>, StorageError>
   /** Marks the endpoint disabled; false when there is no such endpoint or it already was. */
   readonly disable: (id: string, at: string) => Effect.Effect<boolean, StorageError>
   /** Enables it again; events written while it was disabled are not sent. False when there is no such endpoint. */
@@ -45,75 +34,114 @@ const WebhookDbRow = Schema.Struct({
   org_id: Schema.String,
   url: Schema.String,
   secret: Schema.String,
+  description: NullableString,
   created_at: Schema.String,
   disabled_at: NullableString,
   disabled_reason: NullableString,
   last_success_at: NullableString
 })
 
-const toWebhook = (r: typeof WebhookDbRow.Type): WebhookRow => ({
+const EventTypeRow = Schema.Struct({ webhook_id: Schema.String, type: EnabledEvent })
+
+const COLUMNS = "id, org_id, url, secret, description, created_at, disabled_at, disabled_reason, last_success_at"
+
+const toWebhook = (r: typeof WebhookDbRow.Type, types: ReadonlyArray<typeof EventTypeRow.Type>): WebhookRow => ({
   id: r.id,
   orgId: r.org_id,
   url: r.url,
   secret: r.secret,
+  enabledEvents: WebhookEndpoints.normalisedEvents(types.filter((t) => t.webhook_id === r.id).map((t) => t.type)),
+  description: r.description,
   createdAt: r.created_at,
   disabledAt: r.disabled_at,
   disabledReason: r.disabled_reason,
   lastSuccessAt: r.last_success_at
 })
 
-export const layer = Layer.effect(
-  Webhooks,
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const byId = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: WebhookDbRow,
-      execute: (id) => sql`SELECT * FROM webhooks WHERE id = ${id}`
-    })
-    const byOrg = SqlSchema.findAll({
-      Request: Schema.String,
-      Result: WebhookDbRow,
-      execute: (orgId) => sql`SELECT * FROM webhooks WHERE org_id = ${orgId} ORDER BY created_at, id`
-    })
-    return Webhooks.of({
-      insert: (w) =>
-        storage("webhooks.insert")(sql`INSERT INTO webhooks ${
+const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const columns = sql.literal(COLUMNS)
+  const byId = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: WebhookDbRow,
+    execute: (id) => sql`SELECT ${columns} FROM webhooks WHERE id = ${id}`
+  })
+  const byOrg = SqlSchema.findAll({
+    Request: Schema.String,
+    Result: WebhookDbRow,
+    execute: (orgId) => sql`SELECT ${columns} FROM webhooks WHERE org_id = ${orgId} ORDER BY created_at, id`
+  })
+  const typesOf = SqlSchema.findAll({
+    Request: Schema.Array(Schema.String),
+    Result: EventTypeRow,
+    execute: (ids) => sql`SELECT webhook_id, type FROM webhook_event_types WHERE ${sql.in("webhook_id", ids)}`
+  })
+  const withTypes = (rows: ReadonlyArray<typeof WebhookDbRow.Type>) =>
+    rows.length === 0
+      ? Effect.succeed([])
+      : Effect.map(typesOf(rows.map((r) => r.id)), (types) => rows.map((r) => toWebhook(r, types)))
+  const one = (found: Option.Option<typeof WebhookDbRow.Type>) =>
+    Option.isNone(found)
+      ? Effect.succeed(Option.none<WebhookRow>())
+      : Effect.map(withTypes([found.value]), (rows) => Option.fromNullable(rows[0]))
+  return Webhooks.of({
+    insert: (w) =>
+      storage("webhooks.insert")(sql.withTransaction(Effect.zipRight(
+        sql`INSERT INTO webhooks ${
           sql.insert({
             id: w.id,
             org_id: w.orgId,
             url: w.url,
             secret: w.secret,
+            description: w.description,
             created_at: w.createdAt,
             disabled_at: w.disabledAt,
             disabled_reason: w.disabledReason
           })
-        }`),
-      get: (id) => storage("webhooks.get")(Effect.map(byId(id), Option.map(toWebhook))),
-      list: (orgId) => storage("webhooks.list")(Effect.map(byOrg(orgId), (rows) => rows.map(toWebhook))),
-      disable: (id, at) =>
-        storage("webhooks.disable")(
-          Effect.map(
-            sql`UPDATE webhooks SET disabled_at = ${at}, disabled_reason = 'Disabled by an administrator.'
-                WHERE id = ${id} AND disabled_at IS NULL RETURNING id`,
-            (rows) => rows.length > 0
-          )
-        ),
-      enable: (id) =>
-        storage("webhooks.enable")(
-          Effect.map(
-            sql`UPDATE webhooks SET disabled_at = NULL, disabled_reason = NULL WHERE id = ${id} RETURNING id`,
-            (rows) => rows.length > 0
-          )
-        ),
-      rotate: (id, secret, previousUntil) =>
-        storage("webhooks.rotate")(
-          Effect.map(
-            sql`UPDATE webhooks SET previous_secret = secret, previous_secret_until = ${previousUntil},
-                secret = ${secret} WHERE id = ${id} RETURNING id`,
-            (rows) => rows.length > 0
-          )
+        }`,
+        sql`INSERT INTO webhook_event_types ${sql.insert(w.enabledEvents.map((type) => ({ webhook_id: w.id, type })))}`
+      ))),
+    get: (id) => storage("webhooks.get")(Effect.flatMap(byId(id), one)),
+    find: (orgId, id) =>
+      storage("webhooks.find")(Effect.flatMap(byId(id), (found) => one(Option.filter(found, (r) => r.org_id === orgId)))),
+    list: (orgId) => storage("webhooks.list")(Effect.flatMap(byOrg(orgId), withTypes)),
+    remove: (orgId, id) =>
+      storage("webhooks.remove")(sql.withTransaction(Effect.gen(function*() {
+        const removed = yield* sql`DELETE FROM webhooks WHERE id = ${id} AND org_id = ${orgId} RETURNING id`
+        if (removed.length === 0) return false
+        // What was still owed to it (and what it was sent) means nothing without the endpoint.
+        yield* sql`DELETE FROM webhook_deliveries WHERE webhook_id = ${id}`
+        yield* sql`DELETE FROM webhook_event_types WHERE webhook_id = ${id}`
+        return true
+      }))),
+    disable: (id, at) =>
+      storage("webhooks.disable")(
+        Effect.map(
+          sql`UPDATE webhooks SET disabled_at = ${at}, disabled_reason = 'Disabled by an administrator.'
+              WHERE id = ${id} AND disabled_at IS NULL RETURNING id`,
+          (rows) => rows.length > 0
         )
-    })
+      ),
+    enable: (id) =>
+      storage("webhooks.enable")(
+        Effect.map(
+          sql`UPDATE webhooks SET disabled_at = NULL, disabled_reason = NULL WHERE id = ${id} RETURNING id`,
+          (rows) => rows.length > 0
+        )
+      ),
+    rotate: (id, secret, previousUntil) =>
+      storage("webhooks.rotate")(
+        Effect.map(
+          sql`UPDATE webhooks SET previous_secret = secret, previous_secret_until = ${previousUntil},
+              secret = ${secret} WHERE id = ${id} RETURNING id`,
+          (rows) => rows.length > 0
+        )
+      )
   })
+})
+
+/** The CLI's service and the core's port, one implementation. */
+export const layer = Layer.effectContext(
+  Effect.map(make, (service) =>
+    Context.make(Webhooks, service).pipe(Context.add(WebhookEndpointStore.WebhookEndpointStore, service)))
 )

@@ -242,9 +242,26 @@ const conversationIndexes = Effect.gen(function*() {
   yield* sql`CREATE INDEX actions_by_owner ON actions (org_id, kind, owner_id, id)`
 })
 
+/**
+ * Event filters (issue 13): which event types each endpoint wants, a row per type so that writing an event's
+ * deliveries matches them with an indexed lookup on both stores; `*` is every type. Endpoints made before
+ * filters existed received everything, and still do. A description says what an endpoint is for.
+ */
+const webhookEventTypes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE webhooks ADD COLUMN description TEXT`
+  yield* sql`CREATE TABLE webhook_event_types (
+    webhook_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    PRIMARY KEY (webhook_id, type)
+  )`
+  yield* sql`INSERT INTO webhook_event_types (webhook_id, type) SELECT id, '*' FROM webhooks`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
   "0003_delivery": delivery,
-  "0004_conversation_indexes": conversationIndexes
+  "0004_conversation_indexes": conversationIndexes,
+  "0006_webhook_event_types": webhookEventTypes
 }

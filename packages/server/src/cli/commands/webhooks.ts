@@ -1,34 +1,38 @@
 /**
- * `parley webhooks add | list | rotate | enable | disable`: where the
+ * `parley webhooks add | list | rotate | enable | disable | delete`: where the
  * organisation's signed events are posted. A signing secret (Standard
- * Webhooks, `whsec_…`) is printed once, when it is made.
+ * Webhooks, `whsec_…`) is printed once, when it is made. The same endpoints
+ * as the API's /webhook-endpoints, with the same URL rules and event filters.
  */
 import { Command, Options } from "@effect/cli"
-import { Crypto, Webhooks as Signing } from "@parley/core"
-import { Clock, Effect, Option } from "effect"
+import { ALL_EVENTS, Crypto, type EnabledEvent, Events, WebhookEndpoints, Webhooks as Signing } from "@parley/core"
+import { Clock, Effect, Either, Option } from "effect"
 import { Webhooks, type WebhookRow } from "../../store/SqlWebhooks.js"
-import { fail, fields, nowIso, orNone, requireOrg } from "../Input.js"
+import { csv, fail, fields, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
 const httpUrl = (value: string) => {
-  const text = value.trim()
-  let parsed: URL | undefined
-  try {
-    parsed = new URL(text)
-  } catch {
-    parsed = undefined
-  }
-  if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hostname === "") {
-    return fail(`--url "${value}" must be an http:// or https:// URL, such as https://example.com/parley/events`)
-  }
-  return Effect.succeed(parsed.toString())
+  const url = WebhookEndpoints.endpointUrl(value)
+  return Either.isRight(url) ? Effect.succeed(url.right) : fail(`--url "${value}" ${url.left}`)
 }
+
+const EVENT_CHOICES: ReadonlyArray<EnabledEvent> = [ALL_EVENTS, ...Events.EventType.literals]
+
+const enabledEvents = (value: string) =>
+  Effect.flatMap(oneOfEach("--events", csv(value), EVENT_CHOICES, "event type"), (events) =>
+    events.length === 0
+      ? fail(`--events is empty; give a comma-separated list of ${EVENT_CHOICES.join(", ")}`)
+      : events.includes(ALL_EVENTS) && events.length > 1
+      ? fail("--events: * already means every event type; give it alone")
+      : Effect.succeed(events))
 
 /** What listings show: never the secret. */
 const view = (w: WebhookRow) => ({
   id: w.id,
   orgId: w.orgId,
   url: w.url,
+  enabledEvents: w.enabledEvents,
+  description: w.description,
   status: w.disabledAt === null ? "enabled" : "disabled",
   createdAt: w.createdAt,
   disabledAt: w.disabledAt,
@@ -41,18 +45,29 @@ const add = Command.make(
   {
     json,
     org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
-    url: Options.text("url").pipe(Options.withDescription("http(s) endpoint that receives the signed events"))
+    url: Options.text("url").pipe(Options.withDescription("http(s) endpoint that receives the signed events")),
+    events: Options.text("events").pipe(
+      Options.withDescription(`Comma-separated event types (${Events.EventType.literals.join(", ")}), or * for all`),
+      Options.withDefault(ALL_EVENTS)
+    ),
+    description: Options.text("description").pipe(
+      Options.withDescription("What the endpoint is for"),
+      Options.optional
+    )
   },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
       const url = yield* httpUrl(input.url)
+      const events = yield* enabledEvents(input.events)
       const webhooks = yield* Webhooks
       const row: WebhookRow = {
         id: Crypto.newId("wh"),
         orgId: input.org,
         url,
         secret: Signing.newSecret(),
+        enabledEvents: WebhookEndpoints.normalisedEvents(events),
+        description: Option.getOrNull(input.description),
         createdAt: yield* nowIso,
         disabledAt: null,
         disabledReason: null,
@@ -62,7 +77,7 @@ const add = Command.make(
       yield* print(input.json, { ...view(row), secret: row.secret }, () =>
         [
           `Added webhook ${row.id} for ${row.orgId}`,
-          fields([["url", row.url]]),
+          fields([["url", row.url], ["events", row.enabledEvents.join(", ")]]),
           "",
           "Signing secret (shown only now; verify the webhook-signature header with it):",
           `  ${row.secret}`
@@ -82,10 +97,11 @@ const list = Command.make(
         rows.length === 0
           ? `No webhooks for ${input.org}: add one with \`parley webhooks add --org ${input.org} --url URL\`.`
           : table([
-            ["ID", "URL", "STATUS", "LAST SUCCESS", "DISABLED", "WHY"],
+            ["ID", "URL", "EVENTS", "STATUS", "LAST SUCCESS", "DISABLED", "WHY"],
             ...rows.map((w) => [
               w.id,
               w.url,
+              w.enabledEvents.join(","),
               w.status,
               orNone(w.lastSuccessAt),
               orNone(w.disabledAt),
@@ -139,7 +155,14 @@ const disable = Command.make("disable", { json, webhook: webhookId }, (input) =>
     yield* print(input.json, { id: row.id, status: "disabled" }, () => `Disabled ${row.id}.`)
   })).pipe(Command.withDescription("Stop sending events to an endpoint"))
 
+const remove = Command.make("delete", { json, webhook: webhookId }, (input) =>
+  Effect.gen(function*() {
+    const row = yield* existing(input.webhook)
+    yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.remove(row.orgId, row.id))
+    yield* print(input.json, { id: row.id, deleted: true }, () => `Deleted ${row.id}; events not yet delivered to it are dropped.`)
+  })).pipe(Command.withDescription("Remove an endpoint and the deliveries still owed to it"))
+
 export const webhooks = Command.make("webhooks").pipe(
   Command.withDescription("Webhook endpoints for signed events"),
-  Command.withSubcommands([add, list, rotate, enable, disable])
+  Command.withSubcommands([add, list, rotate, enable, disable, remove])
 )

@@ -1,9 +1,9 @@
 /**
- * POST/GET/cancel for /messages and /ai-calls. A replayed creation carries
+ * POST/GET/cancel for /messages and /ai-calls, and their lists. A replayed creation carries
  * `Idempotent-Replayed: true`, as Stripe's does.
  */
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
-import { Actions, IdempotencyKeyRequired, ParleyApi } from "@parley/core"
+import { Actions, IdempotencyKeyRequired, ParleyApi, RecordLists } from "@parley/core"
 import { Effect } from "effect"
 import { guarded } from "./guard.js"
 
@@ -31,7 +31,10 @@ const acknowledge = ({ ack, replayed }: Actions.CreationResult) =>
 export const MessagesHandlers = HttpApiBuilder.group(ParleyApi, "messages", (handlers) =>
   Effect.gen(function*() {
     const actions = yield* Actions.Actions
+    const lists = yield* RecordLists.RecordLists
     return handlers
+      .handle("listMessages", ({ urlParams }) =>
+        guarded("messages.listMessages", (caller) => lists.list(caller, "message", urlParams)))
       .handle("createMessage", ({ headers, payload }) =>
         guarded("messages.createMessage", (caller) =>
           idempotencyKey(headers).pipe(
@@ -47,7 +50,10 @@ export const MessagesHandlers = HttpApiBuilder.group(ParleyApi, "messages", (han
 export const AiCallsHandlers = HttpApiBuilder.group(ParleyApi, "aiCalls", (handlers) =>
   Effect.gen(function*() {
     const actions = yield* Actions.Actions
+    const lists = yield* RecordLists.RecordLists
     return handlers
+      .handle("listAiCalls", ({ urlParams }) =>
+        guarded("aiCalls.listAiCalls", (caller) => lists.list(caller, "ai_call", urlParams)))
       .handle("createAiCall", ({ headers, payload }) =>
         guarded("aiCalls.createAiCall", (caller) =>
           idempotencyKey(headers).pipe(
