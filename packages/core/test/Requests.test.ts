@@ -133,7 +133,30 @@ describe("CreateMessageRequest", () => {
         expect(expectOk(decodeMessage({ ...message, scheduledFor })).scheduledFor).toBe(scheduledFor)
       }
     )
-    it.each(["2026-01-01T10:00:00", "2026-01-01", "10:00:00Z", "tomorrow", "2026-13-45T10:00:00Z"])(
+    it.each(["2028-02-29T10:00:00Z", "2030-01-01T10:00:00+14:00", "2030-01-01T10:00:00-12:00", "2030-12-31T23:59:59Z"])(
+      "accepts the real calendar instant %s",
+      (scheduledFor) => {
+        expect(expectOk(decodeMessage({ ...message, scheduledFor })).scheduledFor).toBe(scheduledFor)
+      }
+    )
+    it.each([
+      "2026-01-01T10:00:00",
+      "2026-01-01",
+      "10:00:00Z",
+      "tomorrow",
+      "2026-13-45T10:00:00Z",
+      // impossible calendar dates, which Date.parse rolls over into the next month
+      "2030-02-30T10:00:00Z",
+      "2030-02-29T10:00:00Z",
+      "2030-04-31T10:00:00+01:00",
+      "2030-01-01T24:00:00Z",
+      "2030-01-01T10:60:00Z",
+      // offsets beyond the real ±14:00
+      "2030-01-01T10:00:00+14:30",
+      "2030-01-01T10:00:00-23:59",
+      "9999-12-31T23:59:59-14:01",
+      "2030-01-01T10:00:00+05:75"
+    ])(
       "refuses %s",
       (scheduledFor) => {
         const issues = expectFieldError(decodeMessage({ ...message, scheduledFor }), "scheduledFor")

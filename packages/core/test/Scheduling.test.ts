@@ -72,6 +72,18 @@ describe("scheduledFor lead time", () => {
       expect(record.scheduledFor).toBe(scheduledFor)
     }).pipe(Effect.provide(CoreTestLayer)))
 
+  it.effect("at most 365 days ahead: a year and a day is InvalidRequest naming scheduledFor, 364 days is scheduled", () =>
+    Effect.gen(function*() {
+      const { actions, live, message, nextKey } = yield* setup
+      const far = yield* Effect.flip(actions.createMessage(live, message(yield* inFuture(366 * 24 * 60 * MINUTE)), nextKey()))
+      expect(far._tag).toBe("InvalidRequest")
+      expect(far.message).toMatch(/scheduledFor: must be at most 365 days/)
+      const year9999 = yield* Effect.flip(actions.createMessage(live, message("9999-12-31T23:59:59-14:00"), nextKey()))
+      expect(year9999.message).toContain("scheduledFor")
+      const { ack } = yield* actions.createMessage(live, message(yield* inFuture(364 * 24 * 60 * MINUTE)), nextKey())
+      expect(ack.status).toBe("scheduled")
+    }).pipe(Effect.provide(CoreTestLayer)))
+
   it.effect("the rule is checked against the Clock: the same timestamp passes at one time and fails 2 s later", () =>
     Effect.gen(function*() {
       const { actions, live, message, nextKey } = yield* setup

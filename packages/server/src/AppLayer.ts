@@ -6,6 +6,7 @@ import { AiCallProvider, Carrier, DomainLayer, RateLimiter, RateLimitStore } fro
 import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import { DatabaseLive } from "./store/Database.js"
+import * as SecretBox from "./store/SecretBox.js"
 import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
 import * as SqlCrm from "./store/SqlCrm.js"
 import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
@@ -26,6 +27,11 @@ const RateLimitStoreLive = Layer.unwrapEffect(
   Effect.map(ServerConfig, (config) => Option.isSome(config.databaseUrl) ? RateLimitStoreLayer : RateLimitStore.layerMemory)
 )
 
+/** The migrated database and the key that seals its secrets, with every stored secret sealed under that key. */
+const StoreLive = Layer.effectDiscard(SecretBox.resealSecrets).pipe(
+  Layer.provideMerge(Layer.merge(DatabaseLive, SecretBox.layer))
+)
+
 /** Every storage port on SQL, plus the simulated carrier and AI-call provider (the embedded defaults). */
 export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
@@ -39,7 +45,7 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlWebhooks.layer,
   Carrier.layerMemory,
   AiCallProvider.layerMemory
-).pipe(Layer.provideMerge(DatabaseLive))
+).pipe(Layer.provideMerge(StoreLive))
 
 /** The domain services and the ports they run on; needs only ServerConfig. */
 export const AppLive = DomainLayer.pipe(

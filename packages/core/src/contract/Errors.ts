@@ -31,6 +31,7 @@ export class IdentityChanged extends Schema.TaggedError<IdentityChanged>()("Iden
 export class CrmPermissionDenied extends Schema.TaggedError<CrmPermissionDenied>()("CrmPermissionDenied", fields) {}
 export class AllowanceExhausted extends Schema.TaggedError<AllowanceExhausted>()("AllowanceExhausted", fields) {}
 export class AiCallsDisabled extends Schema.TaggedError<AiCallsDisabled>()("AiCallsDisabled", fields) {}
+export class OutsideSendingHours extends Schema.TaggedError<OutsideSendingHours>()("OutsideSendingHours", fields) {}
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {}
 export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", fields) {}
 export class ActionProcessing extends Schema.TaggedError<ActionProcessing>()("ActionProcessing", fields) {}
@@ -112,6 +113,7 @@ const catalog = {
   CrmPermissionDenied: { errorClass: CrmPermissionDenied, code: "CRM_PERMISSION_DENIED", status: 403, description: "The connected CRM account lacks the CRM permission this request needs." },
   AllowanceExhausted: { errorClass: AllowanceExhausted, code: "ALLOWANCE_EXHAUSTED", status: 403, description: "The organisation's allowance for this kind of action is used up." },
   AiCallsDisabled: { errorClass: AiCallsDisabled, code: "AI_CALLS_DISABLED", status: 403, description: "AI calls are turned off in the organisation's AI settings." },
+  OutsideSendingHours: { errorClass: OutsideSendingHours, code: "OUTSIDE_SENDING_HOURS", status: 403, description: "A live WhatsApp message outside the organisation's sending hours: WhatsApp is sent immediately, never held; send it when the window is open." },
   NotFound: { errorClass: NotFound, code: "NOT_FOUND", status: 404, description: "No such resource in this organisation." },
   MethodNotAllowed: { errorClass: MethodNotAllowed, code: "METHOD_NOT_ALLOWED", status: 405, description: "The path exists but not with this method." },
   ActionProcessing: { errorClass: ActionProcessing, code: "ACTION_PROCESSING", status: 409, description: "An earlier request with the same Idempotency-Key is still being processed; retry unchanged." },
@@ -146,6 +148,7 @@ export const ErrorCatalog = {
   CRM_PERMISSION_DENIED: wire(catalog.CrmPermissionDenied),
   ALLOWANCE_EXHAUSTED: wire(catalog.AllowanceExhausted),
   AI_CALLS_DISABLED: wire(catalog.AiCallsDisabled),
+  OUTSIDE_SENDING_HOURS: wire(catalog.OutsideSendingHours),
   NOT_FOUND: wire(catalog.NotFound),
   METHOD_NOT_ALLOWED: wire(catalog.MethodNotAllowed),
   ACTION_PROCESSING: wire(catalog.ActionProcessing),

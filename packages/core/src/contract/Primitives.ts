@@ -17,21 +17,44 @@ export const E164 = Schema.String.pipe(
 })
 
 const OFFSET_TIMESTAMP =
-  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|([+-])(\d{2}):(\d{2}))$/
+
+/** Real UTC offsets run from -12:00 to +14:00; ±14:00 bounds both sides. */
+const MAX_OFFSET_MINUTES = 14 * 60
+
+const daysInMonth = (year: number, month: number): number =>
+  month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31
 
 /**
- * ISO 8601 timestamp that must carry a timezone offset (`Z` or `±hh:mm`).
- * A local time without an offset is ambiguous for scheduling, so it is refused.
+ * Whether `s` is a real calendar instant with an offset. `Date.parse` alone rolls impossible dates over
+ * (`2030-02-30` becomes March 2) and takes offsets up to ±23:59, so every part is checked here.
+ */
+export const isOffsetTimestamp = (s: string): boolean => {
+  const m = OFFSET_TIMESTAMP.exec(s)
+  if (m === null) return false
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number)
+  if (year === undefined || month === undefined || day === undefined) return false
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false
+  if ((hour ?? 24) > 23 || (minute ?? 60) > 59 || (second ?? 60) > 59) return false
+  if (m[7] !== undefined && Number(m[8]) * 60 + Number(m[9]) > MAX_OFFSET_MINUTES) return false
+  if (m[9] !== undefined && Number(m[9]) > 59) return false
+  return !Number.isNaN(Date.parse(s))
+}
+
+/**
+ * ISO 8601 timestamp that must carry a timezone offset (`Z` or `±hh:mm`, at most ±14:00) and name a real
+ * calendar date and time. A local time without an offset is ambiguous for scheduling, so it is refused.
  */
 export const OffsetTimestamp = Schema.String.pipe(
   Schema.filter((s) =>
-    OFFSET_TIMESTAMP.test(s) && !Number.isNaN(Date.parse(s))
+    isOffsetTimestamp(s)
       ? true
-      : "must be an ISO 8601 timestamp with a timezone offset, such as 2026-01-31T09:30:00+01:00"
+      : "must be a real date and time in ISO 8601 with a timezone offset between -14:00 and +14:00, " +
+        "such as 2026-01-31T09:30:00+01:00"
   )
 ).annotations({
   identifier: "OffsetTimestamp",
-  description: "ISO 8601 timestamp with a timezone offset.",
+  description: "ISO 8601 timestamp with a timezone offset (`Z` or `±hh:mm`, within ±14:00); a real calendar date.",
   examples: ["2026-01-31T09:30:00+01:00"]
 })
 

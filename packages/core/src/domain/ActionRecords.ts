@@ -1,6 +1,14 @@
 /** How a stored CRM action reads on the wire: the contract's ActionRecord. */
 import { ActionRecord } from "../contract/Resources.js"
+import type { CrmModule } from "../contract/Primitives.js"
 import type { CrmAction } from "../ports/Crm.js"
+
+/**
+ * Whether an account that may read `readable` modules may see a record of `module` (the CRM would not show
+ * it the others). `readable` undefined means every module: events and the admin CLI.
+ */
+export const mayRead = (readable: ReadonlyArray<CrmModule> | undefined, module: string): boolean =>
+  readable === undefined || readable.some((m) => m === module)
 
 /**
  * Built without re-validating: every ActionRecord field is a plain string, a literal or a struct of
@@ -10,17 +18,21 @@ import type { CrmAction } from "../ports/Crm.js"
  * nested values are copied field by field, as a validating make would, so that a value with more
  * properties than its type (a stored linked record, say) writes no extra key into a payload.
  */
-export const toActionRecord = (action: CrmAction): ActionRecord => {
+export const toActionRecord = (action: CrmAction, readable?: ReadonlyArray<CrmModule>): ActionRecord => {
   const outbound = action.direction === "Outbound"
+  // A record in a module the account may not read is not linked as far as this reader can tell.
+  const record = action.record === null || !mayRead(readable, action.record.module) ? null : action.record
+  const linkedName = (module: CrmModule) =>
+    mayRead(readable, module) ? (action.linkedRecords.find((r) => r.module === module)?.name ?? null) : null
   return ActionRecord.make({
     id: action.id,
-    name: action.record?.name ?? null,
-    senderName: outbound ? (action.owner?.name ?? null) : (action.record?.name ?? null),
+    name: record?.name ?? null,
+    senderName: outbound ? (action.owner?.name ?? null) : (record?.name ?? null),
     linkedSenders: {
-      Contact: action.linkedRecords.find((r) => r.module === "Contacts")?.name ?? null,
-      Account: action.linkedRecords.find((r) => r.module === "Deals")?.name ?? null,
-      Vendor: action.linkedRecords.find((r) => r.module === "Vendors")?.name ?? null,
-      Lead: action.linkedRecords.find((r) => r.module === "Leads")?.name ?? null
+      Contact: linkedName("Contacts"),
+      Account: linkedName("Deals"),
+      Vendor: linkedName("Vendors"),
+      Lead: linkedName("Leads")
     },
     from: outbound ? action.line : action.counterpart,
     to: outbound ? action.counterpart : action.line,
@@ -33,10 +45,10 @@ export const toActionRecord = (action: CrmAction): ActionRecord => {
     at: action.at,
     scheduledFor: action.scheduledFor,
     owner: action.owner === null ? null : { id: action.owner.id, name: action.owner.name },
-    record: action.record === null ? null : { id: action.record.id, name: action.record.name },
+    record: record === null ? null : { id: record.id, name: record.name },
     linkedRecords: action.linkedRecords.length === 0
       ? []
-      : action.linkedRecords.map((r) => ({ module: r.module, id: r.id, name: r.name })),
+      : action.linkedRecords.map((r) => ({ module: r.module, id: r.id, name: mayRead(readable, r.module) ? r.name : null })),
     sid: action.sid,
     audioFileId: action.audioFileId,
     errorMessage: action.errorMessage,
@@ -44,3 +56,4 @@ export const toActionRecord = (action: CrmAction): ActionRecord => {
     modified: action.modified
   }, { disableValidation: true })
 }
+

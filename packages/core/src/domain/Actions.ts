@@ -7,7 +7,7 @@
  * `*.queued` event. Test keys go through every check and then stop: they get
  * a `test_` id, and nothing is written to the CRM or sent.
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import {
   ActionNotCancellable,
   type ActionProcessing,
@@ -17,6 +17,7 @@ import {
   type IdempotencyKeyReused,
   InvalidRequest,
   NotFound,
+  OutsideSendingHours,
   type ResourceDenied
 } from "../contract/Errors.js"
 import type { CreateAiCallRequest, CreateMessageRequest, RecordLink } from "../contract/Requests.js"
@@ -40,6 +41,7 @@ import { Directory } from "./Directory.js"
 import { emit } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
+import { isOpen, nextOpening, parseSendingHours } from "./SendingHours.js"
 import { renderTemplate } from "./Templates.js"
 import { isVisible, visibility } from "./Visibility.js"
 import { isSessionOpen } from "./WhatsApp.js"
@@ -50,13 +52,15 @@ export type CreateError =
   | CrmPermissionDenied
   | AllowanceExhausted
   | AiCallsDisabled
+  | OutsideSendingHours
   | IdempotencyKeyReused
   | ActionProcessing
   | CrmError
   | StorageError
 
-/** AI settings do not apply to texts. */
+/** AI settings do not apply to texts; sending hours refuse only WhatsApp (other actions wait for the window). */
 export type CreateMessageError = Exclude<CreateError, AiCallsDisabled>
+export type CreateAiCallError = Exclude<CreateError, OutsideSendingHours>
 
 export interface CreationResult {
   readonly ack: CreationAck
@@ -73,7 +77,7 @@ export interface ActionsService {
     caller: CallerInfo,
     request: CreateAiCallRequest,
     idempotencyKey: string
-  ) => Effect.Effect<CreationResult, CreateError>
+  ) => Effect.Effect<CreationResult, CreateAiCallError>
   readonly get: (
     caller: CallerInfo,
     kind: ActionKind,
@@ -222,6 +226,19 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
                 })
               }
             }
+            if (request.channel === "WhatsApp" && caller.mode === "live") {
+              // WhatsApp is sent at once (its 24-hour session could lapse while it waited), so outside the
+              // organisation's window it is refused now rather than held where it could not be cancelled.
+              const hours = parseSendingHours(caller.organisation.sendingHours, caller.organisation.timezone)
+              const nowMs = yield* Clock.currentTimeMillis
+              if (Either.isRight(hours) && !isOpen(hours.right, new Date(nowMs))) {
+                const opens = nextOpening(hours.right, new Date(nowMs)).toISOString()
+                return yield* new OutsideSendingHours({
+                  message: "WhatsApp messages are sent immediately and it is outside the organisation's sending hours " +
+                    `(${caller.organisation.sendingHours}, ${caller.organisation.timezone}); send it after ${opens}.`
+                })
+              }
+            }
             if (caller.mode === "live" && caller.organisation.smsAllowance !== null &&
               caller.organisation.smsAllowance <= 0) {
               return yield* new AllowanceExhausted({ message: "The organisation's text allowance is used up." })
@@ -283,7 +300,8 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
           }))
         }).pipe(Effect.withSpan("Actions.createAiCall")),
 
-      get: (caller, kind, id) => Effect.map(visibleAction(caller, kind, id), toActionRecord),
+      get: (caller, kind, id) =>
+        Effect.map(visibleAction(caller, kind, id), (action) => toActionRecord(action, caller.account.permissions.modules)),
 
       cancel: (caller, kind, id) =>
         Effect.gen(function*() {

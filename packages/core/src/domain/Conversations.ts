@@ -7,10 +7,11 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type CrmPermissionDenied, InvalidRequest, NotFound } from "../contract/Errors.js"
+import type { CrmModule } from "../contract/Primitives.js"
 import { type ActionRecord, ConversationSummary, type LinkedRecord } from "../contract/Resources.js"
 import { type ConversationEntry, Crm, type CrmError } from "../ports/Crm.js"
 import type { StorageError } from "../ports/StorageError.js"
-import { toActionRecord } from "./ActionRecords.js"
+import { mayRead, toActionRecord } from "./ActionRecords.js"
 import type { CallerInfo } from "./Caller.js"
 import { CursorSigner } from "./Cursors.js"
 import { Directory } from "./Directory.js"
@@ -46,12 +47,18 @@ export class Conversations extends Context.Tag("@parley/core/Conversations")<Con
 const summarise = (
   id: string,
   newest: ConversationEntry,
-  actions: ReadonlyArray<ConversationEntry>
+  actions: ReadonlyArray<ConversationEntry>,
+  readable: ReadonlyArray<CrmModule>
 ): ConversationSummary => {
   const unreadCount = actions.filter((a) => a.direction === "Inbound" && a.read === null).length
   const linked = new Map<string, LinkedRecord>()
-  for (const a of actions) for (const r of a.linkedRecords) linked.set(`${r.module}/${r.id}`, r)
-  const named = actions.find((a) => a.record !== null)
+  for (const a of actions) {
+    for (const r of a.linkedRecords) {
+      linked.set(`${r.module}/${r.id}`, mayRead(readable, r.module) ? r : { module: r.module, id: r.id, name: null })
+    }
+  }
+  // Named after a record only the account may read; otherwise by the number, as a phone shows a stranger.
+  const named = actions.find((a) => a.record !== null && mayRead(readable, a.record.module))
   // Built from entries the store has already decoded against its row schema, and the response is encoded
   // through ConversationSummary's schema, which checks every field again (E164, Int, the literals): validating
   // here as well would check each summary twice, and cost more than the page's query.
@@ -129,7 +136,12 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
           else group.actions.push(action)
         }
         const items = [...groups.values()].map(({ actions, newest }) =>
-          summarise(signedConversationId(caller.orgId, newest.line, newest.counterpart), newest, actions)
+          summarise(
+            signedConversationId(caller.orgId, newest.line, newest.counterpart),
+            newest,
+            actions,
+            caller.account.permissions.modules
+          )
         )
         const last = page[page.length - 1]
         const nextCursor = rows.length > PAGE_SIZE && last !== undefined
@@ -167,7 +179,7 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
         const nextCursor = rows.length > PAGE_SIZE && last !== undefined
           ? signer.sign(caller.orgId, { k: "conv", l: line, p: counterpart, b: last.id })
           : null
-        return { items: page.map(toActionRecord), nextCursor }
+        return { items: page.map((action) => toActionRecord(action, caller.account.permissions.modules)), nextCursor }
       })
     })
   })

@@ -7,7 +7,7 @@
  * survive restarts and work on every replica.
  */
 import { Context, Layer, Option, Schema } from "effect"
-import { hmacBase64Url, randomBase62 } from "./Crypto.js"
+import { constantTimeEqual, hmacBase64Url, randomBase62 } from "./Crypto.js"
 
 export interface CursorSignerService {
   readonly sign: (orgId: string, payload: unknown) => string
@@ -43,8 +43,8 @@ export const make = (secret: string): CursorSignerService => {
       const dot = token.indexOf(".")
       if (dot <= 0) return Option.none()
       const body = token.slice(0, dot)
-      // Comparing MACs of public data: a timing difference reveals nothing secret.
-      if (token.slice(dot + 1) !== mac(orgId, body)) return Option.none()
+      // Constant time: an early-exit comparison would let a client learn a valid MAC byte by byte.
+      if (!constantTimeEqual(token.slice(dot + 1), mac(orgId, body))) return Option.none()
       return jsonDecoder(schema)(Buffer.from(body, "base64url").toString("utf8"))
     }
   }

@@ -4,8 +4,12 @@
  * the CRM record with the sender's phone, and a `message.received` event —
  * atomically. An inbound WhatsApp message opens the 24-hour session with its
  * sender. The carrier's inbound webhook and `parley inbound` both come here.
+ *
+ * Carriers retry a webhook they think failed (Twilio: on a timeout or a 5xx),
+ * so a message the carrier identified is stored once per carrier id: a retry
+ * answers the action stored the first time and emits nothing.
  */
-import { Clock, Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option } from "effect"
 import type { Channel } from "../contract/Primitives.js"
 import { Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
 import { Organisations } from "../ports/Organisations.js"
@@ -16,6 +20,9 @@ import type { EventOutbox } from "../ports/EventOutbox.js"
 
 /** The message cannot be accepted as addressed; the message says why in plain words. */
 export class InboundRejected extends Data.TaggedError("InboundRejected")<{ readonly message: string }> {}
+
+/** Rolls back the transaction of a carrier's retry; the first delivery's action is answered instead. */
+class AlreadyReceived extends Data.TaggedError("AlreadyReceived")<{ readonly actionId: string }> {}
 
 export interface InboundMessage {
   readonly orgId: string
@@ -89,9 +96,21 @@ export const layer: Layer.Layer<Inbound, never, Organisations | Crm | UnitOfWork
             modified: now,
             apiKeyId: null
           })
+          if (message.sid !== undefined) {
+            const first = yield* crm.claimInboundSid(message.orgId, message.sid, created.id)
+            if (Option.isSome(first)) return yield* new AlreadyReceived({ actionId: first.value })
+          }
           yield* Effect.provide(emit("message.received", created), outbox)
           return created
-        }))
+        })).pipe(
+          Effect.catchTag("AlreadyReceived", ({ actionId }) =>
+            Effect.flatMap(crm.findAction(message.orgId, actionId), (found) =>
+              Option.match(found, {
+                onSome: Effect.succeed,
+                // The first delivery's action is gone (retention): nothing to store again.
+                onNone: () => Effect.fail(new InboundRejected({ message: `message ${message.sid} was already received` }))
+              })))
+        )
       })
     })
   })

@@ -1,6 +1,8 @@
 /**
  * The time rules of creation and cancellation, read through Effect's Clock:
- * - `scheduledFor` must be at least 30 seconds ahead when the request arrives;
+ * - `scheduledFor` must be at least 30 seconds ahead when the request arrives,
+ *   and at most 365 days ahead (further is almost always a mistaken year, and
+ *   a record kept that long outlives the CRM's own scheduling horizon);
  * - an action can be cancelled only while Queued and scheduled more than 30
  *   seconds ahead (the dispatcher never claims an action that close to its
  *   time while a cancellation could still win, see the server's dispatcher).
@@ -9,6 +11,8 @@ import { Clock, Effect } from "effect"
 import { InvalidRequest } from "../contract/Errors.js"
 
 export const MIN_LEAD_MS = 30_000
+export const MAX_HORIZON_DAYS = 365
+const MAX_HORIZON_MS = MAX_HORIZON_DAYS * 86_400_000
 
 /** The instant an action becomes due (epoch ms): its scheduledFor, or now. */
 export const validateScheduledFor = (
@@ -21,6 +25,11 @@ export const validateScheduledFor = (
     if (at - now < MIN_LEAD_MS) {
       return yield* new InvalidRequest({
         message: "scheduledFor: must be at least 30 seconds in the future (omit it to send now)."
+      })
+    }
+    if (at - now > MAX_HORIZON_MS) {
+      return yield* new InvalidRequest({
+        message: `scheduledFor: must be at most ${MAX_HORIZON_DAYS} days in the future.`
       })
     }
     return { dueAt: at, scheduledFor: new Date(at).toISOString() }

@@ -1,7 +1,9 @@
 /**
  * What a key and the executing CRM account may read: the lines of the key's
- * numbers (its restriction) and, for accounts that see only their own, the
- * actions they own. One rule for single records and for conversation pages.
+ * numbers and the AI calls of the key's bots (its restrictions), for accounts
+ * that see only their own, the actions they own, and the names of records only
+ * in modules the account may read. One rule for single records, lists,
+ * conversation pages and cancellation.
  */
 import { Effect } from "effect"
 import { CrmPermissionDenied } from "../contract/Errors.js"
@@ -15,6 +17,8 @@ export interface Visibility {
   readonly lines: ReadonlyArray<string> | null
   /** Only actions owned by this account; null for all. */
   readonly ownerId: string | null
+  /** Only AI calls of these bots (texts have no bot); null for every bot. */
+  readonly bots: ReadonlyArray<string> | null
 }
 
 export const visibility = (
@@ -31,9 +35,11 @@ export const visibility = (
       ? null
       : (yield* directory.permittedNumbers(caller)).map((n) => n.phoneNumber)
     const ownerId = caller.account.permissions.actionsView === "own" ? caller.account.id : null
-    return { lines, ownerId }
+    const bots = caller.botIds.length === 0 ? null : caller.botIds
+    return { lines, ownerId, bots }
   })
 
 export const isVisible = (action: CrmAction, seen: Visibility): boolean =>
   (seen.lines === null || seen.lines.includes(action.line)) &&
-  (seen.ownerId === null || action.owner?.id === seen.ownerId)
+  (seen.ownerId === null || action.owner?.id === seen.ownerId) &&
+  (seen.bots === null || action.kind !== "ai_call" || (action.botId !== null && seen.bots.includes(action.botId)))

@@ -186,6 +186,16 @@ export interface CrmService {
     notBefore: string,
     at: string
   ) => Effect.Effect<CancelOutcome, CrmError | StorageError>
+  /**
+   * Records that the carrier's inbound message `carrierSid` is stored as action `actionId`, once per
+   * organisation: None the first time; on a carrier's retry, Some(the action stored the first time).
+   * Called in the transaction that stores the action, so that a crash forgets both or neither.
+   */
+  readonly claimInboundSid: (
+    orgId: string,
+    carrierSid: string,
+    actionId: string
+  ) => Effect.Effect<Option.Option<string>, CrmError | StorageError>
   /** When the counterpart last wrote to the line on WhatsApp (opens the 24-hour session). */
   readonly lastInboundWhatsApp: (
     orgId: string,
@@ -221,6 +231,7 @@ export const layerMemory: Layer.Layer<Crm> = Layer.effect(
     const records = yield* Ref.make(new Map<string, CrmRecord>())
     const actions = yield* Ref.make(new Map<string, CrmAction>())
     const nextId = yield* Ref.make(1000)
+    const inboundSids = yield* Ref.make(new Map<string, string>())
     const recordKey = (orgId: string, module: string, id: string) => `${orgId}\u0000${module}\u0000${id}`
     const queryActions = (query: ActionQuery) =>
       Effect.map(Ref.get(actions), (m) =>
@@ -264,6 +275,12 @@ export const layerMemory: Layer.Layer<Crm> = Layer.effect(
           if (!isCancellable(action, notBefore)) return [{ _tag: "NotCancellable", action }, m]
           const cancelled: CrmAction = { ...action, status: "Cancelled", modified: at }
           return [{ _tag: "Cancelled", action: cancelled }, new Map(m).set(id, cancelled)]
+        }),
+      claimInboundSid: (orgId, carrierSid, actionId) =>
+        Ref.modify(inboundSids, (m): [Option.Option<string>, Map<string, string>] => {
+          const key = `${orgId}\u0000${carrierSid}`
+          const first = m.get(key)
+          return first === undefined ? [Option.none(), new Map(m).set(key, actionId)] : [Option.some(first), m]
         }),
       lastInboundWhatsApp: (orgId, line, counterpart) =>
         Effect.map(Ref.get(actions), (m) => {

@@ -18,6 +18,10 @@
  * - DATABASE_URL (unset): `postgres://…` selects the Postgres store (several
  *   replicas on one database); unset, the embedded SQLite file is the store
  * - PARLEY_DB_POOL_SIZE (default 10): Postgres connections per process
+ * - PARLEY_SECRET_KEY (unset): 32 random bytes (base64 or hex) sealing stored
+ *   secrets; unset, the key file secret.key in PARLEY_DATA_DIR (created 0600)
+ * - PARLEY_PREVIOUS_SECRET_KEYS (unset): comma-separated keys of earlier
+ *   rotations, read only to reseal what they sealed
  */
 import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, type Option, Redacted } from "effect"
 
@@ -34,6 +38,8 @@ export interface ServerSettings {
   readonly publicUrl: Option.Option<string>
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dbPoolSize: number
+  readonly secretKey: Option.Option<Redacted.Redacted<string>>
+  readonly previousSecretKeys: ReadonlyArray<Redacted.Redacted<string>>
 }
 
 const logLevels: Readonly<Record<string, LogLevel.LogLevel>> = {
@@ -92,6 +98,11 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   dbPoolSize: Config.integer("PARLEY_DB_POOL_SIZE").pipe(
     Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
     Config.withDefault(10)
+  ),
+  secretKey: Config.option(Config.redacted("PARLEY_SECRET_KEY")),
+  previousSecretKeys: Config.string("PARLEY_PREVIOUS_SECRET_KEYS").pipe(
+    Config.withDefault(""),
+    Config.map((list) => list.split(",").map((k) => k.trim()).filter((k) => k !== "").map((k) => Redacted.make(k)))
   )
 })
 

@@ -15,7 +15,7 @@
  * once running, the pool reconnects by itself and requests answer 503 in the
  * meantime (see ErrorResponses).
  */
-import { mkdirSync } from "node:fs"
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
@@ -36,9 +36,21 @@ const SqlitePragmas = Layer.effectDiscard(
   })
 )
 
+/**
+ * The data directory is the operator's alone (0700) and the database file too (0600): it holds every
+ * organisation's messages. SQLite gives its -wal and -shm files the database file's mode.
+ */
+const prepareDataDir = (dataDir: string): string => {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  chmodSync(dataDir, 0o700)
+  const file = join(dataDir, DATABASE_FILE)
+  closeSync(openSync(file, "a", 0o600))
+  chmodSync(file, 0o600)
+  return file
+}
+
 const sqlite = (config: ServerSettings) => {
-  mkdirSync(config.dataDir, { recursive: true })
-  const client = SqliteClient.layer({ filename: join(config.dataDir, DATABASE_FILE) })
+  const client = SqliteClient.layer({ filename: prepareDataDir(config.dataDir) })
   const migrate = SqliteMigrator.layer({ loader: SqliteMigrator.fromRecord(migrations) }).pipe(
     Layer.provide(NodeContext.layer)
   )

@@ -416,6 +416,18 @@ export const layer = Layer.effect(
           if (Option.isNone(current) || current.value.kind !== kind) return { _tag: "NotFound" as const }
           return { _tag: "NotCancellable" as const, action: toAction(current.value) }
         })),
+      claimInboundSid: (orgId, carrierSid, actionId) =>
+        storage("crm.claimInboundSid")(Effect.gen(function*() {
+          // On Postgres a concurrent retry's insert waits for the first transaction, then finds its row.
+          const inserted = yield* sql`INSERT INTO inbound_receipts ${
+            sql.insert({ org_id: orgId, carrier_sid: carrierSid, action_id: actionId })
+          } ON CONFLICT (org_id, carrier_sid) DO NOTHING RETURNING action_id`
+          if (inserted.length > 0) return Option.none()
+          const rows = yield* sql`SELECT action_id FROM inbound_receipts
+            WHERE org_id = ${orgId} AND carrier_sid = ${carrierSid}`
+          const [first] = yield* Schema.decodeUnknown(Schema.Array(Schema.Struct({ action_id: Schema.String })))(rows)
+          return Option.fromNullable(first?.action_id)
+        })),
       lastInboundWhatsApp: (orgId, line, counterpart) =>
         storage("crm.lastInboundWhatsApp")(
           Effect.map(lastInbound({ orgId, line, counterpart }), Option.map((r) => r.at))

@@ -127,6 +127,14 @@ export const layer = Layer.effect(
             const next = { ...current.value, ...patch }
             const { id: _id, created_at: _created, ...columns } = fromOrganisation(next)
             yield* sql`UPDATE organisations SET ${sql.update(columns)} WHERE id = ${orgId}`
+            if (patch.sendingHours !== undefined || patch.timezone !== undefined || patch.aiCallsEnabled !== undefined) {
+              // Actions held for the old sending hours (work_at moved past due_at) come due again now, so the
+              // dispatcher decides them under the new settings: widened hours release them at once, and
+              // narrowed ones hold them again until the new window opens.
+              yield* sql`UPDATE actions SET work_at = due_at
+                WHERE org_id = ${orgId} AND status = 'Queued' AND charged_at IS NULL AND lease_owner IS NULL
+                  AND work_at > due_at`
+            }
             return Option.some(next)
           }))
         ),

@@ -4,7 +4,7 @@
  * every request, so a running server refuses the key on its next request.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { ALL_SCOPES, ApiKeys, ApiKeyStore, Organisations } from "@parley/core"
+import { ALL_SCOPES, ApiKeys, ApiKeyStore, Crm, Organisations } from "@parley/core"
 import { Clock, Effect, Option } from "effect"
 import { csv, fail, fields, isoTimestamp, nonEmpty, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
@@ -61,6 +61,20 @@ const create = Command.make(
     Effect.gen(function*() {
       yield* requireOrg(input.org)
       const organisations = yield* Organisations.Organisations
+      // Every request runs as the connected CRM account (the contract: connect it before issuing keys).
+      const connection = yield* (yield* Crm.Crm).connection(input.org)
+      if (connection.state === "disconnected") {
+        return yield* fail(
+          `${input.org} has no CRM account connected, and every request runs as that account: connect one first ` +
+            `with \`parley crm connect ${input.org} --account NAME\`, then create the key.`
+        )
+      }
+      if (connection.state === "identity_changed") {
+        return yield* fail(
+          `The CRM account of ${input.org} changed identity: reconnect it with ` +
+            `\`parley crm connect ${input.org} --account NAME\`, then create the key.`
+        )
+      }
       const name = yield* nonEmpty("--name", input.name)
       const scopeItems = csv(input.scopes)
       if (scopeItems.length === 0) {
@@ -86,6 +100,12 @@ const create = Command.make(
           `bot id of ${input.org}`
         )
       const expiresAt = Option.isNone(input.expiresAt) ? null : yield* isoTimestamp("--expires-at", input.expiresAt.value)
+      if (expiresAt !== null && Date.parse(expiresAt) <= (yield* Clock.currentTimeMillis)) {
+        return yield* fail(
+          `--expires-at ${input.expiresAt.pipe(Option.getOrElse(() => expiresAt))} is not in the future: ` +
+            "a key that is already expired could never be used (omit --expires-at for a key that does not expire)."
+        )
+      }
       const apiKeys = yield* ApiKeys.ApiKeys
       const { key, token } = yield* apiKeys.create({
         orgId: input.org,

@@ -69,10 +69,17 @@ const add = Command.make(
         }
         voiceOutboundBotId = wanted
       }
-      const existing = yield* organisations.listNumbers(input.org)
-      const clash = existing.find((n) => n.phoneNumber === phoneNumber && n.sid !== sid)
+      // A number belongs to one organisation: inbound texts to it are routed by the number alone.
+      const clash = (yield* organisations.findNumbersByPhone(phoneNumber)).find((n) =>
+        n.orgId !== input.org || n.sid !== sid
+      )
       if (clash !== undefined) {
-        return yield* fail(`${phoneNumber} is already number ${clash.sid} of ${input.org}`)
+        return yield* fail(
+          clash.orgId === input.org
+            ? `${phoneNumber} is already number ${clash.sid} of ${input.org} (pass --sid ${clash.sid} to update it)`
+            : `${phoneNumber} already belongs to another organisation (${clash.orgId}); a number can serve only ` +
+              "one organisation, since inbound messages are routed by the number alone. Remove it there first."
+        )
       }
       const row: Organisations.NumberRow = {
         orgId: input.org,
