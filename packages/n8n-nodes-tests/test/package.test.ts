@@ -1,7 +1,9 @@
 /** The built package, loaded by n8n-core's PackageDirectoryLoader exactly as n8n loads a community package. */
-import { readFileSync } from "node:fs"
-import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join, relative } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { loadPackage, PACKAGE_DIR } from "./support/n8n.js"
 
 const packageJson = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"))
@@ -86,5 +88,66 @@ describe("n8n-nodes-parley as n8n loads it", () => {
   it("ships nothing of Effect or @parley/core", () => {
     const built = readFileSync(join(PACKAGE_DIR, "dist/nodes/Parley/shared/api.js"), "utf8")
     expect(built).not.toMatch(/require\("(effect|@parley\/core)/)
+  })
+})
+
+describe("n8n-nodes-parley as npm packs it", () => {
+  // `n8n-node release` publishes with npm, which (unlike pnpm) rewrites nothing in package.json.
+  let work: string
+  let root: string
+  let manifest: Record<string, unknown>
+  const files: string[] = []
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), "parley-n8n-pack-"))
+    const packed = JSON.parse(
+      execFileSync("npm", ["pack", "--json", "--pack-destination", work], {
+        cwd: PACKAGE_DIR,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"]
+      })
+    ) as Array<{ filename: string }>
+    execFileSync("tar", ["xzf", join(work, packed[0]!.filename), "-C", work])
+    root = join(work, "package")
+    manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name)
+        if (entry.isDirectory()) walk(path)
+        else files.push(relative(root, path))
+      }
+    }
+    walk(root)
+  }, 120_000)
+
+  afterAll(() => {
+    if (work !== undefined) rmSync(work, { recursive: true, force: true })
+  })
+
+  it("names no entry point that is not in the package", () => {
+    const entries = [manifest.main, manifest.types, manifest.module].filter((entry) => entry !== undefined)
+    for (const entry of entries) expect(existsSync(join(root, String(entry))), String(entry)).toBe(true)
+    const n8n = manifest.n8n as { nodes: string[]; credentials: string[] }
+    for (const path of [...n8n.nodes, ...n8n.credentials]) expect(files).toContain(path)
+  })
+
+  it("keeps no workspace: or link: versions that only resolve inside this repository", () => {
+    for (const field of ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"]) {
+      for (const [name, version] of Object.entries((manifest[field] ?? {}) as Record<string, string>)) {
+        expect(version, `${field}.${name}`).not.toMatch(/^(workspace|link|file):/)
+      }
+    }
+  })
+
+  it("ships a source map only with the sources it points to", () => {
+    for (const file of files.filter((path) => path.endsWith(".js"))) {
+      const reference = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(root, file), "utf8"))
+      if (reference === null) continue
+      expect(files, `${file} points to its map`).toContain(join(dirname(file), reference[1]!))
+    }
+    for (const map of files.filter((path) => path.endsWith(".map"))) {
+      const { sources } = JSON.parse(readFileSync(join(root, map), "utf8")) as { sources: string[] }
+      for (const source of sources) expect(files, `${map} → ${source}`).toContain(join(dirname(map), source))
+    }
   })
 })

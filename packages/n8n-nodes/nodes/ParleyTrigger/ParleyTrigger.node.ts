@@ -5,7 +5,7 @@ import type {
 	INodeTypeDescription,
 	IPollFunctions,
 } from 'n8n-workflow';
-import { NodeApiError, NodeConnectionTypes } from 'n8n-workflow';
+import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 import type {
 	ApiActionRecord,
 	ApiConversationSummary,
@@ -88,7 +88,7 @@ interface Unknown {
 }
 
 /** Parley's error for one id, when the id itself is the problem; undefined for anything else. */
-function unknownIdError(error: unknown): IDataObject | undefined {
+function unknownIdError(error: NodeApiError | NodeOperationError): IDataObject | undefined {
 	if (!(error instanceof NodeApiError)) return undefined;
 	if (error.httpCode !== '404' && error.httpCode !== '400') return undefined;
 	const details: IDataObject = {
@@ -158,8 +158,12 @@ async function readWatchedIds(
 		} catch (error) {
 			// A wrong id must not hide the others' changes; a wrong key or an
 			// unreachable server still fails the poll, as n8n should show it.
-			const details = unknownIdError(error);
-			if (details === undefined) throw error;
+			const failure =
+				error instanceof NodeApiError || error instanceof NodeOperationError
+					? error
+					: new NodeOperationError(context.getNode(), error as Error);
+			const details = unknownIdError(failure);
+			if (details === undefined) throw failure;
 			unknown.push({ key, kind, id, error: details });
 		}
 	}

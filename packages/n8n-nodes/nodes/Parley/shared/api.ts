@@ -1,31 +1,130 @@
 /**
- * The /api/v1 shapes this package reads and writes, taken from @parley/core's
- * contract as types only: nothing of Effect reaches the built package.
+ * The /api/v1 shapes this package reads and writes, as plain types.
+ *
+ * They mirror @parley/core's contract (packages/core/src/contract) field for
+ * field. The package cannot depend on @parley/core, not even for types: a
+ * published package may name only registry versions, and the core is not
+ * published. packages/n8n-nodes-tests checks every type here against the
+ * contract (test/contract-types.test.ts), so the two cannot drift apart.
  */
-import type {
-	ActionRecord,
-	Bot,
-	CallStatus,
-	CancellationAck,
-	ConversationSummary,
-	CreationAck,
-	MessageStatus,
-	RecordStatus,
-	SenderNumber,
-	Template,
-} from '@parley/core';
 
-/** Plain JSON views of the contract's Schema classes. */
-type Fields<A> = { -readonly [K in keyof A]: A[K] };
+export type MessageStatus =
+	| 'Queued'
+	| 'Sending'
+	| 'Sent'
+	| 'Delivered'
+	| 'Undelivered'
+	| 'Failed'
+	| 'Cancelled'
+	| 'Received';
 
-export type ApiSenderNumber = Fields<SenderNumber>;
-export type ApiBot = Fields<Bot>;
-export type ApiTemplate = Fields<Template>;
-export type ApiActionRecord = Fields<ActionRecord>;
-export type ApiConversationSummary = Fields<ConversationSummary>;
-export type ApiCreationAck = Fields<CreationAck>;
-export type ApiCancellationAck = Fields<CancellationAck>;
-export type { CallStatus, MessageStatus, RecordStatus };
+export type CallStatus =
+	| 'Queued'
+	| 'Ringing'
+	| 'In Progress'
+	| 'Completed'
+	| 'No Answer'
+	| 'Busy'
+	| 'Failed'
+	| 'Cancelled';
+
+export type RecordStatus = MessageStatus | CallStatus;
+
+export type Direction = 'Outbound' | 'Inbound';
+
+export type RecordType = 'SMS' | 'WhatsApp' | 'Call';
+
+export interface ApiSenderNumber {
+	sid: string;
+	phoneNumber: string;
+	friendlyName: string;
+	capabilities: { readonly sms?: boolean; readonly voice?: boolean };
+	voiceOutboundBotId: string | null;
+}
+
+export interface ApiBot {
+	id: string;
+	name: string;
+	description?: string | null;
+}
+
+export interface ApiTemplate {
+	id: string;
+	crmId: string;
+	recordType?: string | null;
+	name: string;
+	body: string;
+}
+
+export interface ApiLinkedRecord {
+	readonly module: string;
+	readonly id: string;
+	readonly name: string | null;
+}
+
+interface ApiPerson {
+	readonly id: string;
+	readonly name: string;
+}
+
+export interface ApiActionRecord {
+	id: string;
+	name?: string | null;
+	senderName?: string | null;
+	linkedSenders?: {
+		readonly Contact?: string | null;
+		readonly Account?: string | null;
+		readonly Vendor?: string | null;
+		readonly Lead?: string | null;
+	};
+	from?: string | null;
+	to?: string | null;
+	direction?: Direction | null;
+	body: string;
+	status?: RecordStatus | null;
+	type?: RecordType | null;
+	botId: string | null;
+	read?: string | null;
+	at?: string | null;
+	scheduledFor?: string | null;
+	owner?: ApiPerson | null;
+	record?: ApiPerson | null;
+	linkedRecords: readonly ApiLinkedRecord[];
+	sid?: string | null;
+	audioFileId?: string | null;
+	errorMessage?: string | null;
+	sentBy?: string;
+	modified?: string | null;
+}
+
+export interface ApiConversationSummary {
+	id: string;
+	phone: string;
+	name: string;
+	preview?: string;
+	at?: string | null;
+	unread: boolean;
+	owner?: ApiPerson | null;
+	direction?: Direction | null;
+	status?: RecordStatus | null;
+	type?: RecordType | null;
+	sentBy?: string;
+	linkedRecords: readonly ApiLinkedRecord[];
+	unreadCount: number;
+	line?: string;
+}
+
+export interface ApiCreationAck {
+	id: string;
+	status: 'accepted' | 'scheduled';
+	test: boolean;
+}
+
+export interface ApiCancellationAck {
+	id: string;
+	status: 'cancelled';
+	test?: boolean;
+}
 
 export interface ItemList<A> {
 	items: A[];

@@ -1,0 +1,80 @@
+/**
+ * n8n-nodes-parley keeps its own copy of the /api/v1 shapes (it may not depend on the unpublished
+ * @parley/core). This file holds that copy to the contract: the type checks fail `pnpm typecheck`
+ * when a field changes on one side only, and the status lists are compared at run time.
+ */
+import type {
+  ActionRecord,
+  Bot,
+  CallStatus as ContractCallStatus,
+  CancellationAck,
+  ConversationSummary,
+  CreationAck,
+  Direction as ContractDirection,
+  MessageStatus as ContractMessageStatus,
+  RecordType as ContractRecordType,
+  SenderNumber,
+  Template
+} from "@parley/core"
+import { CallStatus as CallStatusSchema, FINAL_STATUSES, MessageStatus as MessageStatusSchema } from "@parley/core"
+import type {
+  ApiActionRecord,
+  ApiBot,
+  ApiCancellationAck,
+  ApiConversationSummary,
+  ApiCreationAck,
+  ApiSenderNumber,
+  ApiTemplate,
+  CallStatus,
+  Direction,
+  MessageStatus,
+  RecordType
+} from "n8n-nodes-parley/nodes/Parley/shared/api"
+import { describe, expect, it } from "vitest"
+import { loadPackage } from "./support/n8n.js"
+
+/** The contract's Schema classes as plain JSON objects. */
+type Fields<A> = { -readonly [K in keyof A]: A[K] }
+/** true when each type is assignable to the other. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+
+// Each line fails to compile when the package's copy and the contract disagree.
+export const sameShapes: {
+  senderNumber: Same<ApiSenderNumber, Fields<SenderNumber>>
+  bot: Same<ApiBot, Fields<Bot>>
+  template: Same<ApiTemplate, Fields<Template>>
+  actionRecord: Same<ApiActionRecord, Fields<ActionRecord>>
+  conversationSummary: Same<ApiConversationSummary, Fields<ConversationSummary>>
+  creationAck: Same<ApiCreationAck, Fields<CreationAck>>
+  cancellationAck: Same<ApiCancellationAck, Fields<CancellationAck>>
+  messageStatus: Same<MessageStatus, ContractMessageStatus>
+  callStatus: Same<CallStatus, ContractCallStatus>
+  direction: Same<Direction, ContractDirection>
+  recordType: Same<RecordType, ContractRecordType>
+} = {
+  senderNumber: true,
+  bot: true,
+  template: true,
+  actionRecord: true,
+  conversationSummary: true,
+  creationAck: true,
+  cancellationAck: true,
+  messageStatus: true,
+  callStatus: true,
+  direction: true,
+  recordType: true
+}
+
+describe("the package's copy of the contract", () => {
+  it("the trigger offers every status of the contract and calls final exactly the contract's final ones", async () => {
+    const loader = await loadPackage()
+    const trigger = loader.types.nodes.find((node) => node.name === "parleyTrigger")!
+    const statuses = trigger.properties.find((property) => property.name === "statuses")!
+    const options = (statuses.options ?? []).flatMap((option) =>
+      "value" in option ? [{ status: String(option.value), final: String(option.description).startsWith("Final") }] : []
+    )
+    const contract = [...new Set([...MessageStatusSchema.literals, ...CallStatusSchema.literals])]
+    expect(options.map((option) => option.status).sort()).toEqual([...contract].sort())
+    for (const option of options) expect(option.final, option.status).toBe(FINAL_STATUSES.has(option.status as ContractCallStatus))
+  })
+})
