@@ -1,5 +1,5 @@
-// The OpenAPI document derived from the HttpApi definition: all eleven
-// operations of the spec's endpoint table with their scope, parameters,
+// The OpenAPI document derived from the HttpApi definition: the eleven
+// operations of the spec's endpoint table and Parley's additions (issue 13: record lists, webhook endpoints) with their scope, parameters,
 // success status and error responses in the common error shape; and the
 // script that writes it.
 import { describe, expect, it } from "@effect/vitest"
@@ -49,15 +49,20 @@ interface Document {
 /** The document as a client sees it: plain JSON. */
 const doc = JSON.parse(JSON.stringify(openApiDocument())) as Document
 
-type Kind = "list" | "get" | "create" | "cancel"
+type Kind = "list" | "get" | "create" | "cancel" | "subscribe" | "delete"
+
+/** The filters of GET /messages and /ai-calls. */
+const LIST_QUERY = ["cursor", "status", "since", "number"]
 
 /** The spec's endpoint table. */
 const ENDPOINTS: ReadonlyArray<{
-  readonly method: "get" | "post"
+  readonly method: "get" | "post" | "delete"
   readonly path: string
   readonly scope: string
-  readonly success: "200" | "202"
+  readonly success: "200" | "201" | "202"
   readonly kind: Kind
+  /** Optional query parameters, when not only the conversations' cursor. */
+  readonly query?: ReadonlyArray<string>
 }> = [
   { method: "get", path: "/api/v1/numbers", scope: "resources:read", success: "200", kind: "list" },
   { method: "get", path: "/api/v1/bots", scope: "resources:read", success: "200", kind: "list" },
@@ -69,7 +74,13 @@ const ENDPOINTS: ReadonlyArray<{
   { method: "get", path: "/api/v1/messages/{id}", scope: "messages:read", success: "200", kind: "get" },
   { method: "get", path: "/api/v1/ai-calls/{id}", scope: "calls:read", success: "200", kind: "get" },
   { method: "post", path: "/api/v1/messages/{id}/cancel", scope: "messages:write", success: "200", kind: "cancel" },
-  { method: "post", path: "/api/v1/ai-calls/{id}/cancel", scope: "calls:write", success: "200", kind: "cancel" }
+  { method: "post", path: "/api/v1/ai-calls/{id}/cancel", scope: "calls:write", success: "200", kind: "cancel" },
+  { method: "get", path: "/api/v1/messages", scope: "messages:read", success: "200", kind: "list", query: LIST_QUERY },
+  { method: "get", path: "/api/v1/ai-calls", scope: "calls:read", success: "200", kind: "list", query: LIST_QUERY },
+  { method: "post", path: "/api/v1/webhook-endpoints", scope: "webhooks:write", success: "201", kind: "subscribe" },
+  { method: "get", path: "/api/v1/webhook-endpoints", scope: "webhooks:read", success: "200", kind: "list" },
+  { method: "get", path: "/api/v1/webhook-endpoints/{id}", scope: "webhooks:read", success: "200", kind: "get" },
+  { method: "delete", path: "/api/v1/webhook-endpoints/{id}", scope: "webhooks:write", success: "200", kind: "delete" }
 ]
 
 /** The status of every error code the issue names. */
@@ -163,14 +174,14 @@ describe("OpenAPI document", () => {
     expect(doc.components.securitySchemes?.["bearer"]).toMatchObject({ type: "http", scheme: "bearer" })
   })
 
-  it("lists exactly the eleven operations of the spec, under /api/v1", () => {
+  it("lists exactly the operations of the spec and Parley's additions, under /api/v1", () => {
     const listed = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`)
     )
     expect(listed.sort()).toEqual(ENDPOINTS.map((e) => `${e.method.toUpperCase()} ${e.path}`).sort())
   })
 
-  describe.each(ENDPOINTS)("$method $path", ({ kind, method, path, scope, success }) => {
+  describe.each(ENDPOINTS)("$method $path", ({ kind, method, path, query, scope, success }) => {
     const op = operation(method, path)
 
     it(`requires bearer with scope ${scope}`, () => {
@@ -189,6 +200,7 @@ describe("OpenAPI document", () => {
       const expected: Array<[string, string, boolean]> = []
       if (path.includes("{id}")) expected.push(["path", "id", true])
       if (path.startsWith("/api/v1/conversations")) expected.push(["query", "cursor", false])
+      for (const name of query ?? []) expected.push(["query", name, false])
       if (kind === "create") expected.push(["header", "idempotency-key", true])
       expect(params.sort()).toEqual(expected.sort())
     })
@@ -233,6 +245,12 @@ describe("OpenAPI document", () => {
         const header = op.parameters?.find((p) => p.name === "idempotency-key")
         expect(header?.schema?.maxLength).toBe(128)
       })
+    } else if (kind === "subscribe") {
+      it("takes a required body, answers 413 PAYLOAD_TOO_LARGE, and needs no idempotency key", () => {
+        expect(op.requestBody?.required).toBe(true)
+        expect(codesAt(op, "413")).toContain("PAYLOAD_TOO_LARGE")
+        expect(codesAt(op, "403")).toEqual(expect.arrayContaining(["RESOURCE_DENIED", "CRM_PERMISSION_DENIED"]))
+      })
     } else {
       it("has no request body and no 413", () => {
         expect(op.requestBody).toBeUndefined()
@@ -240,7 +258,7 @@ describe("OpenAPI document", () => {
       })
     }
 
-    if (kind === "get" || kind === "cancel") {
+    if (kind === "get" || kind === "cancel" || kind === "delete") {
       it("answers 404 NOT_FOUND", () => {
         expect(codesAt(op, "404")).toEqual(["NOT_FOUND"])
       })
