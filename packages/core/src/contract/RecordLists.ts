@@ -24,10 +24,11 @@ const statusList = <A extends string>(status: Schema.Schema<A>, names: ReadonlyA
     ).annotations({ description: `Only records in these statuses, comma-separated: ${names.join(", ")}.` })
   )
 
-const since = Schema.optional(OffsetTimestamp.annotations({
-  description: "Only records created or changed at or after this time (their `modified`): pass the time of the " +
-    "previous poll to see every record that changed since."
-}))
+// On the property, not the refinement: a query parameter is documented by its encoded side, a plain string.
+const since = Schema.optional(OffsetTimestamp).annotations({
+  description: "Only records created or changed at or after this time (their `modified`), an ISO 8601 timestamp " +
+    "with an offset: pass the time of the previous poll to see every record that changed since."
+})
 
 const number = Schema.optional(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
