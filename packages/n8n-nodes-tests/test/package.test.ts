@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { loadPackage, PACKAGE_DIR } from "./support/n8n.js"
+import type { INode } from "n8n-workflow"
+import { loadPackage, N8nHarness, PACKAGE_DIR, PARLEY_TRIGGER, parleyNode } from "./support/n8n.js"
 
 const packageJson = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"))
 
@@ -49,8 +50,9 @@ describe("n8n-nodes-parley as n8n loads it", () => {
 
     const credential = loader.types.credentials[0]!
     expect(credential.displayName).toBe("Parley API")
-    expect(credential.properties.map((p) => p.name)).toEqual(["baseUrl", "apiKey"])
-    expect(credential.properties[1]!.typeOptions?.password).toBe(true)
+    const fields = credential.properties.filter((p) => p.type !== "notice")
+    expect(fields.map((p) => p.name)).toEqual(["baseUrl", "apiKey"])
+    expect(fields[1]!.typeOptions?.password).toBe(true)
     expect(credential.test?.request).toMatchObject({ url: "/api/v1/numbers", method: "GET" })
     expect(loader.known.credentials.parleyApi!.supportedNodes).toEqual(
       ["parley", "parleyTrigger"]
@@ -83,6 +85,28 @@ describe("n8n-nodes-parley as n8n loads it", () => {
       .map((mode) => mode.typeOptions?.searchListMethod)
       .filter((name) => name !== undefined)
     expect(new Set(searchMethods)).toEqual(new Set(["searchNumbers", "searchTemplates", "searchBots", "searchConversations"]))
+  })
+
+  it("subtitles name the action, not raw values", async () => {
+    const loader = await loadPackage()
+    const harness = new N8nHarness(loader, { baseUrl: "http://127.0.0.1:9", apiKey: "unused" })
+    const parley = loader.types.nodes.find((node) => node.name === "parley")!
+    const pairs = parley.properties
+      .filter((p) => p.name === "operation")
+      .flatMap((p) =>
+        (p.displayOptions!.show!.resource as string[]).flatMap((resource) =>
+          (p.options ?? []).map((o) => ({ resource, operation: String("value" in o ? o.value : ""), action: "action" in o ? o.action : "" }))
+        )
+      )
+    expect(pairs.length).toBeGreaterThan(10)
+    for (const { resource, operation, action } of pairs) {
+      expect(harness.subtitle(parleyNode("Parley", { resource, operation }))).toBe(action)
+    }
+    const trigger = (watch: string): INode => ({
+      id: "t", name: "Parley Trigger", type: PARLEY_TRIGGER, typeVersion: 1, position: [0, 0], parameters: { watch }
+    })
+    expect(harness.subtitle(trigger("ids"))).toBe("Status changes of watched IDs")
+    expect(harness.subtitle(trigger("all"))).toBe("Status changes of all messages")
   })
 
   it("ships nothing of Effect or @parley/core", () => {

@@ -1,4 +1,6 @@
 /** Parley Trigger's Poll Status through n8n-core's PollContext, and the credential test, against a real server. */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import type { IDataObject, INode } from "n8n-workflow"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { loadPackage, N8nHarness, PARLEY_TRIGGER } from "./support/n8n.js"
@@ -173,5 +175,20 @@ describe("the Parley API credential test", () => {
     const badUrl = await harness.testCredential({ baseUrl: `${server.baseUrl}/elsewhere`, apiKey: demo.keys.live })
     expect(badUrl.status).toBe("Error")
     expect(badUrl.message).toMatch(/No Parley API answered at this Base URL/)
+  })
+
+  it("an unreachable server: n8n shows the network code, and the credential form says what to check", async () => {
+    // A loopback port that was just free: nothing listens there.
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve))
+    const { port } = probe.address() as AddressInfo
+    await new Promise<void>((resolve) => probe.close(() => resolve()))
+    const unreachable = await harness.testCredential({ baseUrl: `http://127.0.0.1:${port}`, apiKey: demo.keys.live })
+    expect(unreachable).toEqual({ status: "Error", message: "ECONNREFUSED" })
+    const credential = harness.loader.getCredential("parleyApi").type
+    const notice = credential.properties.find((property) => property.type === "notice")
+    expect(notice?.displayName).toMatch(/ECONNREFUSED/)
+    expect(notice?.displayName).toMatch(/Parley server is running/)
+    expect(notice?.displayName).toMatch(/Docker/)
   })
 })

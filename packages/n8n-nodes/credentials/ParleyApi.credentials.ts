@@ -18,6 +18,15 @@ export class ParleyApi implements ICredentialType {
 
 	properties: INodeProperties[] = [
 		{
+			// n8n answers a test that cannot connect with the bare network code; a
+			// declarative test cannot change that message, so the advice sits here.
+			displayName:
+				'If the test says ECONNREFUSED, ENOTFOUND or ETIMEDOUT, n8n could not reach the Base URL: check that the Parley server is running, that the address and port are right, and that n8n can reach it (in Docker, localhost is the n8n container: use host.docker.internal or the service name).',
+			name: 'connectionNotice',
+			type: 'notice',
+			default: '',
+		},
+		{
 			displayName: 'Base URL',
 			name: 'baseUrl',
 			type: 'string',

@@ -370,6 +370,13 @@ export class N8nHarness {
     return await nodeType.poll.call(context)
   }
 
+  /** The node's subtitle as n8n's editor shows it: its expression resolved against the node's parameters. */
+  subtitle(node: INode): unknown {
+    const nodeType = this.nodeTypes.getByNameAndVersion(node.type, node.typeVersion)
+    const workflow = this.workflow({ nodes: [node], connections: {} })
+    return workflow.expression.getSimpleParameterValue(node, nodeType.description.subtitle ?? "", "internal", {})
+  }
+
   /**
    * Calls a list search of the node as n8n's editor does (POST /rest/dynamic-node-parameters/resource-locator-results),
    * with the node's current parameters.
@@ -415,7 +422,10 @@ export class N8nHarness {
         headers: request.headers as Record<string, string>
       })
     } catch (error) {
-      return { status: "Error", message: `Could not connect: ${(error as Error).message}` }
+      // n8n's CredentialsTester answers a request that failed without a response with the error's cause code.
+      const cause = (error as Error).cause
+      const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : undefined
+      return { status: "Error", message: code ?? (error as Error).message }
     }
     for (const rule of test.rules ?? []) {
       if (rule.type === "responseCode" && response.status === rule.properties.value) {

@@ -16,7 +16,7 @@ import { conversationDescription, conversationOperations } from './resources/con
 import { messageDescription, messageOperations } from './resources/message';
 import { numberDescription, numberOperations } from './resources/number';
 import { templateDescription, templateOperations } from './resources/template';
-import type { ParleyOperation } from './shared/operation';
+import { actionSubtitle, type ParleyOperation } from './shared/operation';
 
 const operations: Record<string, Record<string, ParleyOperation>> = {
 	message: messageOperations,
@@ -61,6 +61,30 @@ function failedItem(error: Error, itemIndex: number, toErrorOutput: boolean): IN
 	return { json, pairedItem: { item: itemIndex } };
 }
 
+const properties: INodeTypeDescription['properties'] = [
+	{
+		displayName: 'Resource',
+		name: 'resource',
+		type: 'options',
+		noDataExpression: true,
+		options: [
+			{ name: 'AI Call', value: 'aiCall' },
+			{ name: 'Bot', value: 'bot' },
+			{ name: 'Conversation', value: 'conversation' },
+			{ name: 'Message', value: 'message' },
+			{ name: 'Number', value: 'number' },
+			{ name: 'Template', value: 'template' },
+		],
+		default: 'message',
+	},
+	...messageDescription,
+	...aiCallDescription,
+	...conversationDescription,
+	...numberDescription,
+	...botDescription,
+	...templateDescription,
+];
+
 export class Parley implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Parley',
@@ -68,36 +92,14 @@ export class Parley implements INodeType {
 		icon: { light: 'file:../../icons/parley.svg', dark: 'file:../../icons/parley.dark.svg' },
 		group: ['output'],
 		version: 1,
-		subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
+		subtitle: actionSubtitle(properties),
 		description: 'Send SMS and WhatsApp messages and start AI calls with Parley',
 		defaults: { name: 'Parley' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [{ name: 'parleyApi', required: true }],
-		properties: [
-			{
-				displayName: 'Resource',
-				name: 'resource',
-				type: 'options',
-				noDataExpression: true,
-				options: [
-					{ name: 'AI Call', value: 'aiCall' },
-					{ name: 'Bot', value: 'bot' },
-					{ name: 'Conversation', value: 'conversation' },
-					{ name: 'Message', value: 'message' },
-					{ name: 'Number', value: 'number' },
-					{ name: 'Template', value: 'template' },
-				],
-				default: 'message',
-			},
-			...messageDescription,
-			...aiCallDescription,
-			...conversationDescription,
-			...numberDescription,
-			...botDescription,
-			...templateDescription,
-		],
+		properties,
 	};
 
 	methods = {

@@ -233,7 +233,7 @@ export class ParleyTrigger implements INodeType {
 		icon: { light: 'file:../../icons/parley.svg', dark: 'file:../../icons/parley.dark.svg' },
 		group: ['trigger'],
 		version: 1,
-		subtitle: '={{"Poll status: " + $parameter["watch"]}}',
+		subtitle: '={{ $parameter["watch"] === "all" ? "Status changes of all messages" : "Status changes of watched IDs" }}',
 		description: 'Starts the workflow when a Parley message or AI call changes status',
 		defaults: { name: 'Parley Trigger' },
 		polling: true,

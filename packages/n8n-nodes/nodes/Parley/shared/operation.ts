@@ -22,3 +22,22 @@ export function forOperation(
 		},
 	}));
 }
+
+/**
+ * The node's subtitle: the action name of the chosen resource and operation
+ * ("Send message"), read from the operation options so it never shows raw
+ * values. Falls back to the operation value for anything unknown.
+ */
+export function actionSubtitle(properties: INodeProperties[]): string {
+	const actions: Record<string, string> = {};
+	for (const property of properties) {
+		const resources = property.displayOptions?.show?.resource;
+		if (property.name !== 'operation' || !Array.isArray(resources)) continue;
+		for (const option of property.options ?? []) {
+			if (!('value' in option) || !('action' in option) || typeof option.action !== 'string') continue;
+			for (const resource of resources) actions[`${String(resource)}:${String(option.value)}`] = option.action;
+		}
+	}
+	const key = '$parameter["resource"] + ":" + $parameter["operation"]';
+	return `={{ ${JSON.stringify(actions)}[${key}] ?? $parameter["operation"] }}`;
+}
