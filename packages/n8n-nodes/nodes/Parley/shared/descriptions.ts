@@ -149,7 +149,7 @@ export const idempotencyOptions: INodeProperties = {
 			type: 'string',
 			default: '',
 			description:
-				'Overrides the key derived from the execution, the node and the item (at most 128 characters). Parley creates one action per key.',
+				'Overrides the derived key (n8n instance, workflow, execution, node, run of the node and item), at most 128 characters. Parley creates one action per key: set one to send at most once across executions, for example a CRM event ID.',
 		},
 	],
 };
