@@ -40,10 +40,10 @@ export const endpointUrl = (text: string): Either.Either<string, string> => {
   try {
     parsed = new URL(text.trim())
   } catch {
-    return Either.left("must be an absolute http:// or https:// URL, such as https://example.com/parley/events")
+    return Either.left("must be an http:// or https:// URL, such as https://example.com/parley/events")
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    return Either.left(`must use http:// or https://, not ${parsed.protocol}//`)
+    return Either.left(`must be an http:// or https:// URL, not ${parsed.protocol}`)
   }
   if (parsed.hostname === "") return Either.left("must name a host")
   // Listings show the URL to every key with webhooks:read: a password in it would be a secret on display.
