@@ -1,0 +1,303 @@
+/**
+ * Twilio Programmable Messaging (REST API 2010-04-01, the `Messages` resource)
+ * for texts and WhatsApp: send one message, and find a message again when a
+ * send's outcome is unknown. Plain Effect over `fetch`, with no retries of its
+ * own: Twilio's Messages API takes no idempotency key, so whether to try again
+ * is the dispatcher's decision, made after `findMessage` has looked.
+ *
+ * Every failure is a `TwilioSendError` whose `reason` says what the caller may
+ * do: `rejected` (this message will never go: fail it), `auth_failed` (the
+ * organisation's credentials are wrong: fail clearly, do not retry),
+ * `rate_limited` (retry later, no sooner than `retryAfterMs`), `unavailable`
+ * (nothing was sent: retry), `unknown_outcome` (the request may have been
+ * acted on: reconcile with `findMessage` before retrying).
+ *
+ * Errors carry Twilio's own message and code, never a credential.
+ */
+import { Clock, Data, Effect, Option, Schema } from "effect"
+import { exchange, parseJson, type ProviderExchange, retryAfterMs } from "../ProviderExchange.js"
+
+export { twilioSignature, verifyTwilioSignature } from "./TwilioSignature.js"
+
+export const TWILIO_API_BASE = "https://api.twilio.com"
+export const TWILIO_TIMEOUT_MS = 15_000
+/**
+ * How far before `since` findMessage still looks, because `since` is read on
+ * Parley's clock and `date_created` on Twilio's. A wider window could only
+ * mistake an identical earlier message (same sender, recipient and text) for
+ * the one being looked for.
+ */
+export const TWILIO_CLOCK_SKEW_MS = 60_000
+/** findMessage reads at most this many pages of this many messages. */
+const FIND_PAGE_SIZE = 100
+const FIND_MAX_PAGES = 5
+
+export interface TwilioAccount {
+  /** Default TWILIO_API_BASE; a regional edge or a local fake otherwise. */
+  readonly apiBase: string
+  /** AC… */
+  readonly accountSid: string
+  /** Basic auth (unless an API key pair is given) and webhook signatures. */
+  readonly authToken: string
+  /** SK…: when set (with its secret), Basic auth is apiKeySid:apiKeySecret. */
+  readonly apiKeySid?: string | undefined
+  readonly apiKeySecret?: string | undefined
+}
+
+export interface TwilioSendRequest {
+  /** E.164, or "whatsapp:+…" for WhatsApp. */
+  readonly to: string
+  /** E.164 or "whatsapp:+…". */
+  readonly from?: string
+  /** MG…, instead of from. */
+  readonly messagingServiceSid?: string
+  readonly body?: string
+  /** HX…: a WhatsApp content template. */
+  readonly contentSid?: string
+  /** The template's variables, keyed "1", "2"…; sent as one JSON string. */
+  readonly contentVariables?: Readonly<Record<string, string>>
+  /** Absolute URL Twilio posts each status change to. */
+  readonly statusCallback: string
+}
+
+export interface TwilioMessage {
+  readonly sid: string
+  readonly status: string
+  readonly errorCode: number | null
+  readonly errorMessage: string | null
+  readonly to: string
+  readonly from: string | null
+  readonly dateCreated: string | null
+}
+
+export type TwilioFailureReason = "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
+
+export class TwilioSendError extends Data.TaggedError("TwilioSendError")<{
+  readonly reason: TwilioFailureReason
+  /** Twilio's error code (21211, 21610, 21408, 63016, 20429, 20003 …) when it gave one. */
+  readonly code: number | null
+  /** The HTTP status, when there was an answer. */
+  readonly status: number | null
+  /** Twilio's message (or ours when Twilio gave none); never a secret. */
+  readonly message: string
+  /** From Retry-After on 429/503, when present. */
+  readonly retryAfterMs: number | null
+}> {}
+
+export interface TwilioCallOptions {
+  /** Default TWILIO_TIMEOUT_MS. */
+  readonly timeoutMs?: number
+}
+
+/** Twilio's codes that mean "too much at once, try later" though they come as 400. */
+const THROUGHPUT_CODES = new Set([
+  20429, // Too Many Requests
+  21611 // This 'From' number has exceeded the maximum number of queued messages
+])
+
+/**
+ * What a Twilio error answer means for the caller. 63016 (WhatsApp free-form
+ * text outside the 24-hour session) normally arrives as a failed status
+ * callback, not here; when Twilio does answer it synchronously it is a rejection.
+ */
+export const classifyTwilioError = (status: number, code: number | null): TwilioFailureReason => {
+  if (status === 401 || code === 20003) return "auth_failed"
+  if (status === 429 || (code !== null && THROUGHPUT_CODES.has(code))) return "rate_limited"
+  if (status >= 500) return "unavailable"
+  return "rejected"
+}
+
+const NullableString = Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+
+const MessageJson = Schema.Struct({
+  sid: Schema.String,
+  status: Schema.String,
+  error_code: Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null }),
+  error_message: NullableString,
+  to: Schema.String,
+  from: NullableString,
+  body: NullableString,
+  messaging_service_sid: NullableString,
+  date_created: NullableString
+})
+type MessageJson = typeof MessageJson.Type
+
+const MessagePageJson = Schema.Struct({
+  messages: Schema.Array(MessageJson),
+  next_page_uri: NullableString
+})
+
+const ErrorJson = Schema.Struct({
+  code: Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null }),
+  message: NullableString
+})
+
+const decodeMessage = Schema.decodeUnknownOption(MessageJson)
+const decodePage = Schema.decodeUnknownOption(MessagePageJson)
+const decodeError = Schema.decodeUnknownOption(ErrorJson)
+
+const toMessage = (json: MessageJson): TwilioMessage => ({
+  sid: json.sid,
+  status: json.status,
+  errorCode: json.error_code,
+  errorMessage: json.error_message,
+  to: json.to,
+  from: json.from,
+  dateCreated: json.date_created
+})
+
+const authorization = (account: TwilioAccount) => {
+  const user = account.apiKeySid !== undefined && account.apiKeySecret !== undefined
+    ? `${account.apiKeySid}:${account.apiKeySecret}`
+    : `${account.accountSid}:${account.authToken}`
+  return `Basic ${Buffer.from(user).toString("base64")}`
+}
+
+const messagesUrl = (account: TwilioAccount) =>
+  `${account.apiBase.replace(/\/+$/, "")}/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}/Messages.json`
+
+const sendForm = (request: TwilioSendRequest): string => {
+  const form = new URLSearchParams()
+  form.set("To", request.to)
+  if (request.from !== undefined) form.set("From", request.from)
+  if (request.messagingServiceSid !== undefined) form.set("MessagingServiceSid", request.messagingServiceSid)
+  if (request.body !== undefined) form.set("Body", request.body)
+  if (request.contentSid !== undefined) form.set("ContentSid", request.contentSid)
+  if (request.contentVariables !== undefined) form.set("ContentVariables", JSON.stringify(request.contentVariables))
+  form.set("StatusCallback", request.statusCallback)
+  return form.toString()
+}
+
+/** The error for an answer that is not a success. */
+const answeredError = (answer: Extract<ProviderExchange, { _tag: "Answered" }>, now: number): TwilioSendError => {
+  const parsed = decodeError(parseJson(answer.body))
+  const code = Option.match(parsed, { onNone: () => null, onSome: (e) => e.code })
+  const message = Option.flatMap(parsed, (e) => Option.fromNullable(e.message))
+  return new TwilioSendError({
+    reason: classifyTwilioError(answer.status, code),
+    code,
+    status: answer.status,
+    message: Option.getOrElse(message, () => `Twilio answered HTTP ${answer.status}.`),
+    retryAfterMs: answer.status === 429 || answer.status === 503
+      ? retryAfterMs(answer.retryAfter, now)
+      : null
+  })
+}
+
+const connectionError = (reason: TwilioFailureReason, detail: string) =>
+  new TwilioSendError({ reason, code: null, status: null, message: `Twilio: ${detail}.`, retryAfterMs: null })
+
+/** Creates the Message resource: Twilio answers 201 with the message queued (or accepted, with a service). */
+export const sendMessage = Effect.fn("TwilioClient.sendMessage")(function*(
+  account: TwilioAccount,
+  request: TwilioSendRequest,
+  options: TwilioCallOptions = {}
+) {
+  const answer = yield* exchange({
+    method: "POST",
+    url: messagesUrl(account),
+    headers: {
+      authorization: authorization(account),
+      "content-type": "application/x-www-form-urlencoded",
+      accept: "application/json"
+    },
+    body: sendForm(request),
+    timeoutMs: options.timeoutMs ?? TWILIO_TIMEOUT_MS
+  })
+  switch (answer._tag) {
+    case "NotSent":
+      return yield* connectionError("unavailable", answer.reason)
+    case "OutcomeUnknown":
+      return yield* connectionError("unknown_outcome", answer.reason)
+    case "Answered": {
+      if (answer.status < 200 || answer.status >= 300) {
+        return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+      }
+      const message = decodeMessage(parseJson(answer.body))
+      if (Option.isNone(message)) {
+        // A success we cannot read: the message exists but we do not know its sid.
+        return yield* new TwilioSendError({
+          reason: "unknown_outcome",
+          code: null,
+          status: answer.status,
+          message: `Twilio answered HTTP ${answer.status} with a body that is not a Message resource.`,
+          retryAfterMs: null
+        })
+      }
+      return toMessage(message.value)
+    }
+  }
+})
+
+export interface TwilioFindQuery {
+  readonly to: string
+  readonly from?: string
+  readonly messagingServiceSid?: string
+  /** ms since the epoch: the message was created at or after this (less TWILIO_CLOCK_SKEW_MS). */
+  readonly since: number
+  readonly body?: string
+  readonly contentSid?: string
+}
+
+const createdAt = (json: MessageJson): number => (json.date_created === null ? NaN : Date.parse(json.date_created))
+
+const matches = (query: TwilioFindQuery, earliest: number) => (json: MessageJson): boolean =>
+  json.to === query.to &&
+  (query.from === undefined || json.from === query.from) &&
+  (query.messagingServiceSid === undefined || json.messaging_service_sid === query.messagingServiceSid) &&
+  // A template's Message carries the rendered text, not the content sid, so a
+  // template send is matched on sender, recipient and time alone.
+  (query.body === undefined || json.body === query.body) &&
+  !(createdAt(json) < earliest)
+
+/**
+ * Reconciles a send whose outcome is unknown: the newest message to `to` from
+ * `from` (or the messaging service) created at or after `since`, matched by
+ * body when one is given; None when there is none.
+ *
+ * Lists with the To and From filters and no DateSent filter, because DateSent
+ * is when Twilio handed the message on: a message still queued has none and a
+ * DateSent filter would hide exactly the message being looked for. The rest is
+ * checked here, over at most FIND_MAX_PAGES pages, newest first.
+ */
+export const findMessage = Effect.fn("TwilioClient.findMessage")(function*(
+  account: TwilioAccount,
+  query: TwilioFindQuery,
+  options: TwilioCallOptions = {}
+) {
+  const earliest = Math.floor((query.since - TWILIO_CLOCK_SKEW_MS) / 1000) * 1000
+  const params = new URLSearchParams({ To: query.to, PageSize: String(FIND_PAGE_SIZE) })
+  if (query.from !== undefined) params.set("From", query.from)
+  const origin = account.apiBase.replace(/\/+$/, "")
+  let url: string | null = `${messagesUrl(account)}?${params.toString()}`
+  const found: Array<MessageJson> = []
+  for (let page = 0; page < FIND_MAX_PAGES && url !== null; page++) {
+    const answer = yield* exchange({
+      method: "GET",
+      url,
+      headers: { authorization: authorization(account), accept: "application/json" },
+      timeoutMs: options.timeoutMs ?? TWILIO_TIMEOUT_MS
+    })
+    // A read changes nothing at Twilio: whatever went wrong, it is safe to ask again.
+    if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
+    if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+    const decoded = decodePage(parseJson(answer.body))
+    if (Option.isNone(decoded)) {
+      return yield* new TwilioSendError({
+        reason: "unavailable",
+        code: null,
+        status: answer.status,
+        message: "Twilio answered the message list with a body that is not a page of messages.",
+        retryAfterMs: null
+      })
+    }
+    found.push(...decoded.value.messages.filter(matches(query, earliest)))
+    const allOlder = decoded.value.messages.every((json) => createdAt(json) < earliest)
+    url = allOlder || decoded.value.next_page_uri === null ? null : origin + decoded.value.next_page_uri
+  }
+  const newest = found.reduce<MessageJson | undefined>(
+    (best, json) => (best === undefined || createdAt(json) > createdAt(best) ? json : best),
+    undefined
+  )
+  return Option.map(Option.fromNullable(newest), toMessage)
+})

@@ -1,0 +1,396 @@
+/**
+ * Vapi (AI phone calls): create an outbound call, find a call again when a
+ * create's outcome is unknown, and read what Vapi posts to Parley's server URL.
+ * Plain Effect over `fetch`, with no retries of its own (Vapi's create-call
+ * takes no idempotency key; the dispatcher decides, after `findCall` has looked).
+ *
+ * The call carries `parleyActionId` in `assistantOverrides.metadata`: Vapi's
+ * create-call DTO has no top-level `metadata` (its validation refuses unknown
+ * properties), but assistant overrides do, and the Call resource returns them,
+ * so list results and server messages can be matched to the action.
+ *
+ * Failures are `VapiCallError`s whose `reason` means what it means for Twilio
+ * (see TwilioClient): rejected, auth_failed, rate_limited, unavailable,
+ * unknown_outcome. Messages are Vapi's own, never the key.
+ */
+import { createHmac } from "node:crypto"
+import { Clock, Data, Effect, Either, Option, type ParseResult, Schema } from "effect"
+import { constantTimeEqual, exchange, parseJson, type ProviderExchange, retryAfterMs } from "../ProviderExchange.js"
+
+export const VAPI_API_BASE = "https://api.vapi.ai"
+export const VAPI_TIMEOUT_MS = 15_000
+/** How far before `since` findCall still looks (Parley's clock against Vapi's). */
+export const VAPI_CLOCK_SKEW_MS = 60_000
+const FIND_LIMIT = 100
+
+export interface VapiAccount {
+  /** Default VAPI_API_BASE; a local fake otherwise. */
+  readonly apiBase: string
+  /** The organisation's private key, sent as a Bearer token. */
+  readonly apiKey: string
+}
+
+export interface VapiCallRequest {
+  /** The Vapi assistant (Parley's bot). */
+  readonly assistantId: string
+  /** The Vapi id of the number the call comes from. */
+  readonly phoneNumberId: string
+  /** E.164. */
+  readonly customerNumber: string
+  /** assistantOverrides.variableValues: the assistant's template variables (mode, purposeMessage). */
+  readonly variableValues: Readonly<Record<string, string>>
+  /** assistantOverrides.metadata, e.g. { parleyActionId }. */
+  readonly metadata: Readonly<Record<string, string>>
+}
+
+export interface VapiCall {
+  readonly id: string
+  readonly status: string
+  readonly endedReason: string | null
+}
+
+export type VapiFailureReason = "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
+
+export class VapiCallError extends Data.TaggedError("VapiCallError")<{
+  readonly reason: VapiFailureReason
+  /** The HTTP status, when there was an answer. */
+  readonly status: number | null
+  /** Vapi's message (or ours when Vapi gave none); never the key. */
+  readonly message: string
+  /** From Retry-After on 429/503, when present. */
+  readonly retryAfterMs: number | null
+}> {}
+
+export interface VapiCallOptions {
+  /** Default VAPI_TIMEOUT_MS. */
+  readonly timeoutMs?: number
+}
+
+/**
+ * What a Vapi error answer means. Vapi refuses a call over the organisation's
+ * concurrency limit with a 400 ("Over Concurrency Limit"): that one passes
+ * when other calls end, so it is rate limiting, not a rejection.
+ */
+export const classifyVapiError = (status: number, message: string): VapiFailureReason => {
+  if (status === 401 || status === 403) return "auth_failed"
+  if (status === 429 || /concurrency limit/i.test(message)) return "rate_limited"
+  if (status >= 500) return "unavailable"
+  return "rejected"
+}
+
+const Metadata = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+const CallJson = Schema.Struct({
+  id: Schema.String,
+  status: Schema.String,
+  endedReason: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  createdAt: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  phoneNumberId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  assistantOverrides: Schema.optional(Schema.NullOr(Schema.Struct({ metadata: Schema.optional(Schema.NullOr(Metadata)) })))
+})
+type CallJson = typeof CallJson.Type
+
+// Vapi's errors are NestJS-shaped: { message: string | string[], error?: string, statusCode }.
+const ErrorJson = Schema.Struct({
+  message: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+  error: Schema.optional(Schema.String)
+})
+
+const decodeCall = Schema.decodeUnknownOption(CallJson)
+const decodeCalls = Schema.decodeUnknownOption(Schema.Array(CallJson))
+const decodeError = Schema.decodeUnknownOption(ErrorJson)
+
+const toCall = (json: CallJson): VapiCall => ({ id: json.id, status: json.status, endedReason: json.endedReason })
+
+const endpoint = (account: VapiAccount, path: string) => `${account.apiBase.replace(/\/+$/, "")}${path}`
+
+const errorMessage = (body: string, status: number): string =>
+  Option.match(decodeError(parseJson(body)), {
+    onNone: () => `Vapi answered HTTP ${status}.`,
+    onSome: (json) => {
+      const message = json.message === undefined ? [] : typeof json.message === "string" ? [json.message] : json.message
+      const parts = message.length > 0 ? message : json.error === undefined ? [] : [json.error]
+      return parts.length > 0 ? parts.join("; ") : `Vapi answered HTTP ${status}.`
+    }
+  })
+
+const answeredError = (answer: Extract<ProviderExchange, { _tag: "Answered" }>, now: number): VapiCallError => {
+  const message = errorMessage(answer.body, answer.status)
+  return new VapiCallError({
+    reason: classifyVapiError(answer.status, message),
+    status: answer.status,
+    message,
+    retryAfterMs: answer.status === 429 || answer.status === 503 ? retryAfterMs(answer.retryAfter, now) : null
+  })
+}
+
+const connectionError = (reason: VapiFailureReason, detail: string) =>
+  new VapiCallError({ reason, status: null, message: `Vapi: ${detail}.`, retryAfterMs: null })
+
+/** POST /call: Vapi answers 201 with the call queued, then reports through server messages. */
+export const createCall = Effect.fn("VapiClient.createCall")(function*(
+  account: VapiAccount,
+  request: VapiCallRequest,
+  options: VapiCallOptions = {}
+) {
+  const answer = yield* exchange({
+    method: "POST",
+    url: endpoint(account, "/call"),
+    headers: {
+      authorization: `Bearer ${account.apiKey}`,
+      "content-type": "application/json",
+      accept: "application/json"
+    },
+    body: JSON.stringify({
+      assistantId: request.assistantId,
+      phoneNumberId: request.phoneNumberId,
+      customer: { number: request.customerNumber },
+      assistantOverrides: { variableValues: request.variableValues, metadata: request.metadata }
+    }),
+    timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
+  })
+  switch (answer._tag) {
+    case "NotSent":
+      return yield* connectionError("unavailable", answer.reason)
+    case "OutcomeUnknown":
+      return yield* connectionError("unknown_outcome", answer.reason)
+    case "Answered": {
+      if (answer.status < 200 || answer.status >= 300) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+      const call = decodeCall(parseJson(answer.body))
+      if (Option.isNone(call)) {
+        // A success we cannot read: the call may be ringing, but we do not know its id.
+        return yield* new VapiCallError({
+          reason: "unknown_outcome",
+          status: answer.status,
+          message: `Vapi answered HTTP ${answer.status} with a body that is not a call.`,
+          retryAfterMs: null
+        })
+      }
+      return toCall(call.value)
+    }
+  }
+})
+
+export interface VapiFindQuery {
+  readonly phoneNumberId: string
+  /** ms since the epoch: the call was created at or after this (less VAPI_CLOCK_SKEW_MS). */
+  readonly since: number
+  readonly parleyActionId: string
+}
+
+const createdAt = (json: CallJson) => (json.createdAt === null ? NaN : Date.parse(json.createdAt))
+
+/**
+ * Reconciles a create whose outcome is unknown: GET /call filtered by
+ * phoneNumberId and createdAtGe, then the newest call whose
+ * assistantOverrides.metadata.parleyActionId is this action's; None when there is none.
+ */
+export const findCall = Effect.fn("VapiClient.findCall")(function*(
+  account: VapiAccount,
+  query: VapiFindQuery,
+  options: VapiCallOptions = {}
+) {
+  const params = new URLSearchParams({
+    phoneNumberId: query.phoneNumberId,
+    createdAtGe: new Date(query.since - VAPI_CLOCK_SKEW_MS).toISOString(),
+    limit: String(FIND_LIMIT)
+  })
+  const answer = yield* exchange({
+    method: "GET",
+    url: endpoint(account, `/call?${params.toString()}`),
+    headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
+    timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
+  })
+  // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
+  if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
+  if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+  const calls = decodeCalls(parseJson(answer.body))
+  if (Option.isNone(calls)) {
+    return yield* new VapiCallError({
+      reason: "unavailable",
+      status: answer.status,
+      message: "Vapi answered the call list with a body that is not a list of calls.",
+      retryAfterMs: null
+    })
+  }
+  const ours = calls.value.filter((json) =>
+    json.assistantOverrides?.metadata?.["parleyActionId"] === query.parleyActionId &&
+    (json.phoneNumberId === null || json.phoneNumberId === query.phoneNumberId)
+  )
+  const newest = ours.reduce<CallJson | undefined>(
+    (best, json) => (best === undefined || createdAt(json) > createdAt(best) ? json : best),
+    undefined
+  )
+  return Option.map(Option.fromNullable(newest), toCall)
+})
+
+const header = (headers: Readonly<Record<string, string | undefined>>, name: string): string | undefined => {
+  const wanted = name.toLowerCase()
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === wanted) return value
+  return undefined
+}
+
+/**
+ * Whether a server message comes from Vapi, by the secret configured for
+ * Parley's server URL, in any of the ways Vapi documents sending it:
+ * - `x-vapi-secret: <secret>`: the server URL's secret (and a Bearer Token
+ *   credential whose header is X-Vapi-Secret, without the Bearer prefix);
+ * - `Authorization: Bearer <secret>`: a Bearer Token credential as it comes by default;
+ * - an HMAC credential with its defaults: `x-signature` is the hex HMAC-SHA256,
+ *   keyed with the secret, of `<x-timestamp>.<raw body>` (optionally prefixed "sha256=").
+ * Each comparison takes constant time. The timestamp is not checked for
+ * freshness: a replayed genuine message repeats a state Parley already has,
+ * and its lifecycle ignores repeated and out-of-order reports.
+ */
+export const verifyVapiSecret = (
+  secret: string,
+  headers: Readonly<Record<string, string | undefined>>,
+  rawBody: string
+): boolean => {
+  if (secret === "") return false
+  const plain = header(headers, "x-vapi-secret")
+  const bearer = header(headers, "authorization")
+  const signature = header(headers, "x-signature")
+  const timestamp = header(headers, "x-timestamp")
+  const byHeader = plain !== undefined && constantTimeEqual(plain, secret)
+  const byBearer = bearer !== undefined && constantTimeEqual(bearer, `Bearer ${secret}`)
+  const byHmac = signature !== undefined && timestamp !== undefined &&
+    constantTimeEqual(
+      signature.replace(/^sha256=/, ""),
+      createHmac("sha256", secret).update(`${timestamp}.${rawBody}`).digest("hex")
+    )
+  return byHeader || byBearer || byHmac
+}
+
+/** Vapi's call statuses (status-update messages and Call.status). */
+export const VAPI_CALL_STATUSES = ["queued", "ringing", "in-progress", "forwarding", "ended"] as const
+export type VapiCallStatus = (typeof VAPI_CALL_STATUSES)[number]
+
+/** A server message as Parley uses it; other message types pass through as Other. */
+export type VapiServerMessage =
+  | {
+    readonly _tag: "StatusUpdate"
+    readonly callId: string
+    readonly status: VapiCallStatus
+    /** Only on "ended". */
+    readonly endedReason: string | null
+    /** The call's assistantOverrides.metadata string values (parleyActionId). */
+    readonly metadata: Readonly<Record<string, string>>
+    /** ms since the epoch, when Vapi gave one. */
+    readonly timestamp: number | null
+  }
+  | {
+    readonly _tag: "EndOfCallReport"
+    readonly callId: string
+    readonly endedReason: string
+    readonly transcript: string | null
+    readonly recordingUrl: string | null
+    readonly summary: string | null
+    readonly metadata: Readonly<Record<string, string>>
+    readonly timestamp: number | null
+  }
+  | { readonly _tag: "Other"; readonly type: string; readonly callId: string | null }
+
+const CallRef = Schema.Struct({
+  id: Schema.String,
+  assistantOverrides: Schema.optional(Schema.NullOr(Schema.Struct({ metadata: Schema.optional(Schema.NullOr(Metadata)) })))
+})
+const Timestamp = Schema.optional(Schema.NullOr(Schema.Union(Schema.Number, Schema.String)))
+const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
+
+const StatusUpdateJson = Schema.Struct({
+  type: Schema.Literal("status-update"),
+  status: Schema.Literal(...VAPI_CALL_STATUSES),
+  endedReason: OptionalString,
+  call: CallRef,
+  timestamp: Timestamp
+})
+
+const EndOfCallReportJson = Schema.Struct({
+  type: Schema.Literal("end-of-call-report"),
+  endedReason: Schema.String,
+  call: CallRef,
+  artifact: Schema.optional(Schema.NullOr(Schema.Struct({
+    transcript: OptionalString,
+    recordingUrl: OptionalString,
+    stereoRecordingUrl: OptionalString,
+    recording: Schema.optional(Schema.NullOr(Schema.Struct({
+      stereoUrl: OptionalString,
+      mono: Schema.optional(Schema.NullOr(Schema.Struct({ combinedUrl: OptionalString })))
+    })))
+  }))),
+  analysis: Schema.optional(Schema.NullOr(Schema.Struct({ summary: OptionalString }))),
+  // Older messages carried these at the top level; artifact.* is where Vapi documents them now.
+  transcript: OptionalString,
+  recordingUrl: OptionalString,
+  summary: OptionalString,
+  timestamp: Timestamp
+})
+
+const OtherJson = Schema.Struct({
+  type: Schema.String,
+  call: Schema.optional(Schema.NullOr(Schema.Struct({ id: Schema.String })))
+})
+
+const decodeStatusUpdate = Schema.decodeUnknownOption(Schema.Struct({ message: StatusUpdateJson }))
+const decodeEndOfCallReport = Schema.decodeUnknownOption(Schema.Struct({ message: EndOfCallReportJson }))
+const decodeOther = Schema.decodeUnknownEither(Schema.Struct({ message: OtherJson }))
+
+const stringValues = (metadata: Readonly<Record<string, unknown>> | null | undefined): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(metadata ?? {}).flatMap(([key, value]) => (typeof value === "string" ? [[key, value]] : []))
+  )
+
+const toMillis = (value: number | string | null | undefined): number | null => {
+  if (value === null || value === undefined) return null
+  const millis = typeof value === "number" ? value : Date.parse(value)
+  return Number.isFinite(millis) ? millis : null
+}
+
+const firstOf = (...values: ReadonlyArray<string | null | undefined>): string | null =>
+  values.find((value): value is string => typeof value === "string" && value !== "") ?? null
+
+const statusUpdate = (message: typeof StatusUpdateJson.Type): VapiServerMessage => ({
+  _tag: "StatusUpdate",
+  callId: message.call.id,
+  status: message.status,
+  endedReason: message.endedReason ?? null,
+  metadata: stringValues(message.call.assistantOverrides?.metadata),
+  timestamp: toMillis(message.timestamp)
+})
+
+const endOfCallReport = (message: typeof EndOfCallReportJson.Type): VapiServerMessage => {
+  const artifact = message.artifact ?? undefined
+  return {
+    _tag: "EndOfCallReport",
+    callId: message.call.id,
+    endedReason: message.endedReason,
+    transcript: firstOf(artifact?.transcript, message.transcript),
+    recordingUrl: firstOf(
+      artifact?.recordingUrl,
+      artifact?.recording?.mono?.combinedUrl,
+      artifact?.recording?.stereoUrl,
+      artifact?.stereoRecordingUrl,
+      message.recordingUrl
+    ),
+    summary: firstOf(message.analysis?.summary, message.summary),
+    metadata: stringValues(message.call.assistantOverrides?.metadata),
+    timestamp: toMillis(message.timestamp)
+  }
+}
+
+/** Decodes a server message body (`{ message: { type, … } }`) already parsed from JSON. */
+export const decodeServerMessage = (json: unknown): Either.Either<VapiServerMessage, ParseResult.ParseError> => {
+  const status = decodeStatusUpdate(json)
+  if (Option.isSome(status)) return Either.right(statusUpdate(status.value.message))
+  const report = decodeEndOfCallReport(json)
+  if (Option.isSome(report)) return Either.right(endOfCallReport(report.value.message))
+  // A status-update or end-of-call-report that does not fit (an unknown status,
+  // no call id) passes as Other rather than failing: only a body that is not a
+  // server message at all is an error.
+  return Either.map(decodeOther(json), ({ message }): VapiServerMessage => ({
+    _tag: "Other",
+    type: message.type,
+    callId: message.call?.id ?? null
+  }))
+}
