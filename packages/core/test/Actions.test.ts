@@ -16,7 +16,7 @@ import {
   EventOutbox,
   type Scope,
   Organisations
-} from "../src/index.js"
+} from "../src/internal.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 const SALES = "PN00000000000000000000000000000001"
@@ -780,9 +780,11 @@ describe("Directory lists", () => {
       expect(sales).toMatchObject({
         phoneNumber: SALES_LINE,
         friendlyName: "Sales line",
-        capabilities: { sms: true, voice: true },
+        capabilities: { sms: true, voice: true, whatsapp: false },
         voiceOutboundBotId: "bot_sales"
       })
+      // WhatsApp is reported too, so that clients (the n8n From picker) can offer the right lines.
+      expect(all.find((n) => n.sid === WHATSAPP)?.capabilities.whatsapp).toBe(true)
       const restricted = yield* callerFor(yield* restrictedKey(demo.orgId, "test", { numberSids: [SUPPORT, WHATSAPP] }))
       expect((yield* directory.numbers(restricted)).map((n) => n.sid).sort()).toEqual([SUPPORT, WHATSAPP])
     }).pipe(Effect.provide(CoreTestLayer)))

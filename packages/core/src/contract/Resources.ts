@@ -15,7 +15,10 @@ export class SenderNumber extends Schema.Class<SenderNumber>("SenderNumber")({
   friendlyName: Schema.String,
   capabilities: Schema.Struct({
     sms: Schema.optional(Schema.Boolean),
-    voice: Schema.optional(Schema.Boolean)
+    voice: Schema.optional(Schema.Boolean),
+    whatsapp: Schema.optional(Schema.Boolean).annotations({
+      description: "Whether the number is WhatsApp-connected (Parley's addition: the contract lists sms and voice)."
+    })
   }),
   voiceOutboundBotId: NullableString
 }) {}

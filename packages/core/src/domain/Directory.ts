@@ -67,7 +67,7 @@ export const layer: Layer.Layer<Directory, never, Organisations | Crm> = Layer.e
               sid: n.sid,
               phoneNumber: n.phoneNumber,
               friendlyName: n.friendlyName,
-              capabilities: { sms: n.sms, voice: n.voice },
+              capabilities: { sms: n.sms, voice: n.voice, whatsapp: n.whatsApp },
               voiceOutboundBotId: n.voiceOutboundBotId
             }, { disableValidation: true })
           )),
