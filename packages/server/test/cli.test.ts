@@ -203,7 +203,10 @@ describe("parley admin CLI", () => {
     liveKey = live
     expect(live.key).toMatch(/^parley_live_/)
     expect(live).toMatchObject({ orgId: org.id, name: "backend", mode: "live", numbers: [], bots: [], expiresAt: null })
-    expect(live.scopes).toHaveLength(5)
+    // `all` is every scope there is, the webhook scopes (issue 13) included.
+    expect([...live.scopes].sort()).toEqual([
+      "calls:read", "calls:write", "messages:read", "messages:write", "resources:read", "webhooks:read", "webhooks:write"
+    ])
     expect(restricted).toMatchObject({
       mode: "test",
       scopes: ["resources:read", "messages:read"],
