@@ -48,14 +48,14 @@ export interface TwilioSendRequest {
   /** E.164, or "whatsapp:+…" for WhatsApp. */
   readonly to: string
   /** E.164 or "whatsapp:+…". */
-  readonly from?: string
+  readonly from?: string | undefined
   /** MG…, instead of from. */
-  readonly messagingServiceSid?: string
-  readonly body?: string
+  readonly messagingServiceSid?: string | undefined
+  readonly body?: string | undefined
   /** HX…: a WhatsApp content template. */
-  readonly contentSid?: string
+  readonly contentSid?: string | undefined
   /** The template's variables, keyed "1", "2"…; sent as one JSON string. */
-  readonly contentVariables?: Readonly<Record<string, string>>
+  readonly contentVariables?: Readonly<Record<string, string>> | undefined
   /** Absolute URL Twilio posts each status change to. */
   readonly statusCallback: string
 }
@@ -86,7 +86,7 @@ export class TwilioSendError extends Data.TaggedError("TwilioSendError")<{
 
 export interface TwilioCallOptions {
   /** Default TWILIO_TIMEOUT_MS. */
-  readonly timeoutMs?: number
+  readonly timeoutMs?: number | undefined
 }
 
 /** Twilio's codes that mean "too much at once, try later" though they come as 400. */
@@ -231,12 +231,12 @@ export const sendMessage = Effect.fn("TwilioClient.sendMessage")(function*(
 
 export interface TwilioFindQuery {
   readonly to: string
-  readonly from?: string
-  readonly messagingServiceSid?: string
+  readonly from?: string | undefined
+  readonly messagingServiceSid?: string | undefined
   /** ms since the epoch: the message was created at or after this (less TWILIO_CLOCK_SKEW_MS). */
   readonly since: number
-  readonly body?: string
-  readonly contentSid?: string
+  readonly body?: string | undefined
+  readonly contentSid?: string | undefined
 }
 
 const createdAt = (json: MessageJson): number => (json.date_created === null ? NaN : Date.parse(json.date_created))

@@ -24,7 +24,7 @@ export const twilioSignature = (
 
 const DEFAULT_PORTS: Readonly<Record<string, string>> = { "https:": "443", "http:": "80" }
 
-/** The URL as given, without its default port, and with it spelled out. */
+/** The URL as given, and when it uses its scheme's default port, with that port left out and spelled out. */
 const urlVariants = (url: string): ReadonlyArray<string> => {
   let parsed: URL
   try {
@@ -33,7 +33,8 @@ const urlVariants = (url: string): ReadonlyArray<string> => {
     return [url]
   }
   const port = DEFAULT_PORTS[parsed.protocol]
-  if (port === undefined) return [url]
+  // URL drops a default port, so a non-empty port here is some other one: only the URL as given can match.
+  if (port === undefined || parsed.port !== "") return [url]
   const rest = parsed.pathname + parsed.search + parsed.hash
   const auth = parsed.username === "" ? "" : `${parsed.username}${parsed.password === "" ? "" : `:${parsed.password}`}@`
   const base = `${parsed.protocol}//${auth}${parsed.hostname}`

@@ -63,7 +63,7 @@ export class VapiCallError extends Data.TaggedError("VapiCallError")<{
 
 export interface VapiCallOptions {
   /** Default VAPI_TIMEOUT_MS. */
-  readonly timeoutMs?: number
+  readonly timeoutMs?: number | undefined
 }
 
 /**

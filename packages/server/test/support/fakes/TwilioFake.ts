@@ -1,0 +1,541 @@
+/**
+ * A local fake of Twilio's Programmable Messaging REST API (2010-04-01), written
+ * from Twilio's public documentation, for tests that must not leave the machine.
+ *
+ * - `POST /2010-04-01/Accounts/{AccountSid}/Messages.json` (form-encoded), with
+ *   HTTP Basic auth as the account (AccountSid:AuthToken) or an API key
+ *   (SK…:secret). Wrong credentials: 401 with Twilio's 20003 body. Validation as
+ *   Twilio documents it: no To → 21604; no Body and no ContentSid → 21602; no
+ *   From and no MessagingServiceSid → 21603; Body over 1,600 characters → 21617;
+ *   a WhatsApp To with an SMS From (or the reverse) → 21910. A success is 201
+ *   with the Message resource (`status` queued, or accepted with a Messaging
+ *   Service, whose sender is assigned when it moves to queued).
+ * - Twilio's test-credential magic numbers give Twilio's documented errors
+ *   (`TwilioFake.magic`): To +15005550001 → 21211, +15005550002 → 21612,
+ *   +15005550003 → 21408, +15005550004 → 21610, +15005550009 → 21614;
+ *   From +15005550001 → 21212, +15005550007 → 21606, +15005550008 → 21611.
+ * - Lifecycle, reported to StatusCallback as Twilio does (form posts signed
+ *   with X-Twilio-Signature over the callback URL; no callback for the initial
+ *   status): SMS sending → sent → delivered; WhatsApp sent → delivered → read;
+ *   through a Messaging Service a queued callback first. Our own magic
+ *   recipients (Twilio's test credentials send no callbacks, so these are the
+ *   fake's): +15005550030 ends undelivered with 30003, +15005550031 ends failed
+ *   with 30008, and the WhatsApp recipient +15005550016 is outside the 24-hour
+ *   session: free-form text there is accepted (201) and then fails with 63016,
+ *   as Twilio reports it; a ContentSid template goes through.
+ * - `GET …/Messages.json` with To, From, DateSent / DateSent< / DateSent>
+ *   filters, PageSize and Page/PageToken, newest first, in Twilio's paging
+ *   envelope (`messages`, `page`, `page_size`, `next_page_uri`, …).
+ * - Controls for tests: fail the next creates (`failNext`), accept and cut the
+ *   connection before answering (`dropNextAfterAccept`), never answer
+ *   (`hangNext`), go down and come back on the same port (`down`/`up`), bend
+ *   the next lifecycles' callbacks (`tweakNextCallbacks`), and see every
+ *   request (with whether its credentials held), message and callback.
+ */
+import { createHmac, randomBytes } from "node:crypto"
+import type { ServerResponse } from "node:http"
+import {
+  basicCredentials,
+  type CallbackTweak,
+  deliveryOrder,
+  type Fault,
+  FakeServer,
+  FaultQueue,
+  Lifecycles,
+  sendJson,
+  TweakQueue
+} from "./FakeServer.js"
+
+export interface TwilioFakeOptions {
+  readonly accountSid?: string
+  readonly authToken?: string
+  readonly apiKeys?: ReadonlyArray<{ readonly sid: string; readonly secret: string }>
+  /** Messaging Service SID → the sender it assigns. Default: any MG… assigns +15005550006. */
+  readonly messagingServices?: Readonly<Record<string, string>>
+  /** Content SID → template text with {{1}}, {{2}}… placeholders (the rendered text becomes the body). */
+  readonly contentTemplates?: Readonly<Record<string, string>>
+  /** Delay between lifecycle steps. Default 20 ms. */
+  readonly stepMs?: number
+}
+
+export interface TwilioFakeRequest {
+  readonly method: string
+  readonly path: string
+  readonly query: ReadonlyArray<readonly [string, string]>
+  readonly form: ReadonlyArray<readonly [string, string]>
+  /** The Basic auth user (AccountSid or API key SID), when one was given. */
+  readonly principal: string | null
+  /** Whether the credentials were valid for the account in the path. */
+  readonly authenticated: boolean
+}
+
+export interface TwilioFakeMessage {
+  readonly sid: string
+  readonly to: string
+  from: string | null
+  readonly body: string | null
+  readonly contentSid: string | null
+  readonly contentVariables: string | null
+  readonly messagingServiceSid: string | null
+  readonly statusCallback: string | null
+  status: string
+  errorCode: number | null
+  errorMessage: string | null
+  readonly dateCreated: number
+  dateSent: number | null
+  dateUpdated: number
+  /** The order of creation, to sort messages created in the same millisecond. */
+  readonly sequence: number
+}
+
+export interface TwilioFakeCallback {
+  readonly url: string
+  readonly params: ReadonlyArray<readonly [string, string]>
+  readonly signature: string | undefined
+  /** The status Parley answered, or null when the post failed. */
+  readonly answered: number | null
+}
+
+interface Step {
+  readonly status: string
+  readonly errorCode?: number
+}
+
+const API_VERSION = "2010-04-01"
+const hex = (bytes: number) => randomBytes(bytes).toString("hex")
+const E164 = /^\+[1-9]\d{1,14}$/
+
+const ERROR_MESSAGES: Readonly<Record<number, string>> = {
+  30003: "Unreachable destination handset",
+  30008: "Unknown error",
+  63016:
+    "Failed to send freeform message because you are outside the allowed window. If you are using WhatsApp, please use a Message Template."
+}
+
+/** RFC 2822 as Twilio writes it: "Thu, 30 Jul 2015 20:12:31 +0000". */
+const rfc2822 = (ms: number) => new Date(ms).toUTCString().replace("GMT", "+0000")
+
+const twilioError = (response: ServerResponse, status: number, code: number, message: string, headers = {}) =>
+  sendJson(response, status, { code, message, more_info: `https://www.twilio.com/docs/errors/${code}`, status }, headers)
+
+export class TwilioFake {
+  /** Inputs with documented outcomes; see the module comment. */
+  static readonly magic = {
+    validFrom: "+15005550006",
+    invalidTo: "+15005550001",
+    unroutableTo: "+15005550002",
+    regionNotPermittedTo: "+15005550003",
+    unsubscribedTo: "+15005550004",
+    notMobileTo: "+15005550009",
+    invalidFrom: "+15005550001",
+    notOwnedFrom: "+15005550007",
+    queueFullFrom: "+15005550008",
+    undeliveredTo: "+15005550030",
+    failedTo: "+15005550031",
+    whatsAppOutsideSession: "+15005550016"
+  } as const
+
+  readonly accountSid: string
+  readonly authToken: string
+  readonly requests: Array<TwilioFakeRequest> = []
+  readonly messages: Array<TwilioFakeMessage> = []
+  readonly callbacks: Array<TwilioFakeCallback> = []
+  private readonly faults = new FaultQueue()
+  private readonly tweaks = new TweakQueue()
+  private readonly lifecycles = new Lifecycles()
+  private sequence = 0
+  private server: FakeServer | undefined
+
+  private constructor(private readonly options: TwilioFakeOptions) {
+    this.accountSid = options.accountSid ?? `AC${hex(16)}`
+    this.authToken = options.authToken ?? hex(16)
+  }
+
+  static async start(options: TwilioFakeOptions = {}): Promise<TwilioFake> {
+    const fake = new TwilioFake(options)
+    fake.server = await FakeServer.start((request, body, response) =>
+      fake.handle(request.method ?? "GET", request.url ?? "/", request.headers.authorization, body, response)
+    )
+    return fake
+  }
+
+  /** The API base, to use as a TwilioAccount's apiBase. */
+  get url(): string {
+    return this.listening().url
+  }
+
+  /** The next `times` creates answer `status` (429, 500, 503…) and create nothing. */
+  failNext(times: number, status: number, retryAfter?: string): void {
+    this.faults.push(retryAfter === undefined ? { _tag: "Status", status } : { _tag: "Status", status, retryAfter }, times)
+  }
+
+  /** The next create makes the message (its lifecycle runs) but the connection is cut before the answer. */
+  dropNextAfterAccept(times = 1): void {
+    this.faults.push({ _tag: "DropAfterAccept" }, times)
+  }
+
+  /** The next create is never answered and creates nothing. */
+  hangNext(times = 1): void {
+    this.faults.push({ _tag: "Hang" }, times)
+  }
+
+  /** Bends the callbacks of the next `lifecycles` messages created. */
+  tweakNextCallbacks(tweak: CallbackTweak, lifecycles = 1): void {
+    this.tweaks.push(tweak, lifecycles)
+  }
+
+  /** Stops listening (clients get ECONNREFUSED); lifecycles already running carry on. */
+  down(): Promise<void> {
+    return this.listening().down()
+  }
+
+  up(): Promise<void> {
+    return this.listening().up()
+  }
+
+  /** Waits until every lifecycle has posted its last callback. */
+  settled(): Promise<void> {
+    return this.lifecycles.settled()
+  }
+
+  async stop(): Promise<void> {
+    await this.lifecycles.stop()
+    await this.server?.stop()
+  }
+
+  message(sid: string): TwilioFakeMessage | undefined {
+    return this.messages.find((message) => message.sid === sid)
+  }
+
+  callbacksFor(sid: string): ReadonlyArray<TwilioFakeCallback> {
+    return this.callbacks.filter((callback) => callback.params.some(([k, v]) => k === "MessageSid" && v === sid))
+  }
+
+  /** The Message resource as Twilio renders it. */
+  resource(message: TwilioFakeMessage): Record<string, unknown> {
+    const uri = `/${API_VERSION}/Accounts/${this.accountSid}/Messages/${message.sid}.json`
+    return {
+      account_sid: this.accountSid,
+      api_version: API_VERSION,
+      body: message.body,
+      date_created: rfc2822(message.dateCreated),
+      date_sent: message.dateSent === null ? null : rfc2822(message.dateSent),
+      date_updated: rfc2822(message.dateUpdated),
+      direction: "outbound-api",
+      error_code: message.errorCode,
+      error_message: message.errorMessage,
+      from: message.from,
+      messaging_service_sid: message.messagingServiceSid,
+      num_media: "0",
+      num_segments: message.messagingServiceSid !== null && message.from === null
+        ? "0"
+        : String(Math.max(1, Math.ceil((message.body ?? "").length / 153))),
+      price: null,
+      price_unit: "USD",
+      sid: message.sid,
+      status: message.status,
+      subresource_uris: {
+        media: uri.replace(".json", "/Media.json"),
+        feedback: uri.replace(".json", "/Feedback.json")
+      },
+      to: message.to,
+      uri
+    }
+  }
+
+  private listening(): FakeServer {
+    if (this.server === undefined) throw new Error("TwilioFake is not started")
+    return this.server
+  }
+
+  private authenticate(header: string | undefined, pathSid: string): { principal: string | null; ok: boolean } {
+    const credentials = basicCredentials(header)
+    if (credentials === undefined) return { principal: null, ok: false }
+    const asAccount = credentials.user === this.accountSid && credentials.password === this.authToken
+    const asKey = (this.options.apiKeys ?? []).some((key) =>
+      key.sid === credentials.user && key.secret === credentials.password
+    )
+    return { principal: credentials.user, ok: (asAccount || asKey) && pathSid === this.accountSid }
+  }
+
+  private async handle(
+    method: string,
+    rawUrl: string,
+    authorization: string | undefined,
+    body: string,
+    response: ServerResponse
+  ) {
+    const url = new URL(rawUrl, "http://fake.invalid")
+    const form = method === "POST" ? [...new URLSearchParams(body).entries()] : []
+    const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(url.pathname)
+    const auth = this.authenticate(authorization, match?.[1] ?? "")
+    this.requests.push({
+      method,
+      path: url.pathname,
+      query: [...url.searchParams.entries()],
+      form,
+      principal: auth.principal,
+      authenticated: auth.ok
+    })
+    if (match === null) return twilioError(response, 404, 20404, "The requested resource was not found")
+    if (!auth.ok) {
+      return sendJson(response, 401, {
+        code: 20003,
+        message: "Authenticate",
+        more_info: "https://www.twilio.com/docs/errors/20003",
+        status: 401
+      }, { "www-authenticate": `Basic realm="Twilio API"` })
+    }
+    if (method === "GET") return this.list(url, response)
+    if (method !== "POST") return twilioError(response, 405, 20004, "Method not allowed")
+    const fault = this.faults.take()
+    if (fault !== undefined && fault._tag !== "DropAfterAccept") return this.injure(fault, response)
+    const created = this.create(new Map(form), response)
+    if (created !== undefined && fault?._tag === "DropAfterAccept") {
+      // The message exists and its lifecycle runs; only the answer is lost.
+      response.socket?.destroy()
+      return
+    }
+    if (created !== undefined) sendJson(response, 201, this.resource(created))
+  }
+
+  private injure(fault: Exclude<Fault, { _tag: "DropAfterAccept" }>, response: ServerResponse) {
+    switch (fault._tag) {
+      case "Hang":
+        return
+      case "ConcurrencyLimit":
+        return twilioError(response, 429, 20429, "Too Many Requests")
+      case "Status": {
+        const headers = fault.retryAfter === undefined ? {} : { "retry-after": fault.retryAfter }
+        if (fault.status === 429) return twilioError(response, 429, 20429, "Too Many Requests", headers)
+        if (fault.status === 503) return twilioError(response, 503, 20503, "Service Unavailable", headers)
+        return twilioError(response, fault.status, 20500, "Internal Server Error", headers)
+      }
+    }
+  }
+
+  /** Validates like Twilio and creates the message; answers the error itself and returns undefined otherwise. */
+  private create(form: ReadonlyMap<string, string>, response: ServerResponse): TwilioFakeMessage | undefined {
+    const to = form.get("To") ?? ""
+    const from = form.get("From") ?? ""
+    const service = form.get("MessagingServiceSid") ?? ""
+    const body = form.get("Body") ?? ""
+    const contentSid = form.get("ContentSid") ?? ""
+    const reject = (code: number, message: string) => {
+      twilioError(response, 400, code, message)
+      return undefined
+    }
+    if (to === "") return reject(21604, "A 'To' phone number is required.")
+    if (from === "" && service === "") return reject(21603, "A 'From' phone number is required.")
+    if (body === "" && contentSid === "") return reject(21602, "Message body is required.")
+    if (body.length > 1600) return reject(21617, "The concatenated message body exceeds the 1600 character limit.")
+    const whatsApp = to.startsWith("whatsapp:")
+    if (from !== "" && whatsApp !== from.startsWith("whatsapp:")) {
+      return reject(21910, "Invalid From and To pair. From and To should be of the same channel")
+    }
+    const toNumber = to.replace(/^whatsapp:/, "")
+    const fromNumber = from.replace(/^whatsapp:/, "")
+    const magic = TwilioFake.magic
+    if (!E164.test(toNumber) || toNumber === magic.invalidTo) {
+      return reject(21211, `The 'To' number ${toNumber} is not a valid phone number.`)
+    }
+    if (from !== "" && (!E164.test(fromNumber) || fromNumber === magic.invalidFrom)) {
+      return reject(21212, `The 'From' number ${fromNumber} is not a valid phone number, shortcode, or alphanumeric sender ID.`)
+    }
+    if (fromNumber === magic.notOwnedFrom) {
+      return reject(21606, `The From phone number ${fromNumber} is not a valid, SMS-capable inbound phone number or short code for your account.`)
+    }
+    if (fromNumber === magic.queueFullFrom) {
+      return reject(21611, "This 'From' number has exceeded the maximum number of queued messages")
+    }
+    if (toNumber === magic.unroutableTo) {
+      return reject(21612, `The 'To' phone number: ${toNumber}, is not currently reachable using the 'From' phone number: ${fromNumber} via SMS.`)
+    }
+    if (toNumber === magic.regionNotPermittedTo) {
+      return reject(21408, `Permission to send an SMS has not been enabled for the region indicated by the 'To' number: ${toNumber}.`)
+    }
+    if (toNumber === magic.unsubscribedTo) return reject(21610, "Attempt to send to unsubscribed recipient")
+    if (toNumber === magic.notMobileTo) return reject(21614, `'To' number ${toNumber} is not a valid mobile number`)
+
+    const now = Date.now()
+    const message: TwilioFakeMessage = {
+      sid: `SM${hex(16)}`,
+      to,
+      from: service !== "" && from === "" ? null : from,
+      body: contentSid === "" ? body : this.render(contentSid, form.get("ContentVariables")),
+      contentSid: contentSid === "" ? null : contentSid,
+      contentVariables: form.get("ContentVariables") ?? null,
+      messagingServiceSid: service === "" ? null : service,
+      statusCallback: form.get("StatusCallback") ?? null,
+      status: service === "" ? "queued" : "accepted",
+      errorCode: null,
+      errorMessage: null,
+      dateCreated: now,
+      dateSent: null,
+      dateUpdated: now,
+      sequence: this.sequence++
+    }
+    this.messages.push(message)
+    const tweak = this.tweaks.take()
+    this.lifecycles.run(() => this.lifecycle(message, this.steps(message, toNumber), tweak))
+    return message
+  }
+
+  private render(contentSid: string, variables: string | undefined): string {
+    const template = this.options.contentTemplates?.[contentSid] ?? ""
+    let values: Record<string, unknown> = {}
+    try {
+      const parsed: unknown = JSON.parse(variables ?? "{}")
+      if (typeof parsed === "object" && parsed !== null) values = { ...parsed }
+    } catch {
+      values = {}
+    }
+    return template.replace(/\{\{(\d+)\}\}/g, (_, key: string) => String(values[key] ?? ""))
+  }
+
+  private steps(message: TwilioFakeMessage, toNumber: string): ReadonlyArray<Step> {
+    const magic = TwilioFake.magic
+    const viaService: ReadonlyArray<Step> = message.messagingServiceSid === null ? [] : [{ status: "queued" }]
+    if (message.to.startsWith("whatsapp:")) {
+      if (toNumber === magic.whatsAppOutsideSession && message.contentSid === null) {
+        return [...viaService, { status: "failed", errorCode: 63016 }]
+      }
+      return [...viaService, { status: "sent" }, { status: "delivered" }, { status: "read" }]
+    }
+    if (toNumber === magic.undeliveredTo) {
+      return [...viaService, { status: "sending" }, { status: "sent" }, { status: "undelivered", errorCode: 30003 }]
+    }
+    if (toNumber === magic.failedTo) return [...viaService, { status: "sending" }, { status: "failed", errorCode: 30008 }]
+    return [...viaService, { status: "sending" }, { status: "sent" }, { status: "delivered" }]
+  }
+
+  private async lifecycle(message: TwilioFakeMessage, steps: ReadonlyArray<Step>, tweak: CallbackTweak) {
+    const stepMs = this.options.stepMs ?? 20
+    const posts: Array<ReadonlyArray<readonly [string, string]>> = []
+    // The resource moves through its statuses on schedule; the callbacks
+    // describing each move are posted in order, or bent as the test asked.
+    for (const step of steps) {
+      await this.lifecycles.pause(stepMs)
+      if (this.lifecycles.isStopped) return
+      this.advance(message, step)
+      const params = this.callbackParams(message, step)
+      posts.push(params)
+      if (tweak.reverse !== true) await this.postAll(message, deliveryOrder([params], tweak), tweak)
+    }
+    if (tweak.reverse === true) await this.postAll(message, deliveryOrder(posts, tweak), tweak)
+  }
+
+  private advance(message: TwilioFakeMessage, step: Step) {
+    const now = Date.now()
+    if (step.status === "queued" && message.from === null) {
+      message.from = this.options.messagingServices?.[message.messagingServiceSid ?? ""] ?? TwilioFake.magic.validFrom
+    }
+    if (step.status === "sent") message.dateSent = now
+    message.status = step.status
+    message.errorCode = step.errorCode ?? null
+    message.errorMessage = step.errorCode === undefined ? null : ERROR_MESSAGES[step.errorCode] ?? null
+    message.dateUpdated = now
+  }
+
+  private callbackParams(message: TwilioFakeMessage, step: Step): ReadonlyArray<readonly [string, string]> {
+    const params: Array<readonly [string, string]> = [
+      ["AccountSid", this.accountSid],
+      ["ApiVersion", API_VERSION],
+      ["From", message.from ?? ""],
+      ["MessageSid", message.sid],
+      ["MessageStatus", step.status],
+      ["SmsSid", message.sid],
+      ["SmsStatus", step.status],
+      ["To", message.to]
+    ]
+    if (message.messagingServiceSid !== null) params.push(["MessagingServiceSid", message.messagingServiceSid])
+    if (step.errorCode !== undefined) params.push(["ErrorCode", String(step.errorCode)])
+    if (message.to.startsWith("whatsapp:")) params.push(["ChannelPrefix", "whatsapp"])
+    if (step.status === "delivered" && !message.to.startsWith("whatsapp:")) {
+      params.push(["RawDlrDoneDate", new Date().toISOString().slice(2, 16).replace(/[-T:]/g, "")])
+    }
+    return params
+  }
+
+  private async postAll(
+    message: TwilioFakeMessage,
+    posts: ReadonlyArray<ReadonlyArray<readonly [string, string]>>,
+    tweak: CallbackTweak
+  ) {
+    if (message.statusCallback === null) return
+    for (const params of posts) await this.post(message.statusCallback, params, tweak)
+  }
+
+  private async post(url: string, params: ReadonlyArray<readonly [string, string]>, tweak: CallbackTweak) {
+    // Signed as Twilio documents it, independently of Parley's own implementation.
+    const key = tweak.signature === "wrong" ? `${this.authToken}-wrong` : this.authToken
+    const signed = url + [...params].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => k + v).join("")
+    const signature = tweak.signature === "none" ? undefined : createHmac("sha1", key).update(signed).digest("base64")
+    const headers: Record<string, string> = {
+      "content-type": "application/x-www-form-urlencoded",
+      "user-agent": "TwilioProxy/1.1",
+      "i-twilio-idempotency-token": hex(16)
+    }
+    if (signature !== undefined) headers["x-twilio-signature"] = signature
+    let answered: number | null = null
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        headers,
+        body: params.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&"),
+        signal: AbortSignal.timeout(15_000)
+      })
+      await response.body?.cancel()
+      answered = response.status
+    } catch {
+      answered = null
+    }
+    this.callbacks.push({ url, params, signature, answered })
+  }
+
+  private list(url: URL, response: ServerResponse) {
+    const query = url.searchParams
+    const day = (value: string) => Date.parse(`${value}T00:00:00Z`)
+    const DAY = 86_400_000
+    const exact = query.get("DateSent")
+    const after = query.get("DateSent>")
+    const before = query.get("DateSent<")
+    // A message not yet sent has no date_sent, so any DateSent filter leaves it out.
+    const sentWithin = (sent: number | null) =>
+      (exact === null && after === null && before === null) ||
+      (sent !== null &&
+        (exact === null || (sent >= day(exact) && sent < day(exact) + DAY)) &&
+        (after === null || sent >= day(after)) &&
+        (before === null || sent < day(before) + DAY))
+    const selected = this.messages
+      .filter((m) => query.get("To") === null || m.to === query.get("To"))
+      .filter((m) => query.get("From") === null || m.from === query.get("From"))
+      .filter((m) => sentWithin(m.dateSent))
+      .sort((a, b) => b.dateCreated - a.dateCreated || b.sequence - a.sequence)
+    const pageSize = Math.min(1000, Math.max(1, Number(query.get("PageSize") ?? "50") || 50))
+    const token = query.get("PageToken")
+    const page = token !== null && token.startsWith("PA") ? Number(token.slice(2)) : Number(query.get("Page") ?? "0") || 0
+    const start = page * pageSize
+    const items = selected.slice(start, start + pageSize)
+    const path = `/${API_VERSION}/Accounts/${this.accountSid}/Messages.json`
+    const pageUri = (n: number) => {
+      const params = new URLSearchParams(query)
+      params.set("PageSize", String(pageSize))
+      params.set("Page", String(n))
+      params.delete("PageToken")
+      if (n > 0) params.set("PageToken", `PA${n}`)
+      return `${path}?${params.toString()}`
+    }
+    sendJson(response, 200, {
+      end: start + Math.max(0, items.length - 1),
+      first_page_uri: pageUri(0),
+      messages: items.map((m) => this.resource(m)),
+      next_page_uri: start + pageSize < selected.length ? pageUri(page + 1) : null,
+      page,
+      page_size: pageSize,
+      previous_page_uri: page > 0 ? pageUri(page - 1) : null,
+      start,
+      uri: pageUri(page)
+    })
+  }
+}
