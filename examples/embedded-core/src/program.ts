@@ -3,7 +3,8 @@
  * in-memory ports. Swap `MemoryPortsLayer` for your own layers of the ports
  * (a CRM connector, a carrier, your database) to run the same rules anywhere.
  */
-import { Actions, Authenticator, Conversations, Cursors, Demo, DomainLayer, MemoryPortsLayer, RateLimiter } from "@parley/core"
+import { Actions, Authenticator, Conversations, Cursors, DomainLayer, RateLimiter } from "@parley/core/domain"
+import { MemoryPortsLayer, seedDemo } from "@parley/core/testing"
 import { Effect, Layer } from "effect"
 
 export const EmbeddedParley = DomainLayer.pipe(
@@ -14,7 +15,7 @@ export const EmbeddedParley = DomainLayer.pipe(
 
 /** Seeds the demo organisation, queues a text as its live key, and reads the conversation back. */
 export const program = Effect.gen(function*() {
-  const demo = yield* Demo.seedDemo()
+  const demo = yield* seedDemo()
   const { caller } = yield* Effect.flatMap(Authenticator.Authenticator, (auth) => auth.authenticate(demo.keys.live))
   const actions = yield* Actions.Actions
   const sender = demo.numbers[0]

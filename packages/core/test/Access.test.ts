@@ -12,7 +12,7 @@ import {
   Organisations,
   type Scope,
   Scopes
-} from "../src/index.js"
+} from "../src/internal.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 const OTHER_ACCOUNT: Crm.CrmAccount = { id: "crm_user_other", name: "Olive Other", permissions: Crm.FULL_PERMISSIONS }

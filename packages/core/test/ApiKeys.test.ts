@@ -3,7 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
 import { createHash } from "node:crypto"
-import { ALL_SCOPES, ApiKeys, ApiKeyStore } from "../src/index.js"
+import { ALL_SCOPES, ApiKeys, ApiKeyStore } from "../src/internal.js"
 import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
 
 const TEST_TOKEN = /^parley_test_[0-9A-Za-z]{49}$/

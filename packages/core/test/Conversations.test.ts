@@ -3,7 +3,7 @@
 // cursors and conversation ids are opaque, stable and tamper-evident.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/index.js"
+import { ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/internal.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 const SALES = "PN00000000000000000000000000000001"

@@ -11,7 +11,7 @@ import {
   Idempotency,
   IdempotencyHeaders,
   IdempotencyStore
-} from "../src/index.js"
+} from "../src/internal.js"
 import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
 
 const HOUR = 60 * 60 * 1000

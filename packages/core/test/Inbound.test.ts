@@ -14,7 +14,7 @@ import {
   Crm,
   EventOutbox,
   Inbound
-} from "../src/index.js"
+} from "../src/internal.js"
 import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
 
 const SALES = "PN00000000000000000000000000000001"

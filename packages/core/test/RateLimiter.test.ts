@@ -2,7 +2,7 @@
 // with remaining/reset values and a window that rolls over on the TestClock.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
-import { RateLimiter, RateLimitStore } from "../src/index.js"
+import { RateLimiter, RateLimitStore } from "../src/internal.js"
 import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
 
 const consume = (keyId: string) => Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.consume(keyId))

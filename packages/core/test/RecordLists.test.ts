@@ -2,7 +2,7 @@
 // to their list and filters, and the same narrowing as single reads (numbers, bots, the account's view).
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ALL_SCOPES, ApiKeys, Crm, Demo, RecordLists } from "../src/index.js"
+import { ALL_SCOPES, ApiKeys, Crm, Demo, RecordLists } from "../src/internal.js"
 import { callerFor, CoreTestLayer, sampleText, seedDemo } from "./harness.js"
 
 const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>

@@ -5,7 +5,7 @@
 // naming the offending field.
 import { describe, expect, it } from "@effect/vitest"
 import { Either, ParseResult, Schema } from "effect"
-import { CreateAiCallRequest, CreateMessageRequest } from "../src/index.js"
+import { CreateAiCallRequest, CreateMessageRequest } from "../src/internal.js"
 
 type Issue = { readonly path: ReadonlyArray<PropertyKey>; readonly message: string }
 

@@ -11,7 +11,7 @@ import {
   Crm,
   EventOutbox,
   Scheduling
-} from "../src/index.js"
+} from "../src/internal.js"
 import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
 
 const SECOND = 1000

@@ -11,7 +11,7 @@ import {
   Demo,
   WebhookEndpoints,
   WebhookEndpointStore
-} from "../src/index.js"
+} from "../src/internal.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>

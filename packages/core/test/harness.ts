@@ -4,7 +4,7 @@
  * whose time starts at 0 (1970-01-01T00:00:00Z) unless a test sets it.
  */
 import { Effect, Layer, TestClock } from "effect"
-import { Demo } from "../src/index.js"
+import { Demo } from "../src/internal.js"
 import * as Authenticator from "../src/domain/Authenticator.js"
 import * as Cursors from "../src/domain/Cursors.js"
 import { RateLimitConfig } from "../src/domain/RateLimiter.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Actions } from "../src/index.js"
+import { Actions } from "../src/internal.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 describe("core smoke", () => {

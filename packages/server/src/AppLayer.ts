@@ -2,7 +2,7 @@
  * The whole application, assembled: the core's domain over the SQL ports on
  * the configured database. The HTTP server and every CLI command share it.
  */
-import { AiCallProvider, Carrier, DomainLayer, RateLimiter, RateLimitStore } from "@parley/core"
+import { AiCallProvider, Carrier, DomainLayer, RateLimiter, RateLimitStore } from "@parley/core/domain"
 import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import { DatabaseLive } from "./store/Database.js"

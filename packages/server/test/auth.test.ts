@@ -4,7 +4,7 @@
  * endpoint, number and bot restrictions, test versus live keys, another
  * organisation's ids, and the organisation's access state.
  */
-import { ApiKeys } from "@parley/core"
+import { ApiKeys } from "@parley/core/domain"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 

@@ -7,7 +7,7 @@
  * are the same actions' fields; and the fast row reader gives what the row
  * schema gives, and gives up where the schema would fail.
  */
-import { Crm } from "@parley/core"
+import { Crm } from "@parley/core/domain"
 import { ConfigProvider, Effect, Either, Layer, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readActionValues } from "../src/store/ActionRowReader.js"

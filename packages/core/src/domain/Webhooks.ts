@@ -61,11 +61,5 @@ export const nextAttemptAt = (
   return now + Math.max(delay, options.retryAfterMs ?? 0)
 }
 
-/** Parses `Retry-After` (seconds or an HTTP date) into ms from now; undefined when absent or unreadable. */
-export const parseRetryAfter = (value: string | null, now: number): number | undefined => {
-  if (value === null || value.trim() === "") return undefined
-  const seconds = Number(value)
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+/** Parses `Retry-After` (seconds or an HTTP date) into ms from now; one reading for delivery and Parley's clients. */
+export { parseRetryAfter } from "../client/RetryAfter.js"

@@ -3,7 +3,7 @@
  * CliError whose message names the flag and says what was expected, so the
  * user sees one plain line and a non-zero exit code.
  */
-import { Crm, E164, OffsetTimestamp, Organisations } from "@parley/core"
+import { Crm, E164, OffsetTimestamp, Organisations } from "@parley/core/internal"
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { CliError } from "./Output.js"
 

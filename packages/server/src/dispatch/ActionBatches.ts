@@ -6,7 +6,7 @@
  * update skip that row rather than overwrite it.
  */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { DispatchRules, type EventOutbox, Events, type StorageError } from "@parley/core"
+import { DispatchRules, type EventOutbox, Events, type StorageError } from "@parley/core/internal"
 import { Effect, type ParseResult, Schema } from "effect"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"

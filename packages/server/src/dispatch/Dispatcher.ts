@@ -21,7 +21,7 @@
  * kept in memory per action: 100,000 scheduled actions cost 100,000 rows.
  */
 import { SqlClient } from "@effect/sql"
-import { Crypto, DispatchRules, Organisations, type StorageError } from "@parley/core"
+import { Crypto, DispatchRules, Organisations, type StorageError } from "@parley/core/internal"
 import { Clock, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { skipLocked } from "../store/Dialect.js"

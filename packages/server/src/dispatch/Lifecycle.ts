@@ -3,7 +3,7 @@
  * phase it is in, and the status change a provider's answer or the simulated
  * lifecycle makes. No I/O here, so a whole claimed batch is planned at once.
  */
-import { Simulation } from "@parley/core"
+import { Simulation } from "@parley/core/internal"
 import type { ProviderReceipt } from "./SimulatedProviders.js"
 import type { Change, ClaimedRow } from "./ClaimedAction.js"
 

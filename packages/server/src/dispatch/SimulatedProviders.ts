@@ -7,7 +7,7 @@
  * again (it only counts the attempt), so each action is sent at most once.
  */
 import { SqlClient } from "@effect/sql"
-import { type Crm, RecordStatus, Simulation, type StorageError } from "@parley/core"
+import { type Crm, RecordStatus, Simulation, type StorageError } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { NullableString, storage } from "../store/rows.js"
 

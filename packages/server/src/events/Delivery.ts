@@ -11,7 +11,7 @@
  * process, and a process that dies mid-attempt leaves it to be retried.
  */
 import { SqlClient } from "@effect/sql"
-import { Crypto, Webhooks } from "@parley/core"
+import { Crypto, Webhooks } from "@parley/core/internal"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"

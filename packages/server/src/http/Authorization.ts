@@ -5,7 +5,7 @@
  * `Retry-After` on 429) onto whatever response the request ends with.
  */
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Authenticator, Authorization, RateLimiter } from "@parley/core"
+import { Authenticator, Authorization, RateLimiter } from "@parley/core/internal"
 import { Effect, Layer, Redacted } from "effect"
 import { infrastructureErrors } from "./ErrorResponses.js"
 

@@ -25,7 +25,7 @@ import {
   Organisations,
   SetupUnavailable,
   Unauthorized
-} from "@parley/core"
+} from "@parley/core/internal"
 import { Effect, FiberRef, Option, Redacted } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { errorResponse } from "./ErrorResponses.js"

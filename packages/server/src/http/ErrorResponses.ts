@@ -6,7 +6,7 @@
  * turns infrastructure failures into their contract errors.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { type ApiError, Crm, CrmUnavailable, errorStatusAndCode, SetupUnavailable, StorageError } from "@parley/core"
+import { type ApiError, Crm, CrmUnavailable, errorStatusAndCode, SetupUnavailable, StorageError } from "@parley/core/internal"
 import { Effect } from "effect"
 
 /** The spec's error body and its status, for every writer of errors (the app's responses and raw socket answers). */

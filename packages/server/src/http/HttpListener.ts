@@ -15,7 +15,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
-import { type ApiError, Crypto, HeadersTooLarge, InvalidRequest, PayloadTooLarge, RequestTimeout } from "@parley/core"
+import { type ApiError, Crypto, HeadersTooLarge, InvalidRequest, PayloadTooLarge, RequestTimeout } from "@parley/core/internal"
 import { errorBody } from "./ErrorResponses.js"
 
 /** A connection given a raw answer is closed after this long even if the client keeps it open. */

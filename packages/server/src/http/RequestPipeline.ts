@@ -32,7 +32,7 @@ import {
   PayloadTooLarge,
   RequestTimeout,
   UnsupportedMediaType
-} from "@parley/core"
+} from "@parley/core/internal"
 import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
 import { acceptsMediaType, type BodyKind, isJson, isPlainJsonType, MAX_JSON_DEPTH, nestsDeeperThan } from "./BodyRules.js"
 import { CARRIER_INBOUND_PATH } from "./CarrierInbound.js"

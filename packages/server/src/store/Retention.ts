@@ -4,7 +4,7 @@
  * Runs beside the server; a failed sweep is logged and tried again later.
  */
 import { Clock, Effect, Layer, Schedule } from "effect"
-import { IdempotencyStore } from "@parley/core"
+import { IdempotencyStore } from "@parley/core/domain"
 
 const sweep = Effect.gen(function*() {
   const store = yield* IdempotencyStore.IdempotencyStore

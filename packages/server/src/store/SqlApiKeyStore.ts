@@ -5,7 +5,7 @@
  * reads the database once (see ApiKeyRow.access).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { ApiKeyStore, Crm, KeyMode, Scope } from "@parley/core"
+import { ApiKeyStore, Crm, KeyMode, Scope } from "@parley/core/internal"
 import { Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
 import { ConnectionRow, toConnection } from "./SqlCrm.js"

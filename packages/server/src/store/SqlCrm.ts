@@ -4,7 +4,7 @@
  * key, so "newest first" is "highest id first" and pages are keyset scans.
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { CallMode, Crm, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core"
+import { CallMode, Crm, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
 import { type ActionColumn, readActionValues, valuesToObjects } from "./ActionRowReader.js"
 import { DbInt, DbJson, NullableString, storage } from "./rows.js"

@@ -5,7 +5,7 @@
  * in-flight reservation (its process died) is taken over in the same statement.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { IdempotencyStore } from "@parley/core"
+import { IdempotencyStore } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, NullableString, storage } from "./rows.js"
 

@@ -1,6 +1,6 @@
 /** Organisations, their numbers and bots, in SQL. */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Organisations } from "@parley/core"
+import { Organisations } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, DbBool, DbInt, NullableString, storage } from "./rows.js"
 

@@ -3,7 +3,7 @@
  * work (a database transaction) and the installation's cursor secret.
  */
 import { SqlClient, SqlError, SqlSchema, type Statement } from "@effect/sql"
-import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "@parley/core"
+import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, storage } from "./rows.js"
 

@@ -7,7 +7,7 @@
  * for the API's endpoints (the core's WebhookEndpointStore) and the CLI's.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { EnabledEvent, type StorageError, WebhookEndpoints, WebhookEndpointStore } from "@parley/core"
+import { EnabledEvent, type StorageError, WebhookEndpoints, WebhookEndpointStore } from "@parley/core/internal"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { NullableString, storage } from "./rows.js"
 

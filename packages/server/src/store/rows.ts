@@ -4,7 +4,7 @@
  * returns integers for booleans, and JSON columns are text.
  */
 import type { SqlError } from "@effect/sql"
-import { StorageError } from "@parley/core"
+import { StorageError } from "@parley/core/domain"
 import { type Cause, Effect, type ParseResult, Schema } from "effect"
 
 export const DbInt = Schema.Union(Schema.Number, Schema.NumberFromString)

@@ -1,6 +1,6 @@
 /** `parley bots add | list`: the organisation's AI-call bots. */
 import { Command, Options } from "@effect/cli"
-import { Crypto, Organisations } from "@parley/core"
+import { Crypto, Organisations } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import { fail, nonEmpty, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"

@@ -4,7 +4,7 @@
  * under. Connecting another account switches the executing account for every key.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Crm } from "@parley/core"
+import { Crm } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"

@@ -1,6 +1,6 @@
 /** `parley demo`: create (once) the demo organisation and mint fresh test and live keys. */
 import { Command } from "@effect/cli"
-import { Demo } from "@parley/core"
+import { Demo } from "@parley/core/internal"
 import { Effect } from "effect"
 import { json, print } from "../Output.js"
 

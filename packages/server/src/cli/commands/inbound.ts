@@ -5,7 +5,7 @@
  * phone number, and a `message.received` event, atomically.
  */
 import { Command, Options } from "@effect/cli"
-import { ActionRecords, Inbound } from "@parley/core"
+import { ActionRecords, Inbound } from "@parley/core/internal"
 import { Effect } from "effect"
 import { e164, fail, fields, orNone, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"

@@ -4,7 +4,7 @@
  * every request, so a running server refuses the key on its next request.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { ALL_SCOPES, ApiKeys, ApiKeyStore, Crm, Organisations } from "@parley/core"
+import { ALL_SCOPES, ApiKeys, ApiKeyStore, Crm, Organisations } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
 import { csv, fail, fields, isoTimestamp, nonEmpty, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"

@@ -1,7 +1,7 @@
 /** `parley numbers add | list`: the organisation's sender numbers. */
 import { randomBytes } from "node:crypto"
 import { Command, Options } from "@effect/cli"
-import { Organisations } from "@parley/core"
+import { Organisations } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { csv, e164, fail, nonEmpty, oneOfEach, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"

@@ -1,6 +1,6 @@
 /** `parley orgs create | update | list`: organisations and their settings. */
 import { Args, Command, Options } from "@effect/cli"
-import { Crypto, Organisations, SendingHours } from "@parley/core"
+import { Crypto, Organisations, SendingHours } from "@parley/core/internal"
 import { Effect, Either, Option } from "effect"
 import { allowance, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"

@@ -1,6 +1,6 @@
 /** `parley records add | list`: records of the embedded CRM's Leads, Contacts, Vendors and Deals. */
 import { Command, Options } from "@effect/cli"
-import { Crm } from "@parley/core"
+import { Crm } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { e164, fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"

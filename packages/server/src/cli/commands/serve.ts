@@ -1,6 +1,6 @@
 /** `parley serve`: the HTTP server (what `pnpm start` runs, with --demo). */
 import { Command, Options } from "@effect/cli"
-import { Demo } from "@parley/core"
+import { Demo } from "@parley/core/internal"
 import { Console, Effect, Layer } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"

@@ -1,7 +1,7 @@
 /** `parley templates add | list`: the CRM's message templates. */
 import { randomInt, randomUUID } from "node:crypto"
 import { Command, Options } from "@effect/cli"
-import { Crm } from "@parley/core"
+import { Crm } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"

@@ -5,7 +5,7 @@
  * as the API's /webhook-endpoints, with the same URL rules and event filters.
  */
 import { Command, Options } from "@effect/cli"
-import { ALL_EVENTS, Crypto, type EnabledEvent, Events, WebhookEndpoints, Webhooks as Signing } from "@parley/core"
+import { ALL_EVENTS, Crypto, type EnabledEvent, Events, WebhookEndpoints, Webhooks as Signing } from "@parley/core/internal"
 import { Clock, Effect, Either, Option } from "effect"
 import { Webhooks, type WebhookRow } from "../../store/SqlWebhooks.js"
 import { csv, fail, fields, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"

@@ -3,7 +3,7 @@
  * `Idempotent-Replayed: true`, as Stripe's does.
  */
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
-import { Actions, IdempotencyKeyRequired, ParleyApi, RecordLists } from "@parley/core"
+import { Actions, IdempotencyKeyRequired, ParleyApi, RecordLists } from "@parley/core/internal"
 import { Effect } from "effect"
 import { guarded } from "./guard.js"
 

@@ -1,6 +1,6 @@
 /** GET /conversations and /conversations/{id}. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Conversations, ParleyApi } from "@parley/core"
+import { Conversations, ParleyApi } from "@parley/core/internal"
 import { Effect } from "effect"
 import { guarded } from "./guard.js"
 

@@ -1,6 +1,6 @@
 /** GET /numbers, /bots, /templates. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Directory, ParleyApi } from "@parley/core"
+import { Directory, ParleyApi } from "@parley/core/internal"
 import { Effect } from "effect"
 import { guarded } from "./guard.js"
 

@@ -1,6 +1,6 @@
 /** POST/GET /webhook-endpoints and GET/DELETE /webhook-endpoints/{id}. */
 import { HttpApiBuilder } from "@effect/platform"
-import { ParleyApi, WebhookEndpoints } from "@parley/core"
+import { ParleyApi, WebhookEndpoints } from "@parley/core/internal"
 import { Effect } from "effect"
 import { guarded } from "./guard.js"
 

@@ -3,7 +3,7 @@
  * Authorization middleware provided, enforce the scope the contract names for
  * this endpoint, and turn infrastructure failures into contract errors.
  */
-import { Caller, type CallerInfo, endpointScopes, Scopes } from "@parley/core"
+import { Caller, type CallerInfo, endpointScopes, Scopes } from "@parley/core/internal"
 import { Effect } from "effect"
 import { infrastructureErrors } from "../ErrorResponses.js"
 
