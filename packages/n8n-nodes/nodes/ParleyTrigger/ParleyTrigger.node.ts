@@ -6,69 +6,22 @@ import type {
 	IPollFunctions,
 } from 'n8n-workflow';
 import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
-import type {
-	ApiActionRecord,
-	ApiConversationSummary,
-	CallStatus,
-	MessageStatus,
-	RecordStatus,
-} from '../Parley/shared/api';
+import type { ApiActionRecord } from '../Parley/shared/api';
+import { isFinal, RECORD_STATUSES, statusLabel } from '../Parley/shared/statuses';
 import { parleyPages, parleyRequest } from '../Parley/shared/transport';
 
-/**
- * Parley's published statuses, each marked final or not. Typed against the
- * contract, so a status added to Parley fails the build until it is listed.
- */
-const STATUS_IS_FINAL: Record<RecordStatus, boolean> = {
-	Queued: false,
-	Sending: false,
-	Sent: false,
-	Ringing: false,
-	'In Progress': false,
-	Delivered: true,
-	Undelivered: true,
-	Failed: true,
-	Cancelled: true,
-	Received: true,
-	Completed: true,
-	'No Answer': true,
-	Busy: true,
-};
-const MESSAGE_STATUSES: Record<MessageStatus, true> = {
-	Queued: true,
-	Sending: true,
-	Sent: true,
-	Delivered: true,
-	Undelivered: true,
-	Failed: true,
-	Cancelled: true,
-	Received: true,
-};
-const CALL_STATUSES: Record<CallStatus, true> = {
-	Queued: true,
-	Ringing: true,
-	'In Progress': true,
-	Completed: true,
-	'No Answer': true,
-	Busy: true,
-	Failed: true,
-	Cancelled: true,
-};
-
-function statusLabel(status: string): string {
-	const kinds = [status in MESSAGE_STATUSES ? 'messages' : '', status in CALL_STATUSES ? 'AI calls' : '']
-		.filter((kind) => kind !== '')
-		.join(' and ');
-	return `${STATUS_IS_FINAL[status as RecordStatus] ? 'Final' : 'In-flight'} status of ${kinds}`;
-}
-
-function isFinal(status: string | null | undefined): boolean {
-	return status !== null && status !== undefined && STATUS_IS_FINAL[status as RecordStatus] === true;
-}
-
-/** How many records and conversations the static data remembers at most. */
+/** How many records the static data remembers at most. */
 const MAX_RECORDS = 1000;
-const MAX_CONVERSATIONS = 200;
+/** Parley's page size for lists. */
+const PAGE_SIZE = 50;
+/** Pages read per list and poll at most: 1,000 changed records, as many as the static data remembers. */
+const MAX_PAGES = 20;
+/**
+ * Watching everything re-reads records changed this long before the latest
+ * change seen: a change committed late (stamped before one already seen) is
+ * still found, and the remembered status keeps it from being emitted twice.
+ */
+const OVERLAP_MS = 60_000;
 
 type Kind = 'message' | 'aiCall';
 
@@ -76,7 +29,6 @@ interface Observed {
 	key: string;
 	kind: Kind;
 	record: ApiActionRecord;
-	conversationId?: string;
 }
 
 /** A watched id Parley answered with 404 (or 400, a malformed id): nothing else in the poll is lost. */
@@ -99,7 +51,7 @@ function unknownIdError(error: NodeApiError | NodeOperationError): IDataObject |
 	return details;
 }
 
-/** What the trigger keeps between polls: last status per record, last look per conversation. */
+/** What the trigger keeps between polls: last status per record, the latest change seen. */
 interface PollState {
 	/**
 	 * Whether a poll has already run since activation. The first one only
@@ -109,8 +61,15 @@ interface PollState {
 	baselined: boolean;
 	/** [kind:id, status], oldest first. */
 	records: Array<[string, string]>;
-	/** [conversation id, fingerprint of its summary, whether it still had in-flight messages]. */
-	conversations: Array<[string, string, boolean]>;
+	/**
+	 * Whether a poll has already listed everything (watching everything). A
+	 * workflow activated by a version that scanned conversations has a
+	 * baseline of messages but not of AI calls: its first listing is a
+	 * baseline again.
+	 */
+	listed: boolean;
+	/** Watching everything: the latest `modified` seen (ms, Parley's clock), where the next poll starts. */
+	watermark: number | undefined;
 	/** kind:id of watched ids already reported unknown, so each is reported once. */
 	unknown: string[];
 }
@@ -118,20 +77,20 @@ interface PollState {
 function readState(staticData: IDataObject): PollState {
 	const baselined = Array.isArray(staticData.records);
 	const records = baselined ? (staticData.records as Array<[string, string]>) : [];
-	const conversations = Array.isArray(staticData.conversations)
-		? (staticData.conversations as Array<[string, string, boolean]>)
-		: [];
+	const watermark = typeof staticData.watermark === 'string' ? Date.parse(staticData.watermark) : Number.NaN;
 	const unknown = Array.isArray(staticData.unknown) ? (staticData.unknown as string[]) : [];
-	return { baselined, records, conversations, unknown };
+	return {
+		baselined,
+		listed: staticData.listed === true,
+		records,
+		watermark: Number.isNaN(watermark) ? undefined : watermark,
+		unknown,
+	};
 }
 
 function splitIds(value: unknown): string[] {
 	const list = Array.isArray(value) ? value.map(String) : String(value ?? '').split(/[\s,;]+/);
 	return [...new Set(list.map((id) => id.trim()).filter((id) => id !== ''))];
-}
-
-function fingerprint(summary: ApiConversationSummary): string {
-	return `${summary.at ?? ''}|${summary.status ?? ''}|${summary.preview ?? ''}`;
 }
 
 async function readWatchedIds(
@@ -170,43 +129,60 @@ async function readWatchedIds(
 	return { observed, unknown };
 }
 
-async function readConversations(
+const LIST_PATHS: Record<Kind, string> = { message: '/messages', aiCall: '/ai-calls' };
+
+function modifiedAt(record: ApiActionRecord): number | undefined {
+	const at = record.modified === null || record.modified === undefined ? Number.NaN : Date.parse(record.modified);
+	return Number.isNaN(at) ? undefined : at;
+}
+
+/**
+ * Everything the key can see, through GET /messages and GET /ai-calls: the
+ * records whose `modified` is at or after the watermark (the latest
+ * `modified` seen, in Parley's clock), less an overlap. Without a watermark
+ * (the first poll) the newest page of each list sets one. Manual runs read
+ * the newest page of each list: the current state.
+ */
+async function readLists(
 	context: IPollFunctions,
-	state: PollState,
-	refreshAll: boolean,
-	maxConversations: number,
-): Promise<{ observed: Observed[]; conversations: Array<[string, string, boolean]> }> {
-	const summaries = await parleyPages<ApiConversationSummary>(
-		context,
-		{ method: 'GET', path: '/conversations' },
-		maxConversations,
-	);
-	const previous = new Map(state.conversations.map(([id, print, active]) => [id, { print, active }]));
-	const observed: Observed[] = [];
-	const looked: Array<[string, string, boolean]> = [];
-	const seen = new Set<string>();
-	for (const summary of summaries) {
-		if (seen.has(summary.id)) continue; // a conversation can span pages
-		seen.add(summary.id);
-		const before = previous.get(summary.id);
-		const print = fingerprint(summary);
-		if (!refreshAll && before !== undefined && before.print === print && !before.active) {
-			looked.push([summary.id, print, false]);
-			continue;
+	kinds: Kind[],
+	watermark: number | undefined,
+	manual: boolean,
+): Promise<{ observed: Observed[]; watermark: number | undefined }> {
+	const observed = new Map<string, Observed>();
+	let latest = watermark;
+	const see = (kind: Kind, records: ApiActionRecord[]) => {
+		for (const record of records) {
+			observed.set(`${kind}:${record.id}`, { key: `${kind}:${record.id}`, kind, record });
+			const at = modifiedAt(record);
+			if (at !== undefined && (latest === undefined || at > latest)) latest = at;
 		}
-		// The newest page of the conversation: its latest 50 messages.
-		const page = await parleyRequest<{ items: ApiActionRecord[] }>(context, {
-			method: 'GET',
-			path: `/conversations/${encodeURIComponent(summary.id)}`,
-		});
-		for (const record of page.items) {
-			observed.push({ key: `message:${record.id}`, kind: 'message', record, conversationId: summary.id });
-		}
-		looked.push([summary.id, print, page.items.some((record) => !isFinal(record.status))]);
+	};
+	const newestPage = async (kind: Kind) =>
+		await parleyPages<ApiActionRecord>(context, { method: 'GET', path: LIST_PATHS[kind] }, PAGE_SIZE);
+
+	if (manual) {
+		for (const kind of kinds) see(kind, await newestPage(kind));
+		return { observed: [...observed.values()], watermark };
 	}
-	// Conversations not on the scanned pages keep their last look.
-	const untouched = state.conversations.filter(([id]) => !seen.has(id));
-	return { observed, conversations: [...untouched, ...looked].slice(-MAX_CONVERSATIONS) };
+	if (latest === undefined) {
+		for (const kind of kinds) see(kind, await newestPage(kind));
+	}
+	if (latest !== undefined) {
+		// Pages are ordered by creation, so an old record changed lately is on a later page: read them all.
+		const since = new Date(latest - OVERLAP_MS).toISOString();
+		for (const kind of kinds) {
+			see(
+				kind,
+				await parleyPages<ApiActionRecord>(
+					context,
+					{ method: 'GET', path: LIST_PATHS[kind], qs: { since } },
+					MAX_PAGES * PAGE_SIZE,
+				),
+			);
+		}
+	}
+	return { observed: [...observed.values()], watermark: latest };
 }
 
 function unknownItem(entry: Unknown): INodeExecutionData {
@@ -222,7 +198,6 @@ function toItem(observed: Observed, previousStatus: string | undefined): INodeEx
 		previousStatus: previousStatus ?? null,
 		final: isFinal(observed.record.status),
 	};
-	if (observed.conversationId !== undefined) json.conversationId = observed.conversationId;
 	return { json };
 }
 
@@ -233,7 +208,7 @@ export class ParleyTrigger implements INodeType {
 		icon: { light: 'file:../../icons/parley.svg', dark: 'file:../../icons/parley.dark.svg' },
 		group: ['trigger'],
 		version: 1,
-		subtitle: '={{ $parameter["watch"] === "all" ? "Status changes of all messages" : "Status changes of watched IDs" }}',
+		subtitle: '={{ $parameter["watch"] === "all" ? "Status changes of all messages and AI calls" : "Status changes of watched IDs" }}',
 		description: 'Starts the workflow when a Parley message or AI call changes status',
 		defaults: { name: 'Parley Trigger' },
 		polling: true,
@@ -267,9 +242,9 @@ export class ParleyTrigger implements INodeType {
 						description: 'Read the given IDs on every poll until they reach a final status',
 					},
 					{
-						name: 'All Messages the Key Can See',
+						name: 'All Messages and AI Calls the Key Can See',
 						value: 'all',
-						description: 'Scan the newest conversations and their latest messages (texts only)',
+						description: 'List what changed since the previous poll (GET /messages and GET /ai-calls)',
 					},
 				],
 				default: 'ids',
@@ -311,7 +286,7 @@ export class ParleyTrigger implements INodeType {
 				displayName: 'Statuses',
 				name: 'statuses',
 				type: 'multiOptions',
-				options: (Object.keys(STATUS_IS_FINAL) as RecordStatus[]).map((status) => ({
+				options: RECORD_STATUSES.map((status) => ({
 					name: status,
 					value: status,
 					description: statusLabel(status),
@@ -321,13 +296,15 @@ export class ParleyTrigger implements INodeType {
 				displayOptions: { show: { emitOn: ['selected'] } },
 			},
 			{
-				displayName: 'Max Conversations per Poll',
-				name: 'maxConversations',
-				type: 'number',
-				typeOptions: { minValue: 1, maxValue: 200 },
-				default: 20,
-				description:
-					'How many of the newest conversations to scan on each poll. Each changed conversation costs one request (Parley allows 60 per minute per key).',
+				displayName: 'Include',
+				name: 'include',
+				type: 'multiOptions',
+				options: [
+					{ name: 'AI Calls', value: 'aiCall', description: 'Needs the calls:read scope' },
+					{ name: 'Messages', value: 'message', description: 'Needs the messages:read scope' },
+				],
+				default: ['message', 'aiCall'],
+				description: 'Which records to watch',
 				displayOptions: { show: { watch: ['all'] } },
 			},
 		],
@@ -351,16 +328,13 @@ export class ParleyTrigger implements INodeType {
 
 		let observed: Observed[];
 		let unknown: Unknown[] = [];
-		let conversations = state.conversations;
+		let watermark = state.watermark;
 		if (watch === 'all') {
-			const result = await readConversations(
-				this,
-				state,
-				manual,
-				this.getNodeParameter('maxConversations', 20) as number,
-			);
+			const include = this.getNodeParameter('include', ['message', 'aiCall']) as Kind[];
+			const kinds = (['message', 'aiCall'] as const).filter((kind) => include.includes(kind));
+			const result = await readLists(this, kinds, watermark, manual);
 			observed = result.observed;
-			conversations = result.conversations;
+			watermark = result.watermark;
 		} else {
 			const result = await readWatchedIds(this, known, manual);
 			observed = result.observed;
@@ -376,6 +350,7 @@ export class ParleyTrigger implements INodeType {
 			return items.length === 0 ? null : [items];
 		}
 
+		const baselined = watch === 'all' ? state.listed : state.baselined;
 		const reported = new Set(state.unknown);
 		const emitted: INodeExecutionData[] = unknown
 			.filter((entry) => !reported.has(entry.key))
@@ -386,11 +361,14 @@ export class ParleyTrigger implements INodeType {
 			if (previous === status) continue;
 			known.delete(entry.key); // re-inserted last: most recently changed
 			known.set(entry.key, status);
-			if (state.baselined && wanted(entry.record.status)) emitted.push(toItem(entry, previous));
+			if (baselined && wanted(entry.record.status)) emitted.push(toItem(entry, previous));
 		}
 		staticData.unknown = unknown.map((entry) => entry.key);
 		staticData.records = [...known.entries()].slice(-MAX_RECORDS);
-		staticData.conversations = conversations;
+		delete staticData.conversations; // kept by versions that scanned conversations
+		if (watch === 'all') staticData.listed = true;
+		if (watermark === undefined) delete staticData.watermark;
+		else staticData.watermark = new Date(watermark).toISOString();
 		return emitted.length === 0 ? null : [emitted];
 	}
 }

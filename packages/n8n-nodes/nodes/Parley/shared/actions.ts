@@ -1,9 +1,11 @@
-/** Get and Cancel for messages and AI calls: the same shape on two paths. */
+/** Get, Get Many and Cancel for messages and AI calls: the same shape on two paths. */
 import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
-import type { ApiActionRecord, ApiCancellationAck } from './api';
+import type { ApiActionRecord, ApiCancellationAck, ApiRecordListQuery } from './api';
+import { toOffsetTimestamp } from './creation';
+import { pagingFields } from './descriptions';
 import type { ParleyOperation } from './operation';
-import { parleyRequestFull } from './transport';
+import { parleyPages, parleyRequestFull } from './transport';
 
 export interface ActionKind {
 	/** Path segment: `messages` or `ai-calls`. */
@@ -12,6 +14,8 @@ export interface ActionKind {
 	idParameter: string;
 	/** Human name: `message` or `AI call`. */
 	noun: string;
+	/** The statuses a record of this kind can have, for the Get Many filter. */
+	statuses: readonly string[];
 }
 
 function idField(kind: ActionKind, verb: string): INodeProperties {
@@ -69,6 +73,72 @@ export function cancelAction(kind: ActionKind): ParleyOperation {
 			}
 			if (response.requestId !== undefined) output.requestId = response.requestId;
 			return [output];
+		},
+	};
+}
+
+function listFilters(kind: ActionKind): INodeProperties {
+	const plural = kind.noun === 'message' ? 'messages' : 'AI calls';
+	return {
+		displayName: 'Filters',
+		name: 'filters',
+		type: 'collection',
+		placeholder: 'Add Filter',
+		default: {},
+		options: [
+			{
+				displayName: 'Number',
+				name: 'number',
+				type: 'string',
+				default: '',
+				placeholder: '+15551234567',
+				description: `Only ${plural} on this line of the organisation (the sender of outbound records, the recipient of inbound ones): a number sid or its E.164 phone number`,
+			},
+			{
+				displayName: 'Since',
+				name: 'since',
+				type: 'dateTime',
+				default: '',
+				description: `Only ${plural} created or changed at or after this time. A time without an offset is read in the workflow's timezone.`,
+			},
+			{
+				displayName: 'Status',
+				name: 'status',
+				type: 'multiOptions',
+				options: kind.statuses.map((status) => ({ name: status, value: status })),
+				default: [],
+				description: `Only ${plural} in one of these statuses`,
+			},
+		],
+	};
+}
+
+/** The query of a Get Many: the filters that are set, in the form Parley reads them. */
+function listQuery(context: IExecuteFunctions, itemIndex: number): ApiRecordListQuery {
+	const filters = context.getNodeParameter('filters', itemIndex, {}) as IDataObject;
+	const query: ApiRecordListQuery = {};
+	const statuses = Array.isArray(filters.status) ? filters.status.map(String) : [];
+	if (statuses.length > 0) query.status = statuses.join(',');
+	const since = toOffsetTimestamp(filters.since, context.getTimezone());
+	if (since !== undefined) query.since = since;
+	const number = typeof filters.number === 'string' ? filters.number.trim() : '';
+	if (number !== '') query.number = number;
+	return query;
+}
+
+/** GET /messages or /ai-calls, newest first, following nextCursor until the end or the limit. */
+export function getManyAction(kind: ActionKind): ParleyOperation {
+	return {
+		fields: [...pagingFields(), listFilters(kind)],
+		async execute(this: IExecuteFunctions, itemIndex: number) {
+			const returnAll = this.getNodeParameter('returnAll', itemIndex) as boolean;
+			const limit = returnAll ? undefined : (this.getNodeParameter('limit', itemIndex) as number);
+			const records = await parleyPages<ApiActionRecord>(
+				this,
+				{ method: 'GET', path: `/${kind.path}`, qs: { ...listQuery(this, itemIndex) }, itemIndex },
+				limit,
+			);
+			return records as unknown as IDataObject[];
 		},
 	};
 }

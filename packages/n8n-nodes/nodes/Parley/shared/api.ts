@@ -136,6 +136,69 @@ export interface Page<A> {
 	nextCursor: string | null;
 }
 
+/** GET /messages and GET /ai-calls query parameters, as sent (statuses comma-separated). */
+export interface ApiRecordListQuery {
+	cursor?: string;
+	status?: string;
+	since?: string;
+	number?: string;
+}
+
+/** The kinds of signed event Parley posts to webhook endpoints. */
+export type EventType =
+	| 'message.queued'
+	| 'message.sent'
+	| 'message.delivered'
+	| 'message.failed'
+	| 'message.cancelled'
+	| 'message.received'
+	| 'ai_call.queued'
+	| 'ai_call.started'
+	| 'ai_call.completed'
+	| 'ai_call.failed'
+	| 'ai_call.cancelled';
+
+/** An event type, or `*` for every type (including types added later). */
+export type EnabledEvent = EventType | '*';
+
+/** One signed delivery's body: the record after the change. */
+export interface ApiEventPayload {
+	type: EventType;
+	timestamp: string;
+	data: ApiActionRecord;
+}
+
+export interface ApiCreateWebhookEndpointRequest {
+	url: string;
+	enabledEvents: readonly EnabledEvent[];
+	description?: string;
+}
+
+export interface ApiWebhookEndpoint {
+	id: string;
+	url: string;
+	enabledEvents: readonly EnabledEvent[];
+	description: string | null;
+	status: 'enabled' | 'disabled';
+	disabledReason: string | null;
+	createdAt: string;
+	lastSuccessAt: string | null;
+}
+
+/** The creation's answer: the endpoint and, this once, its `whsec_…` signing secret. */
+export interface ApiCreatedWebhookEndpoint extends ApiWebhookEndpoint {
+	secret: string;
+}
+
+export interface ApiWebhookEndpointList {
+	items: readonly ApiWebhookEndpoint[];
+}
+
+export interface ApiWebhookEndpointDeletion {
+	id: string;
+	deleted: true;
+}
+
 export interface ApiErrorBody {
 	error?: { code?: string; message?: string; requestId?: string };
 }

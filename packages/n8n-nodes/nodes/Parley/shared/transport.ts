@@ -7,6 +7,7 @@
 import type {
 	IDataObject,
 	IExecuteFunctions,
+	IHookFunctions,
 	IHttpRequestMethods,
 	IHttpRequestOptions,
 	ILoadOptionsFunctions,
@@ -18,7 +19,7 @@ import type {
 import { NodeApiError } from 'n8n-workflow';
 import type { ApiErrorBody, Page } from './api';
 
-export type ParleyContext = IExecuteFunctions | ILoadOptionsFunctions | IPollFunctions;
+export type ParleyContext = IExecuteFunctions | IHookFunctions | ILoadOptionsFunctions | IPollFunctions;
 
 export const CREDENTIAL_NAME = 'parleyApi';
 

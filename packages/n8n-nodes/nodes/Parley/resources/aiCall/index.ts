@@ -1,11 +1,12 @@
-/** Resource "AI Call": start, get and cancel outbound AI bot calls. */
+/** Resource "AI Call": start, get, list and cancel outbound AI bot calls. */
 import type { INodeProperties } from 'n8n-workflow';
 import { forOperation, type ParleyOperation } from '../../shared/operation';
 import { cancel } from './cancel';
 import { get } from './get';
+import { getAll } from './getAll';
 import { start } from './start';
 
-export const aiCallOperations: Record<string, ParleyOperation> = { start, get, cancel };
+export const aiCallOperations: Record<string, ParleyOperation> = { start, get, getAll, cancel };
 
 export const aiCallDescription: INodeProperties[] = [
 	{
@@ -28,6 +29,12 @@ export const aiCallDescription: INodeProperties[] = [
 				description: 'Read an AI call record, its status and transcript',
 			},
 			{
+				name: 'Get Many',
+				value: 'getAll',
+				action: 'Get many AI calls',
+				description: 'List AI calls, newest first, filtered by status, time and number',
+			},
+			{
 				name: 'Cancel',
 				value: 'cancel',
 				action: 'Cancel AI call',
@@ -38,5 +45,6 @@ export const aiCallDescription: INodeProperties[] = [
 	},
 	...forOperation('aiCall', 'start', start.fields),
 	...forOperation('aiCall', 'get', get.fields),
+	...forOperation('aiCall', 'getAll', getAll.fields),
 	...forOperation('aiCall', 'cancel', cancel.fields),
 ];

@@ -1,11 +1,12 @@
-/** Resource "Message": send, get and cancel texts. */
+/** Resource "Message": send, get, list and cancel texts. */
 import type { INodeProperties } from 'n8n-workflow';
 import { forOperation, type ParleyOperation } from '../../shared/operation';
 import { cancel } from './cancel';
 import { get } from './get';
+import { getAll } from './getAll';
 import { send } from './send';
 
-export const messageOperations: Record<string, ParleyOperation> = { send, get, cancel };
+export const messageOperations: Record<string, ParleyOperation> = { send, get, getAll, cancel };
 
 export const messageDescription: INodeProperties[] = [
 	{
@@ -28,6 +29,12 @@ export const messageDescription: INodeProperties[] = [
 				description: 'Read a message record and its status',
 			},
 			{
+				name: 'Get Many',
+				value: 'getAll',
+				action: 'Get many messages',
+				description: 'List texts, newest first, filtered by status, time and number',
+			},
+			{
 				name: 'Cancel',
 				value: 'cancel',
 				action: 'Cancel message',
@@ -38,5 +45,6 @@ export const messageDescription: INodeProperties[] = [
 	},
 	...forOperation('message', 'send', send.fields),
 	...forOperation('message', 'get', get.fields),
+	...forOperation('message', 'getAll', getAll.fields),
 	...forOperation('message', 'cancel', cancel.fields),
 ];
