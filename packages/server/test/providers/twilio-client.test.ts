@@ -8,6 +8,7 @@ import { Effect, Either, Option } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
   classifyTwilioError,
+  fetchMessage,
   findMessage,
   sendMessage,
   type TwilioAccount,
@@ -388,6 +389,21 @@ describe("status callbacks", () => {
     await fake.settled()
     expect(callbacksFor(misSigned.sid)).toHaveLength(3)
     expect(callbacksFor(misSigned.sid).some(({ callback }) => signatureHolds(callback))).toBe(false)
+  })
+})
+
+describe("fetching a message", () => {
+  it("reads the resource as it is now (after its callbacks), and None for a sid Twilio does not have", async () => {
+    const message = await sent({ to: TwilioFake.magic.undeliveredTo })
+    await fake.settled()
+    const now = await Effect.runPromise(fetchMessage(account, message.sid))
+    expect(Option.map(now, (m) => [m.sid, m.status, m.errorCode, m.errorMessage])).toEqual(
+      Option.some([message.sid, "undelivered", 30003, "Unreachable destination handset"])
+    )
+    const missing = await Effect.runPromise(fetchMessage(account, "SM00000000000000000000000000000000"))
+    expect(Option.isNone(missing)).toBe(true)
+    const denied = await Effect.runPromise(Effect.either(fetchMessage({ ...account, authToken: "x" }, message.sid)))
+    expect(Either.isLeft(denied) ? denied.left.reason : null).toBe("auth_failed")
   })
 })
 

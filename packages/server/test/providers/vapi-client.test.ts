@@ -10,6 +10,7 @@ import {
   createCall,
   decodeServerMessage,
   findCall,
+  getCall,
   type VapiAccount,
   type VapiCallRequest,
   type VapiServerMessage,
@@ -316,6 +317,19 @@ describe("server messages", () => {
       "status-update:in-progress",
       "status-update:ringing"
     ])
+  })
+})
+
+describe("getting a call", () => {
+  it("reads the call as it is now, with transcript and recording, and None for an id Vapi does not have", async () => {
+    const call = await created(request())
+    await fake.settled()
+    const now = await Effect.runPromise(getCall(account, call.id))
+    if (Option.isNone(now)) throw new Error("the call should be found")
+    expect(now.value).toMatchObject({ id: call.id, status: "ended", endedReason: "customer-ended-call" })
+    expect(now.value.transcript).toContain("Your delivery arrives tomorrow at 10.")
+    expect(now.value.recordingUrl).toBe(fake.call(call.id)!.recordingUrl)
+    expect(Option.isNone(await Effect.runPromise(getCall(account, "00000000-0000-4000-8000-000000000001")))).toBe(true)
   })
 })
 

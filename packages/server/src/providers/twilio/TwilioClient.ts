@@ -229,6 +229,38 @@ export const sendMessage = Effect.fn("TwilioClient.sendMessage")(function*(
   }
 })
 
+/**
+ * The Message resource as Twilio has it now (GET …/Messages/{sid}.json): for a
+ * message whose status callbacks Parley may have missed (it was down while
+ * Twilio posted them). None when Twilio has no such message (404).
+ */
+export const fetchMessage = Effect.fn("TwilioClient.fetchMessage")(function*(
+  account: TwilioAccount,
+  sid: string,
+  options: TwilioCallOptions = {}
+) {
+  const answer = yield* exchange({
+    method: "GET",
+    url: messagesUrl(account).replace(/\.json$/, `/${encodeURIComponent(sid)}.json`),
+    headers: { authorization: authorization(account), accept: "application/json" },
+    timeoutMs: options.timeoutMs ?? TWILIO_TIMEOUT_MS
+  })
+  if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
+  if (answer.status === 404) return Option.none<TwilioMessage>()
+  if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+  const message = decodeMessage(parseJson(answer.body))
+  if (Option.isNone(message)) {
+    return yield* new TwilioSendError({
+      reason: "unavailable",
+      code: null,
+      status: answer.status,
+      message: "Twilio answered with a body that is not a Message resource.",
+      retryAfterMs: null
+    })
+  }
+  return Option.some(toMessage(message.value))
+})
+
 export interface TwilioFindQuery {
   readonly to: string
   readonly from?: string | undefined

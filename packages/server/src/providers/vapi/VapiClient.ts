@@ -49,6 +49,12 @@ export interface VapiCall {
   readonly endedReason: string | null
 }
 
+/** A call as GET /call/{id} has it, with what the end-of-call report would have carried. */
+export interface VapiCallDetails extends VapiCall {
+  readonly transcript: string | null
+  readonly recordingUrl: string | null
+}
+
 export type VapiFailureReason = "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
 
 export class VapiCallError extends Data.TaggedError("VapiCallError")<{
@@ -86,7 +92,14 @@ const CallJson = Schema.Struct({
   endedReason: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   createdAt: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   phoneNumberId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-  assistantOverrides: Schema.optional(Schema.NullOr(Schema.Struct({ metadata: Schema.optional(Schema.NullOr(Metadata)) })))
+  assistantOverrides: Schema.optional(Schema.NullOr(Schema.Struct({ metadata: Schema.optional(Schema.NullOr(Metadata)) }))),
+  artifact: Schema.optional(Schema.NullOr(Schema.Struct({
+    transcript: Schema.optional(Schema.NullOr(Schema.String)),
+    recordingUrl: Schema.optional(Schema.NullOr(Schema.String)),
+    recording: Schema.optional(Schema.NullOr(Schema.Struct({
+      mono: Schema.optional(Schema.NullOr(Schema.Struct({ combinedUrl: Schema.optional(Schema.NullOr(Schema.String)) })))
+    })))
+  })))
 })
 type CallJson = typeof CallJson.Type
 
@@ -99,6 +112,10 @@ const ErrorJson = Schema.Struct({
 const decodeCall = Schema.decodeUnknownOption(CallJson)
 const decodeCalls = Schema.decodeUnknownOption(Schema.Array(CallJson))
 const decodeError = Schema.decodeUnknownOption(ErrorJson)
+
+/** The first non-empty string: Vapi has moved fields (top level → artifact → artifact.recording). */
+const firstOf = (...values: ReadonlyArray<string | null | undefined>): string | null =>
+  values.find((value): value is string => typeof value === "string" && value !== "") ?? null
 
 const toCall = (json: CallJson): VapiCall => ({ id: json.id, status: json.status, endedReason: json.endedReason })
 
@@ -169,6 +186,42 @@ export const createCall = Effect.fn("VapiClient.createCall")(function*(
       return toCall(call.value)
     }
   }
+})
+
+/**
+ * The call as Vapi has it now (GET /call/{id}): for a call whose server
+ * messages Parley may have missed (it was down while Vapi posted them). None
+ * when Vapi has no such call (404).
+ */
+export const getCall = Effect.fn("VapiClient.getCall")(function*(
+  account: VapiAccount,
+  id: string,
+  options: VapiCallOptions = {}
+) {
+  const answer = yield* exchange({
+    method: "GET",
+    url: endpoint(account, `/call/${encodeURIComponent(id)}`),
+    headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
+    timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
+  })
+  if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
+  if (answer.status === 404) return Option.none<VapiCallDetails>()
+  if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+  const call = decodeCall(parseJson(answer.body))
+  if (Option.isNone(call)) {
+    return yield* new VapiCallError({
+      reason: "unavailable",
+      status: answer.status,
+      message: "Vapi answered with a body that is not a call.",
+      retryAfterMs: null
+    })
+  }
+  const artifact = call.value.artifact ?? undefined
+  return Option.some<VapiCallDetails>({
+    ...toCall(call.value),
+    transcript: firstOf(artifact?.transcript),
+    recordingUrl: firstOf(artifact?.recordingUrl, artifact?.recording?.mono?.combinedUrl)
+  })
 })
 
 export interface VapiFindQuery {
@@ -346,9 +399,6 @@ const toMillis = (value: number | string | null | undefined): number | null => {
   const millis = typeof value === "number" ? value : Date.parse(value)
   return Number.isFinite(millis) ? millis : null
 }
-
-const firstOf = (...values: ReadonlyArray<string | null | undefined>): string | null =>
-  values.find((value): value is string => typeof value === "string" && value !== "") ?? null
 
 const statusUpdate = (message: typeof StatusUpdateJson.Type): VapiServerMessage => ({
   _tag: "StatusUpdate",

@@ -23,6 +23,7 @@
  *   with 30008, and the WhatsApp recipient +15005550016 is outside the 24-hour
  *   session: free-form text there is accepted (201) and then fails with 63016,
  *   as Twilio reports it; a ContentSid template goes through.
+ * - `GET …/Messages/{Sid}.json` (the resource now; 404 with 20404 when unknown).
  * - `GET …/Messages.json` with To, From, DateSent / DateSent< / DateSent>
  *   filters, PageSize and Page/PageToken, newest first, in Twilio's paging
  *   envelope (`messages`, `page`, `page_size`, `next_page_uri`, …).
@@ -267,7 +268,7 @@ export class TwilioFake {
   ) {
     const url = new URL(rawUrl, "http://fake.invalid")
     const form = method === "POST" ? [...new URLSearchParams(body).entries()] : []
-    const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(url.pathname)
+    const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages(?:\/(SM[0-9a-f]+))?\.json$/.exec(url.pathname)
     const auth = this.authenticate(authorization, match?.[1] ?? "")
     this.requests.push({
       method,
@@ -285,6 +286,13 @@ export class TwilioFake {
         more_info: "https://www.twilio.com/docs/errors/20003",
         status: 401
       }, { "www-authenticate": `Basic realm="Twilio API"` })
+    }
+    const sid = match[2]
+    if (sid !== undefined) {
+      const message = method === "GET" ? this.message(sid) : undefined
+      return message === undefined
+        ? twilioError(response, 404, 20404, `The requested resource ${url.pathname} was not found`)
+        : sendJson(response, 200, this.resource(message))
     }
     if (method === "GET") return this.list(url, response)
     if (method !== "POST") return twilioError(response, 405, 20004, "Method not allowed")
