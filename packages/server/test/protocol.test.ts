@@ -162,6 +162,30 @@ describe("protocol edges", () => {
     }, 300_000)
   })
 
+  describe("empty bodies", () => {
+    it("answers an empty chunked body on a route that takes JSON with 400, as an empty body with a length", async () => {
+      for (const path of ["/api/v1/messages", "/api/v1/ai-calls"]) {
+        for (const framing of [["Transfer-Encoding", "chunked"], ["Content-Length", "0"]] as const) {
+          const answer = answered(
+            await rawRequest(server.port, {
+              head: requestHead("POST", path, [
+                ["Host", "x"],
+                ["Authorization", `Bearer ${demo.keys.test}`],
+                ["Content-Type", "application/json"],
+                ["Idempotency-Key", idem()],
+                framing
+              ]),
+              body: framing[0] === "Transfer-Encoding" ? [Buffer.from("0\r\n\r\n")] : [],
+              timeoutMs: ANSWER_WITHIN_MS
+            }),
+            `${path} ${framing[0]}`
+          )
+          expectErrorShape(answer, 400, "INVALID_REQUEST", `${path} ${framing[0]}`)
+        }
+      }
+    })
+  })
+
   describe("deep nesting", () => {
     const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
 
@@ -389,6 +413,25 @@ describe("protocol edges", () => {
         "100-continue"
       )
       expect(answer.status, answer.body).toBe(202)
+    })
+
+    it("delivers the answer while the client is still uploading the unread body (no reset loses it)", async () => {
+      // The server answers before reading and closes; closing under a running upload used to reset the
+      // connection, and the reset could discard the answer before the client read it.
+      const chunk = Buffer.concat([Buffer.from(`${(16 * KIB).toString(16)}\r\n`), Buffer.alloc(16 * KIB, 97), Buffer.from("\r\n")])
+      const lost: Array<string> = []
+      for (let attempt = 0; attempt < 20; attempt++) {
+        for (const [method, path] of [["PUT", "/api/v1/nope"], ["POST", "/healthz"]] as const) {
+          const outcome = await rawRequest(server.port, {
+            head: requestHead(method, path, [["Host", "x"], ["Content-Type", "application/json"], ["Transfer-Encoding", "chunked"]]),
+            body: Array.from({ length: 64 }, () => chunk),
+            timeoutMs: ANSWER_WITHIN_MS
+          })
+          if (outcome._tag !== "Answered") lost.push(`${method} ${path}: ${outcome._tag}`)
+          else expectErrorShape(outcome.answer, 404, "NOT_FOUND")
+        }
+      }
+      expect(lost).toEqual([])
     })
 
     it("answers a 415 on a real route without waiting for a large declared body", async () => {

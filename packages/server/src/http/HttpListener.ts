@@ -11,15 +11,35 @@
  *   the request goes to the app, and the body reader invites the body only
  *   where one is read (RequestBody), so an unknown route answers 404 at once;
  * - `checkExpectation`: other expectations are ignored, as RFC 9110 allows,
- *   instead of a bare 417.
+ *   instead of a bare 417;
+ * - closing: a connection is closed lingering (see lingeringClose), so an
+ *   answer is not lost to a reset while the client is still sending.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { type ApiError, Crypto, HeadersTooLarge, InvalidRequest, PayloadTooLarge, RequestTimeout } from "@parley/core/internal"
 import { errorBody } from "./ErrorResponses.js"
 
-/** A connection given a raw answer is closed after this long even if the client keeps it open. */
+/** A closing connection whose client keeps it open (or keeps sending) is cut off after this long. */
 const LINGER_MS = 5_000
+
+/**
+ * Closes a connection after its answer without losing the answer. Closing a
+ * socket while the client is still sending (an upload nobody reads: a body to
+ * an unknown route, past the size limit, refused for its media type) makes
+ * the kernel answer the next bytes with a reset, and a reset can discard the
+ * answer on the client's side before it is read. So: end (FIN after the
+ * answer), keep discarding what still arrives, and destroy once the client
+ * closes its side or LINGER_MS have passed — what nginx calls a lingering close.
+ */
+const lingeringClose = (socket: Duplex): void => {
+  if (socket.destroyed) return
+  if (socket.writable) socket.end()
+  socket.resume()
+  socket.once("end", () => socket.destroy())
+  setTimeout(() => socket.destroy(), LINGER_MS).unref()
+}
 
 /** The parser's reasons (llhttp error codes) in words a client can act on. */
 const PARSER_REASONS: Readonly<Record<string, string>> = {
@@ -69,7 +89,7 @@ const answerRaw = (socket: Duplex, error: ApiError): void => {
   const requestId = Crypto.newId("req")
   const { body, status } = errorBody(error, requestId)
   const text = JSON.stringify(body)
-  socket.end(
+  socket.write(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
       "content-type: application/json\r\n" +
       `content-length: ${Buffer.byteLength(text)}\r\n` +
@@ -77,9 +97,7 @@ const answerRaw = (socket: Duplex, error: ApiError): void => {
       "connection: close\r\n\r\n" +
       text
   )
-  // end() lets the client read the answer before the connection goes; a client that never closes its side
-  // is cut off after a while.
-  setTimeout(() => socket.destroy(), LINGER_MS).unref()
+  lingeringClose(socket)
 }
 
 interface Exchange {
@@ -136,5 +154,9 @@ export const makeHttpListener = (): Server => {
   const proceed = (request: IncomingMessage, response: ServerResponse) => server.emit("request", request, response)
   server.on("checkContinue", proceed)
   server.on("checkExpectation", proceed)
+  // Node ends a `Connection: close` answer with destroySoon(): destroy as soon as the answer is written.
+  server.on("connection", (socket: Socket) => {
+    socket.destroySoon = () => lingeringClose(socket)
+  })
   return server
 }
