@@ -21,6 +21,8 @@ import type {
   INodeTypes,
   IRun,
   IVersionedNodeType,
+  IWebhookData,
+  IWebhookResponseData,
   IWorkflowBase,
   IWorkflowExecuteAdditionalData,
   WorkflowExecuteMode,
@@ -34,8 +36,16 @@ import { fileURLToPath } from "node:url"
 // n8n-core and the built nodes are CommonJS and share one n8n-workflow; load the
 // same CommonJS copy here so classes and instanceof checks agree.
 const require = createRequire(import.meta.url)
-const { ExecutionLifecycleHooks, InstanceSettings, LoadOptionsContext, PackageDirectoryLoader: Loader, PollContext, WorkflowExecute } =
-  require("n8n-core") as typeof import("n8n-core")
+const {
+  ExecutionLifecycleHooks,
+  HookContext,
+  InstanceSettings,
+  LoadOptionsContext,
+  PackageDirectoryLoader: Loader,
+  PollContext,
+  WebhookContext,
+  WorkflowExecute
+} = require("n8n-core") as typeof import("n8n-core")
 // n8n-core's dependency container (@n8n/di, a dependency of n8n-core), where its execution
 // contexts read the instance settings from.
 interface DependencyContainer {
@@ -252,6 +262,8 @@ export interface WorkflowJson {
 export interface RunOptions {
   /** Items fed to the first node. */
   input?: IDataObject[]
+  /** Items fed to the first node, as n8n items (a webhook trigger's output); wins over `input`. */
+  items?: INodeExecutionData[]
   executionId?: string
   mode?: WorkflowExecuteMode
 }
@@ -262,7 +274,12 @@ export interface HarnessOptions {
    * its encryption key or reads from N8N_INSTANCE_ID). Harnesses without one share this process's.
    */
   instanceId?: string
+  /** n8n's webhook base URL (WEBHOOK_URL + /webhook), where webhook triggers are reached. */
+  webhookBaseUrl?: string
 }
+
+/** The webhook lifecycle methods n8n calls on activation (checkExists, then create) and deactivation (delete). */
+export type WebhookMethod = "checkExists" | "create" | "delete"
 
 /** The instance settings n8n-core's execution contexts read `getInstanceId()` from. */
 function instanceSettings() {
@@ -306,7 +323,7 @@ export class N8nHarness {
       restApiUrl: "http://127.0.0.1:5678/rest",
       instanceBaseUrl: "http://127.0.0.1:5678/",
       formWaitingBaseUrl: "http://127.0.0.1:5678/form-waiting",
-      webhookBaseUrl: "http://127.0.0.1:5678/webhook",
+      webhookBaseUrl: this.options.webhookBaseUrl ?? "http://127.0.0.1:5678/webhook",
       webhookWaitingBaseUrl: "http://127.0.0.1:5678/webhook-waiting",
       webhookTestBaseUrl: "http://127.0.0.1:5678/webhook-test",
       currentNodeParameters: undefined,
@@ -343,7 +360,7 @@ export class N8nHarness {
     } as unknown as IWorkflowBase
     const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData)
     const startNode = json.nodes[0]!
-    const input: INodeExecutionData[] = (options.input ?? [{}]).map((json) => ({ json }))
+    const input: INodeExecutionData[] = options.items ?? (options.input ?? [{}]).map((json) => ({ json }))
     const runExecutionData = createRunExecutionData({
       executionData: {
         nodeExecutionStack: [{ node: startNode, data: { main: [input] }, source: null }]
@@ -368,6 +385,77 @@ export class N8nHarness {
     )
     if (nodeType.poll === undefined) throw new Error(`${node.type} does not poll`)
     return await nodeType.poll.call(context)
+  }
+
+  /** What n8n's WebhookService knows of a node's (first) webhook. */
+  private webhookData(workflow: Workflow, nodeName: string, additionalData: IWorkflowExecuteAdditionalData) {
+    const node = workflow.getNode(nodeName)
+    if (node === null) throw new Error(`No node ${nodeName}`)
+    const nodeType = this.nodeTypes.getByNameAndVersion(node.type, node.typeVersion)
+    const description = nodeType.description.webhooks?.[0]
+    if (description === undefined) throw new Error(`${node.type} has no webhooks`)
+    const webhookData: IWebhookData = {
+      httpMethod: "POST",
+      node: node.name,
+      path: String(description.path),
+      webhookDescription: description,
+      workflowId: workflow.id,
+      workflowExecuteAdditionalData: additionalData,
+      ...(node.webhookId === undefined ? {} : { webhookId: node.webhookId })
+    }
+    return { node, nodeType, webhookData }
+  }
+
+  /**
+   * Calls one of the node's webhook lifecycle methods as n8n's WebhookService does (through n8n-core's
+   * HookContext): mode `trigger` with activation `activate` when a workflow is activated, mode
+   * `internal` with activation `update` when it is deactivated.
+   */
+  async webhookMethod(workflow: Workflow, nodeName: string, method: WebhookMethod): Promise<boolean> {
+    this.enterInstance()
+    const additionalData = this.additionalData(`hook-${++executionCounter}`)
+    const { node, nodeType, webhookData } = this.webhookData(workflow, nodeName, additionalData)
+    const fn = nodeType.webhookMethods?.[webhookData.webhookDescription.name]?.[method]
+    if (fn === undefined) throw new Error(`${node.type} has no webhook method ${method}`)
+    const deactivating = method === "delete"
+    const context = new HookContext(
+      workflow,
+      node,
+      additionalData,
+      deactivating ? "internal" : "trigger",
+      deactivating ? "update" : "activate",
+      webhookData
+    )
+    return await fn.call(context)
+  }
+
+  /** Activation, as n8n's WebhookService.createWebhookIfNotExists: create unless checkExists says it exists. */
+  async activateWebhook(workflow: Workflow, nodeName: string): Promise<void> {
+    if (!(await this.webhookMethod(workflow, nodeName, "checkExists"))) {
+      await this.webhookMethod(workflow, nodeName, "create")
+    }
+  }
+
+  /** Deactivation, as n8n's WebhookService.deleteWebhook. */
+  async deactivateWebhook(workflow: Workflow, nodeName: string): Promise<boolean> {
+    return await this.webhookMethod(workflow, nodeName, "delete")
+  }
+
+  /**
+   * Runs the node's webhook() for one request as n8n's WebhookService.runWebhook does (through n8n-core's
+   * WebhookContext), with the request and response n8n's webhook server hands over.
+   */
+  async webhook(workflow: Workflow, nodeName: string, request: unknown, response: unknown): Promise<IWebhookResponseData> {
+    this.enterInstance()
+    const additionalData = {
+      ...this.additionalData(`webhook-${++executionCounter}`),
+      httpRequest: request,
+      httpResponse: response
+    } as unknown as IWorkflowExecuteAdditionalData
+    const { node, nodeType, webhookData } = this.webhookData(workflow, nodeName, additionalData)
+    if (nodeType.webhook === undefined) throw new Error(`${node.type} has no webhook function`)
+    const context = new WebhookContext(workflow, node, additionalData, "trigger", webhookData, [], null)
+    return await nodeType.webhook.call(context)
   }
 
   /** The node's subtitle as n8n's editor shows it: its expression resolved against the node's parameters. */
