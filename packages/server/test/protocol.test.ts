@@ -184,6 +184,19 @@ describe("protocol edges", () => {
         }
       }
     })
+
+    it("answers a POST without a body whatever media type it names", async () => {
+      for (const contentType of ["multipart/form-data; boundary=x", "text/plain", "application/ld+json"]) {
+        const answer = answered(
+          await send("POST", "/api/v1/messages", {
+            key: demo.keys.test,
+            headers: [["Content-Type", contentType], ["Idempotency-Key", idem()]]
+          }),
+          contentType
+        )
+        expectErrorShape(answer, 400, "INVALID_REQUEST", contentType)
+      }
+    })
   })
 
   describe("deep nesting", () => {

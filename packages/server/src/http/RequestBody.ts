@@ -105,7 +105,15 @@ export const readBody = (
       Effect.catchAll((error) => Effect.succeed<BodyOutcome>({ _tag: "Unreadable", timedOut: isTimeout(error.cause) }))
     )
   }
-  if (request.headers["transfer-encoding"] === undefined) return Effect.succeed({ _tag: "Read", text: "", request })
+  if (request.headers["transfer-encoding"] === undefined) {
+    // No body. A media type the platform does not read as JSON (multipart with no parts) would have it wait
+    // for a body that never comes: hand on the empty body as JSON.
+    return Effect.succeed({
+      _tag: "Read",
+      text: "",
+      request: options.contentType === undefined ? request : withBody(request, "", options.contentType)
+    })
+  }
   return inviteBody(request).pipe(
     Effect.zipRight(readChunked(NodeHttpServerRequest.toIncomingMessage(request), max)),
     Effect.map((text): BodyOutcome =>
