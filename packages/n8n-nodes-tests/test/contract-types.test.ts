@@ -9,24 +9,48 @@ import type {
   CallStatus as ContractCallStatus,
   CancellationAck,
   ConversationSummary,
+  CreatedWebhookEndpoint,
+  CreateWebhookEndpointRequest,
   CreationAck,
   Direction as ContractDirection,
+  EnabledEvent as ContractEnabledEvent,
+  EventPayload,
+  EventType as ContractEventType,
+  ListAiCallsParams,
+  ListMessagesParams,
   MessageStatus as ContractMessageStatus,
   RecordType as ContractRecordType,
   SenderNumber,
-  Template
+  Template,
+  WebhookEndpoint,
+  WebhookEndpointDeletion,
+  WebhookEndpointList
 } from "@parley/core"
-import { CallStatus as CallStatusSchema, FINAL_STATUSES, MessageStatus as MessageStatusSchema } from "@parley/core"
+import {
+  CallStatus as CallStatusSchema,
+  EventType as EventTypeSchema,
+  FINAL_STATUSES,
+  MessageStatus as MessageStatusSchema
+} from "@parley/core"
 import type {
   ApiActionRecord,
   ApiBot,
   ApiCancellationAck,
   ApiConversationSummary,
+  ApiCreatedWebhookEndpoint,
+  ApiCreateWebhookEndpointRequest,
   ApiCreationAck,
+  ApiEventPayload,
+  ApiRecordListQuery,
   ApiSenderNumber,
   ApiTemplate,
+  ApiWebhookEndpoint,
+  ApiWebhookEndpointDeletion,
+  ApiWebhookEndpointList,
   CallStatus,
   Direction,
+  EnabledEvent,
+  EventType,
   MessageStatus,
   RecordType
 } from "n8n-nodes-parley/nodes/Parley/shared/api"
@@ -51,6 +75,16 @@ export const sameShapes: {
   callStatus: Same<CallStatus, ContractCallStatus>
   direction: Same<Direction, ContractDirection>
   recordType: Same<RecordType, ContractRecordType>
+  eventType: Same<EventType, ContractEventType>
+  enabledEvent: Same<EnabledEvent, ContractEnabledEvent>
+  eventPayload: Same<ApiEventPayload, Fields<EventPayload>>
+  createWebhookEndpointRequest: Same<ApiCreateWebhookEndpointRequest, Fields<CreateWebhookEndpointRequest>>
+  webhookEndpoint: Same<ApiWebhookEndpoint, Fields<WebhookEndpoint>>
+  createdWebhookEndpoint: Same<ApiCreatedWebhookEndpoint, Fields<CreatedWebhookEndpoint>>
+  webhookEndpointList: Same<ApiWebhookEndpointList, Fields<typeof WebhookEndpointList.Type>>
+  webhookEndpointDeletion: Same<ApiWebhookEndpointDeletion, Fields<WebhookEndpointDeletion>>
+  listMessagesQuery: Same<ApiRecordListQuery, Fields<typeof ListMessagesParams.Encoded>>
+  listAiCallsQuery: Same<ApiRecordListQuery, Fields<typeof ListAiCallsParams.Encoded>>
 } = {
   senderNumber: true,
   bot: true,
@@ -62,7 +96,17 @@ export const sameShapes: {
   messageStatus: true,
   callStatus: true,
   direction: true,
-  recordType: true
+  recordType: true,
+  eventType: true,
+  enabledEvent: true,
+  eventPayload: true,
+  createWebhookEndpointRequest: true,
+  webhookEndpoint: true,
+  createdWebhookEndpoint: true,
+  webhookEndpointList: true,
+  webhookEndpointDeletion: true,
+  listMessagesQuery: true,
+  listAiCallsQuery: true
 }
 
 describe("the package's copy of the contract", () => {
@@ -76,5 +120,27 @@ describe("the package's copy of the contract", () => {
     const contract = [...new Set([...MessageStatusSchema.literals, ...CallStatusSchema.literals])]
     expect(options.map((option) => option.status).sort()).toEqual([...contract].sort())
     for (const option of options) expect(option.final, option.status).toBe(FINAL_STATUSES.has(option.status as ContractCallStatus))
+  })
+
+  it("Get Many offers exactly the contract's statuses of each kind in its Status filter", async () => {
+    const loader = await loadPackage()
+    const node = loader.types.nodes.find((type) => type.name === "parley")!
+    const statusOptions = (resource: string) => {
+      const filters = node.properties.find(
+        (property) => property.name === "filters" && property.displayOptions?.show?.resource?.includes(resource)
+      )!
+      const status = (filters.options ?? []).find((option) => "name" in option && option.name === "status")!
+      return ("options" in status ? status.options ?? [] : []).flatMap((option) => ("value" in option ? [option.value] : []))
+    }
+    expect(statusOptions("message")).toEqual([...MessageStatusSchema.literals])
+    expect(statusOptions("aiCall")).toEqual([...CallStatusSchema.literals])
+  })
+
+  it("the Events Trigger offers every event type of the contract, and All Events", async () => {
+    const loader = await loadPackage()
+    const trigger = loader.types.nodes.find((node) => node.name === "parleyEventsTrigger")!
+    const events = trigger.properties.find((property) => property.name === "events")!
+    const values = (events.options ?? []).flatMap((option) => ("value" in option ? [String(option.value)] : []))
+    expect(values.sort()).toEqual(["*", ...EventTypeSchema.literals].sort())
   })
 })
