@@ -11,6 +11,7 @@ import * as Conversations from "./domain/Conversations.js"
 import * as Directory from "./domain/Directory.js"
 import * as Idempotency from "./domain/Idempotency.js"
 import * as Inbound from "./domain/Inbound.js"
+import * as ProviderReports from "./domain/ProviderReports.js"
 import * as RateLimiter from "./domain/RateLimiter.js"
 import * as RecordLists from "./domain/RecordLists.js"
 import * as WebhookEndpoints from "./domain/WebhookEndpoints.js"
@@ -31,6 +32,7 @@ export const DomainLayer = Layer.mergeAll(
   Actions.layer,
   Conversations.layer,
   Inbound.layer,
+  ProviderReports.layer,
   RecordLists.layer,
   WebhookEndpoints.layer
 ).pipe(

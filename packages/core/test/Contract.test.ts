@@ -98,6 +98,7 @@ const ISSUE_CODE_STATUS: Readonly<Record<string, string>> = {
   CRM_PERMISSION_DENIED: "403",
   ALLOWANCE_EXHAUSTED: "403",
   AI_CALLS_DISABLED: "403",
+  OUTSIDE_SENDING_HOURS: "403",
   NOT_FOUND: "404",
   ACTION_PROCESSING: "409",
   ACTION_NOT_CANCELLABLE: "409",
@@ -241,6 +242,7 @@ describe("OpenAPI document", () => {
           expect.arrayContaining(["RESOURCE_DENIED", "ALLOWANCE_EXHAUSTED", "CRM_PERMISSION_DENIED"])
         )
         if (path.endsWith("/ai-calls")) expect(codesAt(op, "403")).toContain("AI_CALLS_DISABLED")
+        if (path.endsWith("/messages")) expect(codesAt(op, "403")).toContain("OUTSIDE_SENDING_HOURS")
         expect(op.requestBody?.required).toBe(true)
         const header = op.parameters?.find((p) => p.name === "idempotency-key")
         expect(header?.schema?.maxLength).toBe(128)

@@ -11,6 +11,7 @@ import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
 import * as SqlCrm from "./store/SqlCrm.js"
 import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
+import * as SqlProviderAccounts from "./store/SqlProviderAccounts.js"
 import { CursorSignerLayer, EventOutboxLayer, RateLimitStoreLayer, UnitOfWorkLayer } from "./store/SqlSmallPorts.js"
 import * as SqlWebhooks from "./store/SqlWebhooks.js"
 
@@ -43,6 +44,7 @@ export const SqlPortsLive = Layer.mergeAll(
   UnitOfWorkLayer,
   CursorSignerLayer,
   SqlWebhooks.layer,
+  SqlProviderAccounts.layer,
   Carrier.layerMemory,
   AiCallProvider.layerMemory
 ).pipe(Layer.provideMerge(StoreLive))

@@ -129,6 +129,7 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
       .addError(ErrorCatalog.ACTION_PROCESSING)
       .addError(ErrorCatalog.RESOURCE_DENIED)
       .addError(ErrorCatalog.ALLOWANCE_EXHAUSTED)
+      .addError(ErrorCatalog.OUTSIDE_SENDING_HOURS)
       .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
       .addError(ErrorCatalog.CRM_UNAVAILABLE)
       .addError(ErrorCatalog.PAYLOAD_TOO_LARGE)
@@ -138,7 +139,8 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
         "Queues (202 `accepted`) or schedules (202 `scheduled`) a text. 202 means accepted, never delivered: " +
           "follow the record's status or subscribe to events. Exactly one of `body` and `templateUuid`. " +
           "WhatsApp is sent immediately and needs a WhatsApp-connected sender; outside the 24-hour session " +
-          "`whatsAppContentSid` is required. Test keys answer `test: true` with a `test_` id and change nothing."
+          "`whatsAppContentSid` is required, and a live WhatsApp message outside the organisation's sending hours " +
+          "is refused (403 OUTSIDE_SENDING_HOURS) rather than held. Test keys answer `test: true` with a `test_` id and change nothing."
       )
       .annotateContext(scoped("messages:write"))
   )

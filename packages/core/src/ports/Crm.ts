@@ -148,6 +148,18 @@ export interface ActionQuery {
   readonly modifiedSince?: string
 }
 
+/** A provider's report applied to an action (see ProviderReports); a field left undefined keeps its value. */
+export interface ProviderChange {
+  readonly status: RecordStatus
+  readonly providerStatus: string
+  /** Recorded only when the action has no provider id yet. */
+  readonly sid?: string | undefined
+  readonly errorMessage?: string | null | undefined
+  readonly body?: string | undefined
+  readonly audioFileId?: string | undefined
+  readonly modified: string
+}
+
 export type CancelOutcome =
   | { readonly _tag: "Cancelled"; readonly action: CrmAction }
   | { readonly _tag: "NotCancellable"; readonly action: CrmAction }
@@ -186,6 +198,17 @@ export interface CrmService {
     notBefore: string,
     at: string
   ) => Effect.Effect<CancelOutcome, CrmError | StorageError>
+  /**
+   * Applies a provider's report to the action if it is still in `expected` status (one conditional
+   * update; the action leaves the dispatcher's queue): the changed action, or None when its status moved
+   * meanwhile.
+   */
+  readonly applyProviderReport: (
+    orgId: string,
+    id: string,
+    expected: RecordStatus,
+    change: ProviderChange
+  ) => Effect.Effect<Option.Option<CrmAction>, CrmError | StorageError>
   /**
    * Records that the carrier's inbound message `carrierSid` is stored as action `actionId`, once per
    * organisation: None the first time; on a carrier's retry, Some(the action stored the first time).
@@ -275,6 +298,21 @@ export const layerMemory: Layer.Layer<Crm> = Layer.effect(
           if (!isCancellable(action, notBefore)) return [{ _tag: "NotCancellable", action }, m]
           const cancelled: CrmAction = { ...action, status: "Cancelled", modified: at }
           return [{ _tag: "Cancelled", action: cancelled }, new Map(m).set(id, cancelled)]
+        }),
+      applyProviderReport: (orgId, id, expected, change) =>
+        Ref.modify(actions, (m): [Option.Option<CrmAction>, Map<string, CrmAction>] => {
+          const action = m.get(id)
+          if (action === undefined || action.orgId !== orgId || action.status !== expected) return [Option.none(), m]
+          const changed: CrmAction = {
+            ...action,
+            status: change.status,
+            sid: action.sid ?? change.sid ?? null,
+            errorMessage: change.errorMessage === undefined ? action.errorMessage : change.errorMessage,
+            body: change.body ?? action.body,
+            audioFileId: change.audioFileId ?? action.audioFileId,
+            modified: change.modified
+          }
+          return [Option.some(changed), new Map(m).set(id, changed)]
         }),
       claimInboundSid: (orgId, carrierSid, actionId) =>
         Ref.modify(inboundSids, (m): [Option.Option<string>, Map<string, string>] => {

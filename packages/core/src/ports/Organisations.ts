@@ -35,6 +35,8 @@ export interface NumberRow {
   readonly voice: boolean
   readonly whatsApp: boolean
   readonly voiceOutboundBotId: string | null
+  /** The number's ids at the real providers (the Twilio phone number sid PN…, the Vapi phone number id). */
+  readonly providerIds?: ReadonlyArray<string> | undefined
 }
 
 export interface BotRow {
@@ -44,6 +46,8 @@ export interface BotRow {
   readonly description: string | null
   readonly active: boolean
   readonly direction: "outbound" | "inbound"
+  /** The bot's id at the AI-call provider (the Vapi assistant id). */
+  readonly providerId?: string | null | undefined
 }
 
 export type OrganisationPatch = Partial<Omit<Organisation, "id" | "createdAt">>

@@ -9,6 +9,10 @@
  *   text:  Sending ─▶ Sent ─▶ Delivered │ Undelivered      (Failed at send)
  *   call:  Ringing ─▶ In Progress ─▶ Completed │ No Answer │ Busy   (Failed at start)
  *
+ * Submission goes to the organisation's real providers when it has connected
+ * them (RealProviders: Twilio, Vapi), whose callbacks then drive the action,
+ * and otherwise to the simulator, whose steps the loop times.
+ *
  * A claimed batch is worked set-wise, not action by action (ActionBatches):
  * the rules are decided once per organisation and kind, the due actions are
  * committed in one transaction (allowance taken per organisation), submitted
@@ -29,6 +33,7 @@ import { storage } from "../store/rows.js"
 import * as ActionBatches from "./ActionBatches.js"
 import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
 import { advance, afterSubmit, needsBot, type Phase, phaseOf } from "./Lifecycle.js"
+import * as RealProviders from "./RealProviders.js"
 import * as SimulatedProviders from "./SimulatedProviders.js"
 import { yieldToEventLoop } from "./yieldToEventLoop.js"
 
@@ -57,6 +62,7 @@ export const DispatcherLive = Layer.scopedDiscard(
     const organisations = yield* Organisations.Organisations
     const providers = yield* SimulatedProviders.SimulatedProviders
     const batches = yield* ActionBatches.make
+    const realProviders = yield* RealProviders.make(config)
     const worker = Crypto.newId("worker")
 
     const claimedColumns = sql.literal(CLAIMED_COLUMNS.join(", "))
@@ -150,14 +156,17 @@ export const DispatcherLive = Layer.scopedDiscard(
         const committed = yield* storage("dispatch.commit")(commitDue(phase("commit"), now, modified))
         const toSubmit = [...phase("submit"), ...committed]
         yield* yieldToEventLoop
+        const routed = yield* realProviders.submit(toSubmit, now)
         const receipts = yield* providers.submit(
-          toSubmit.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
+          routed.simulated.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
         )
         yield* yieldToEventLoop
         const toAdvance = phase("advance")
         const botName = yield* botNames(toAdvance)
         const transitions = [
           ...toSubmit.flatMap((row) => {
+            const real = routed.changes.get(String(row.id))
+            if (real !== undefined) return [transition(row, real, modified)]
             const receipt = receipts.get(String(row.id))
             return receipt === undefined ? [] : [transition(row, afterSubmit(row, receipt, now, config.simStepMs), modified)]
           }),

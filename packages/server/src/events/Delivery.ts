@@ -17,6 +17,7 @@ import { ServerConfig } from "../config/ServerConfig.js"
 import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
+import * as SecretBox from "../store/SecretBox.js"
 
 const BATCH = 50
 const CONCURRENCY = 8
@@ -82,6 +83,7 @@ export const DeliveryLive = Layer.scopedDiscard(
     const config = yield* ServerConfig
     const worker = Crypto.newId("delivery")
     const skipLocked = Dialect.skipLocked(sql)
+    const box = yield* SecretBox.SecretBox
 
     const claim = (now: number) =>
       Effect.gen(function*() {
@@ -93,7 +95,7 @@ export const DeliveryLive = Layer.scopedDiscard(
               AND webhook_id IN (SELECT id FROM webhooks WHERE disabled_at IS NULL)
             ORDER BY next_attempt_at LIMIT ${BATCH} ${skipLocked}
           )`
-        return yield* decodeDue(
+        const due = yield* decodeDue(
           yield* sql`SELECT d.event_id, d.webhook_id, d.attempts, w.url, w.secret, w.previous_secret,
                             w.previous_secret_until, e.payload
                      FROM webhook_deliveries d
@@ -101,6 +103,13 @@ export const DeliveryLive = Layer.scopedDiscard(
                      JOIN events e ON e.id = d.event_id
                      WHERE d.lease_owner = ${worker} AND d.state = 'pending' AND d.lease_until > ${now}`
         )
+        // Secrets are stored sealed (SecretBox); they exist in the clear only while signing.
+        return yield* Effect.forEach(due, (d) =>
+          Effect.gen(function*() {
+            const secret = yield* Effect.orDie(box.open(d.secret))
+            const previous = d.previous_secret === null ? null : yield* Effect.orDie(box.open(d.previous_secret))
+            return { ...d, secret, previous_secret: previous }
+          }))
       })
 
     const disable = (webhookId: string, reason: string, at: string) =>

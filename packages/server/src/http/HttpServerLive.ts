@@ -17,6 +17,7 @@ import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
 import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
 import { WebhookEndpointsHandlers } from "./handlers/WebhookEndpointsHandlers.js"
 import { requestPipeline } from "./RequestPipeline.js"
+import { ProviderCallbacksLive } from "../providers/ProviderCallbacks.js"
 
 const ApiLive = HttpApiBuilder.api(ParleyApi).pipe(
   Layer.provide([ResourcesHandlers, ConversationsHandlers, MessagesHandlers, AiCallsHandlers, WebhookEndpointsHandlers]),
@@ -47,6 +48,7 @@ export const HttpServerLive = Layer.unwrapEffect(
     ServeLive.pipe(
       Layer.provide(ExtraRoutesLive),
       Layer.provide(CarrierInboundLive),
+      Layer.provide(ProviderCallbacksLive),
       Layer.provide(DecodeErrorsLive),
       Layer.provide(ApiLive),
       HttpServer.withLogAddress,

@@ -35,6 +35,7 @@ import {
 } from "@parley/core/internal"
 import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
 import { acceptsMediaType, type BodyKind, isJson, isPlainJsonType, MAX_JSON_DEPTH, nestsDeeperThan } from "./BodyRules.js"
+import { TWILIO_INBOUND_PATH, TWILIO_STATUS_PATH, VAPI_EVENTS_PATH } from "../providers/CallbackUrls.js"
 import { CARRIER_INBOUND_PATH } from "./CarrierInbound.js"
 import { describeCause, errorResponse } from "./ErrorResponses.js"
 import { DISCARD_LIMIT_BYTES, readBody } from "./RequestBody.js"
@@ -60,7 +61,8 @@ const allowedMethods = (path: string): ReadonlyArray<string> =>
 /** The body a route takes, if any: JSON on the contract's routes that take one, form fields on the carrier webhook. */
 const bodyKindOf = (method: string, path: string): BodyKind | undefined => {
   if (method !== "POST") return undefined // every route that takes a body is a POST
-  if (path === CARRIER_INBOUND_PATH) return "form"
+  if (path === CARRIER_INBOUND_PATH || path === TWILIO_INBOUND_PATH || path === TWILIO_STATUS_PATH) return "form"
+  if (path === VAPI_EVENTS_PATH) return "json"
   return contractRoutes.some((r) => r.method === method && r.pattern.test(path)) ? "json" : undefined
 }
 

@@ -172,6 +172,14 @@ export const resealSecrets = Effect.gen(function*() {
         WHERE id = ${row.id} AND previous_secret = ${row.previous_secret}`
     }
   }
+  const accounts = yield* sql<{ readonly org_id: string; readonly kind: string; readonly secrets: string }>`
+    SELECT org_id, kind, secrets FROM provider_accounts`
+  for (const row of accounts) {
+    if (box.isCurrent(row.secrets)) continue
+    const sealed = box.seal(yield* box.open(row.secrets))
+    yield* sql`UPDATE provider_accounts SET secrets = ${sealed}
+      WHERE org_id = ${row.org_id} AND kind = ${row.kind} AND secrets = ${row.secrets}`
+  }
   const settings = yield* sql<{ readonly name: string; readonly value: string }>`
     SELECT name, value FROM settings WHERE name IN ${sql.in(SEALED_SETTINGS)}`
   for (const row of settings) {

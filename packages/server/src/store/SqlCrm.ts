@@ -416,6 +416,22 @@ export const layer = Layer.effect(
           if (Option.isNone(current) || current.value.kind !== kind) return { _tag: "NotFound" as const }
           return { _tag: "NotCancellable" as const, action: toAction(current.value) }
         })),
+      applyProviderReport: (orgId, id, expected, change) =>
+        storage("crm.applyProviderReport")(Effect.gen(function*() {
+          // The provider now drives the action: it leaves the dispatcher's queue (work_at NULL), and a lease
+          // a dispatcher still holds on it no longer matters (its own update expects the status it read).
+          const updated = yield* sql`UPDATE actions SET status = ${change.status},
+              provider_status = ${change.providerStatus},
+              sid = COALESCE(sid, ${change.sid ?? null}),
+              error_message = ${change.errorMessage === undefined ? sql`error_message` : change.errorMessage},
+              body = ${change.body === undefined ? sql`body` : change.body},
+              audio_file_id = ${change.audioFileId === undefined ? sql`audio_file_id` : change.audioFileId},
+              modified = ${change.modified}, work_at = NULL, lease_owner = NULL, lease_until = NULL
+            WHERE org_id = ${orgId} AND id = ${Number(id)} AND status = ${expected}
+            RETURNING *`
+          const [row] = yield* decodeActions(updated)
+          return row === undefined ? Option.none() : Option.some(toAction(row))
+        })),
       claimInboundSid: (orgId, carrierSid, actionId) =>
         storage("crm.claimInboundSid")(Effect.gen(function*() {
           // On Postgres a concurrent retry's insert waits for the first transaction, then finds its row.

@@ -2,7 +2,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Organisations } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
-import { bool, DbBool, DbInt, NullableString, storage } from "./rows.js"
+import { bool, DbBool, DbInt, DbJson, NullableString, storage } from "./rows.js"
 
 export const OrganisationRow = Schema.Struct({
   id: Schema.String,
@@ -60,7 +60,8 @@ const NumberRow = Schema.Struct({
   sms: DbBool,
   voice: DbBool,
   whatsapp: DbBool,
-  voice_outbound_bot_id: NullableString
+  voice_outbound_bot_id: NullableString,
+  provider_ids: Schema.optionalWith(Schema.NullOr(DbJson(Schema.Array(Schema.String))), { default: () => null })
 })
 
 const BotRow = Schema.Struct({
@@ -69,7 +70,8 @@ const BotRow = Schema.Struct({
   name: Schema.String,
   description: NullableString,
   active: DbBool,
-  direction: Schema.Literal("outbound", "inbound")
+  direction: Schema.Literal("outbound", "inbound"),
+  provider_id: Schema.optionalWith(NullableString, { default: () => null })
 })
 
 export const layer = Layer.effect(
@@ -105,7 +107,8 @@ export const layer = Layer.effect(
       sms: r.sms,
       voice: r.voice,
       whatsApp: r.whatsapp,
-      voiceOutboundBotId: r.voice_outbound_bot_id
+      voiceOutboundBotId: r.voice_outbound_bot_id,
+      providerIds: r.provider_ids ?? []
     })
     const listBots = SqlSchema.findAll({
       Request: Schema.String,
@@ -159,11 +162,13 @@ export const layer = Layer.effect(
             sms: bool(n.sms),
             voice: bool(n.voice),
             whatsapp: bool(n.whatsApp),
-            voice_outbound_bot_id: n.voiceOutboundBotId
+            voice_outbound_bot_id: n.voiceOutboundBotId,
+            provider_ids: JSON.stringify(n.providerIds ?? [])
           })
         } ON CONFLICT (org_id, sid) DO UPDATE SET phone_number = excluded.phone_number,
           friendly_name = excluded.friendly_name, sms = excluded.sms, voice = excluded.voice,
-          whatsapp = excluded.whatsapp, voice_outbound_bot_id = excluded.voice_outbound_bot_id`),
+          whatsapp = excluded.whatsapp, voice_outbound_bot_id = excluded.voice_outbound_bot_id,
+          provider_ids = excluded.provider_ids`),
       listNumbers: (orgId) =>
         storage("organisations.listNumbers")(Effect.map(listNumbers(orgId), (rows) => rows.map(toNumber))),
       findNumbersByPhone: (phone) =>
@@ -176,10 +181,11 @@ export const layer = Layer.effect(
             name: b.name,
             description: b.description,
             active: bool(b.active),
-            direction: b.direction
+            direction: b.direction,
+            provider_id: b.providerId ?? null
           })
         } ON CONFLICT (org_id, id) DO UPDATE SET name = excluded.name, description = excluded.description,
-          active = excluded.active, direction = excluded.direction`),
+          active = excluded.active, direction = excluded.direction, provider_id = excluded.provider_id`),
       listBots: (orgId) =>
         storage("organisations.listBots")(Effect.map(listBots(orgId), (rows) =>
           rows.map((r) => ({
@@ -188,7 +194,8 @@ export const layer = Layer.effect(
             name: r.name,
             description: r.description,
             active: r.active,
-            direction: r.direction
+            direction: r.direction,
+            providerId: r.provider_id
           }))))
     })
   })

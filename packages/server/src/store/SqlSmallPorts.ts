@@ -6,6 +6,7 @@ import { SqlClient, SqlError, SqlSchema, type Statement } from "@effect/sql"
 import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, storage } from "./rows.js"
+import * as SecretBox from "./SecretBox.js"
 
 /** One statement per request: count it in the current window, or start a new window. */
 export const RateLimitStoreLayer = Layer.effect(
@@ -100,7 +101,7 @@ export const UnitOfWorkLayer = Layer.effect(
     }))
 )
 
-const CURSOR_SECRET = "cursor_secret"
+const CURSOR_SECRET = SecretBox.CURSOR_SECRET_SETTING
 
 /** The installation's cursor secret, created on first start and shared by every process on the database. */
 export const CursorSignerLayer = Layer.effect(
@@ -112,9 +113,11 @@ export const CursorSignerLayer = Layer.effect(
       Result: Schema.Struct({ value: Schema.String }),
       execute: (name) => sql`SELECT value FROM settings WHERE name = ${name}`
     })
-    yield* sql`INSERT INTO settings (name, value) VALUES (${CURSOR_SECRET}, ${Cursors.newSecret()})
+    const box = yield* SecretBox.SecretBox
+    yield* sql`INSERT INTO settings (name, value) VALUES (${CURSOR_SECRET}, ${box.seal(Cursors.newSecret())})
                ON CONFLICT (name) DO NOTHING`
-    const secret = yield* read(CURSOR_SECRET)
-    return Cursors.make(Option.getOrElse(Option.map(secret, (s) => s.value), Cursors.newSecret))
+    const stored = yield* read(CURSOR_SECRET)
+    if (Option.isNone(stored)) return Cursors.make(Cursors.newSecret())
+    return Cursors.make(yield* box.open(stored.value.value))
   }).pipe(Effect.orDie)
 )

@@ -2,14 +2,15 @@
  * Webhook endpoints in SQL: where an organisation's signed events are posted
  * (Standard Webhooks), and which event types each one wants (a row per type in
  * `webhook_event_types`, `*` for all, matched when an event's deliveries are
- * written: see SqlSmallPorts). The signing secret is stored because the server
- * signs with it; it is shown once, at creation. One table and one row shape
+ * written: see SqlSmallPorts). The signing secret is stored, sealed (see
+ * SecretBox), because the server signs with it; it is shown once, at creation. One table and one row shape
  * for the API's endpoints (the core's WebhookEndpointStore) and the CLI's.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { EnabledEvent, type StorageError, WebhookEndpoints, WebhookEndpointStore } from "@parley/core/internal"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { NullableString, storage } from "./rows.js"
+import * as SecretBox from "./SecretBox.js"
 
 export type WebhookRow = WebhookEndpointStore.WebhookEndpointRow
 
@@ -76,10 +77,14 @@ const make = Effect.gen(function*() {
     Result: EventTypeRow,
     execute: (ids) => sql`SELECT webhook_id, type FROM webhook_event_types WHERE ${sql.in("webhook_id", ids)}`
   })
+  const box = yield* SecretBox.SecretBox
+  // Every stored secret was opened once at start (resealSecrets): one that no longer opens is a defect.
+  const opened = (r: typeof WebhookDbRow.Type) => Effect.map(Effect.orDie(box.open(r.secret)), (secret) => ({ ...r, secret }))
   const withTypes = (rows: ReadonlyArray<typeof WebhookDbRow.Type>) =>
     rows.length === 0
       ? Effect.succeed([])
-      : Effect.map(typesOf(rows.map((r) => r.id)), (types) => rows.map((r) => toWebhook(r, types)))
+      : Effect.flatMap(typesOf(rows.map((r) => r.id)), (types) =>
+        Effect.forEach(rows, (r) => Effect.map(opened(r), (plain) => toWebhook(plain, types))))
   const one = (found: Option.Option<typeof WebhookDbRow.Type>) =>
     Option.isNone(found)
       ? Effect.succeed(Option.none<WebhookRow>())
@@ -92,7 +97,7 @@ const make = Effect.gen(function*() {
             id: w.id,
             org_id: w.orgId,
             url: w.url,
-            secret: w.secret,
+            secret: box.seal(w.secret),
             description: w.description,
             created_at: w.createdAt,
             disabled_at: w.disabledAt,
@@ -133,7 +138,7 @@ const make = Effect.gen(function*() {
       storage("webhooks.rotate")(
         Effect.map(
           sql`UPDATE webhooks SET previous_secret = secret, previous_secret_until = ${previousUntil},
-              secret = ${secret} WHERE id = ${id} RETURNING id`,
+              secret = ${box.seal(secret)} WHERE id = ${id} RETURNING id`,
           (rows) => rows.length > 0
         )
       )

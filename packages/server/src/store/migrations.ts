@@ -243,6 +243,33 @@ const conversationIndexes = Effect.gen(function*() {
 })
 
 /**
+ * Hardening:
+ * - a sender number belongs to one organisation (inbound messages are routed by the number alone, so a
+ *   number shared by two organisations let one take the other's inbound traffic); a database that already
+ *   holds such a number stops here with a message naming it, since only its operator can say whose it is;
+ * - a carrier's inbound message is stored once per organisation and carrier id (carriers retry webhooks).
+ */
+const hardening = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const shared = yield* sql<{ readonly phone_number: string }>`SELECT phone_number FROM numbers
+    GROUP BY phone_number HAVING COUNT(*) > 1`
+  if (shared.length > 0) {
+    return yield* Effect.dieMessage(
+      `These numbers are stored more than once: ${shared.map((r) => r.phone_number).join(", ")}. ` +
+        "A number can serve only one organisation, once; delete all but its owner's row (DELETE FROM numbers " +
+        "WHERE phone_number = '…' AND org_id = '…'), then start again."
+    )
+  }
+  yield* sql`CREATE UNIQUE INDEX numbers_by_phone ON numbers (phone_number)`
+  yield* sql`CREATE TABLE inbound_receipts (
+    org_id TEXT NOT NULL,
+    carrier_sid TEXT NOT NULL,
+    action_id TEXT NOT NULL,
+    PRIMARY KEY (org_id, carrier_sid)
+  )`
+})
+
+/**
  * Event filters (issue 13): which event types each endpoint wants, a row per type so that writing an event's
  * deliveries matches them with an indexed lookup on both stores; `*` is every type. Endpoints made before
  * filters existed received everything, and still do. A description says what an endpoint is for.
@@ -258,10 +285,44 @@ const webhookEventTypes = Effect.gen(function*() {
   yield* sql`INSERT INTO webhook_event_types (webhook_id, type) SELECT id, '*' FROM webhooks`
 })
 
+/**
+ * Real providers (issue 16), chosen per organisation:
+ * - provider_accounts: an organisation's Twilio or Vapi account; `secrets` is sealed (SecretBox), the rest
+ *   is what `parley providers show` may print;
+ * - numbers.provider_ids (JSON array: the Twilio phone number sid and/or the Vapi phone number id),
+ *   bots.provider_id (the Vapi assistant id);
+ * - provider_submissions: one row per action handed to a real provider, written before each attempt, so
+ *   that an attempt whose outcome is unknown (a crash, a timeout) is reconciled with the provider before
+ *   anything is sent again.
+ */
+const providers = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE provider_accounts (
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    kind TEXT NOT NULL,
+    api_base TEXT NOT NULL,
+    account_id TEXT,
+    secrets TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (org_id, kind)
+  )`
+  yield* sql`ALTER TABLE numbers ADD COLUMN provider_ids TEXT`
+  yield* sql`ALTER TABLE bots ADD COLUMN provider_id TEXT`
+  yield* sql`CREATE TABLE provider_submissions (
+    action_id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    first_attempt_at BIGINT NOT NULL,
+    last_attempt_at BIGINT NOT NULL
+  )`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
   "0003_delivery": delivery,
   "0004_conversation_indexes": conversationIndexes,
-  "0006_webhook_event_types": webhookEventTypes
+  "0005_hardening": hardening,
+  "0006_webhook_event_types": webhookEventTypes,
+  "0007_providers": providers
 }

@@ -11,7 +11,8 @@ const view = (b: Organisations.BotRow) => ({
   name: b.name,
   description: b.description,
   active: b.active,
-  direction: b.direction
+  direction: b.direction,
+  providerId: b.providerId ?? null
 })
 
 const add = Command.make(
@@ -29,6 +30,10 @@ const add = Command.make(
     direction: Options.choice("direction", ["outbound", "inbound"]).pipe(
       Options.withDescription("Outbound bots can be started through the API"),
       Options.withDefault("outbound" as const)
+    ),
+    providerId: Options.text("provider-id").pipe(
+      Options.withDescription("The bot's id at the AI-call provider (the Vapi assistant id)"),
+      Options.optional
     )
   },
   (input) =>
@@ -43,7 +48,8 @@ const add = Command.make(
         name: yield* nonEmpty("--name", input.name),
         description: Option.getOrNull(input.description),
         active: !input.inactive,
-        direction: input.direction
+        direction: input.direction,
+        providerId: Option.isSome(input.providerId) ? yield* nonEmpty("--provider-id", input.providerId.value) : null
       }
       yield* organisations.upsertBot(row)
       yield* print(input.json, view(row), () =>

@@ -6,9 +6,23 @@ import { inbound } from "./inbound.js"
 import { keys } from "./keys.js"
 import { numbers } from "./numbers.js"
 import { orgs } from "./orgs.js"
+import { providers } from "./providers.js"
 import { records } from "./records.js"
 import { serve } from "./serve.js"
 import { templates } from "./templates.js"
 import { webhooks } from "./webhooks.js"
 
-export const commands = [serve, demo, orgs, crm, keys, numbers, bots, templates, records, webhooks, inbound] as const
+export const commands = [
+  serve,
+  demo,
+  orgs,
+  crm,
+  keys,
+  numbers,
+  bots,
+  templates,
+  records,
+  webhooks,
+  providers,
+  inbound
+] as const

@@ -14,7 +14,8 @@ const view = (n: Organisations.NumberRow) => ({
   phoneNumber: n.phoneNumber,
   friendlyName: n.friendlyName,
   capabilities: { sms: n.sms, voice: n.voice, whatsapp: n.whatsApp },
-  voiceOutboundBotId: n.voiceOutboundBotId
+  voiceOutboundBotId: n.voiceOutboundBotId,
+  providerIds: n.providerIds ?? []
 })
 
 const capabilityList = (n: Organisations.NumberRow) =>
@@ -40,6 +41,13 @@ const add = Command.make(
     voiceBot: Options.text("voice-bot").pipe(
       Options.withDescription("Bot id that answers outbound calls from this number"),
       Options.optional
+    ),
+    providerIds: Options.text("provider-id").pipe(
+      Options.withDescription(
+        "The number's id at a real provider: the Twilio phone number sid (PN…) and/or the Vapi phone number id; " +
+          "repeat the flag or separate by commas"
+      ),
+      Options.repeated
     )
   },
   (input) =>
@@ -89,7 +97,8 @@ const add = Command.make(
         sms: capabilities.includes("sms"),
         voice: capabilities.includes("voice"),
         whatsApp: capabilities.includes("whatsapp"),
-        voiceOutboundBotId
+        voiceOutboundBotId,
+        providerIds: input.providerIds.flatMap(csv)
       }
       yield* organisations.upsertNumber(row)
       yield* print(input.json, view(row), () =>

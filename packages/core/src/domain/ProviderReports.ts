@@ -1,0 +1,177 @@
+/**
+ * What carriers and AI-call providers report about an action after it was
+ * handed to them (Twilio's status callbacks, Vapi's server messages, the
+ * simulator's steps), mapped onto Parley's statuses and applied once, in
+ * order:
+ * - each provider's raw status is mapped onto Parley's list, and kept apart
+ *   in `provider_status`;
+ * - a report only ever moves an action forward (Sending → Sent → Delivered;
+ *   Ringing → In Progress → Completed): a duplicate, or a `sent` arriving
+ *   after `delivered` (callbacks are not ordered), changes nothing;
+ * - a final status (Delivered, Undelivered, Failed, Completed, No Answer,
+ *   Busy, Cancelled) never changes again;
+ * - the status change and its event commit together.
+ */
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { CallStatus, MessageStatus, RecordStatus } from "../contract/Statuses.js"
+import { type ActionKind, Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
+import type { EventOutbox } from "../ports/EventOutbox.js"
+import type { StorageError } from "../ports/StorageError.js"
+import { UnitOfWork } from "../ports/UnitOfWork.js"
+import { emit, eventForStatus } from "./Events.js"
+
+const TEXT_RANK: Readonly<Record<MessageStatus, number>> = {
+  Queued: 0,
+  Sending: 1,
+  Sent: 2,
+  Delivered: 3,
+  Undelivered: 3,
+  Failed: 3,
+  Cancelled: 3,
+  Received: 3
+}
+const CALL_RANK: Readonly<Record<CallStatus, number>> = {
+  Queued: 0,
+  Ringing: 1,
+  "In Progress": 2,
+  Completed: 3,
+  "No Answer": 3,
+  Busy: 3,
+  Failed: 3,
+  Cancelled: 3
+}
+const FINAL_RANK = 3
+
+const rankOf = (kind: ActionKind, status: RecordStatus): number | undefined =>
+  kind === "message"
+    ? (TEXT_RANK as Readonly<Record<string, number>>)[status]
+    : (CALL_RANK as Readonly<Record<string, number>>)[status]
+
+/** Whether a report of `next` moves an action of this kind on from `current`. */
+export const movesForward = (kind: ActionKind, current: RecordStatus, next: RecordStatus): boolean => {
+  const from = rankOf(kind, current)
+  const to = rankOf(kind, next)
+  return from !== undefined && to !== undefined && from < FINAL_RANK && to > from
+}
+
+/**
+ * Twilio's Message statuses (`MessageStatus` of a status callback, `status` of the resource) on Parley's
+ * list; null for the inbound ones. `read` (WhatsApp) implies delivered; `canceled` is a Twilio-scheduled
+ * message Twilio dropped, which Parley never asks for, so it reads as failed.
+ */
+export const twilioMessageStatus = (raw: string): MessageStatus | null => {
+  switch (raw) {
+    case "accepted":
+    case "scheduled":
+    case "queued":
+    case "sending":
+      return "Sending"
+    case "sent":
+      return "Sent"
+    case "delivered":
+    case "read":
+    case "partially_delivered":
+      return "Delivered"
+    case "undelivered":
+      return "Undelivered"
+    case "failed":
+    case "canceled":
+      return "Failed"
+    default:
+      return null
+  }
+}
+
+/** Vapi's call statuses (`status-update`); `ended` waits for the end-of-call report, which says how. */
+export const vapiCallStatus = (raw: string): CallStatus | null => {
+  switch (raw) {
+    case "scheduled":
+    case "queued":
+      return "Queued"
+    case "ringing":
+      return "Ringing"
+    case "in-progress":
+    case "forwarding":
+      return "In Progress"
+    default:
+      return null
+  }
+}
+
+/** How a Vapi call ended (`endedReason` of the end-of-call report) on Parley's list. */
+export const vapiEndedStatus = (endedReason: string): CallStatus => {
+  if (endedReason === "customer-did-not-answer" || endedReason === "customer-did-not-give-microphone-permission") {
+    return "No Answer"
+  }
+  if (endedReason === "customer-busy") return "Busy"
+  if (/fail|error|fault|invalid|unavailable|not-found|rejected/.test(endedReason)) return "Failed"
+  return "Completed"
+}
+
+/** One report about one action. */
+export interface ProviderReport {
+  readonly orgId: string
+  readonly actionId: string
+  readonly kind: ActionKind
+  readonly status: RecordStatus
+  /** The provider's own status value. */
+  readonly providerStatus: string
+  /** The provider's id for the action; recorded when the action has none yet (a report can beat the send's answer). */
+  readonly sid?: string | undefined
+  readonly errorMessage?: string | null | undefined
+  /** A call's transcript. */
+  readonly body?: string | undefined
+  /** A call's recording. */
+  readonly audioFileId?: string | undefined
+}
+
+export type ReportOutcome =
+  | { readonly _tag: "Applied"; readonly action: CrmAction }
+  /** A duplicate, a late report of an earlier step, or one about an action already final. */
+  | { readonly _tag: "Ignored"; readonly current: RecordStatus }
+  | { readonly _tag: "NotFound" }
+
+export interface ProviderReportsService {
+  readonly report: (report: ProviderReport) => Effect.Effect<ReportOutcome, CrmError | StorageError>
+}
+
+export class ProviderReports extends Context.Tag("@parley/core/ProviderReports")<
+  ProviderReports,
+  ProviderReportsService
+>() {}
+
+export const layer: Layer.Layer<ProviderReports, never, Crm | UnitOfWork | EventOutbox> = Layer.effect(
+  ProviderReports,
+  Effect.gen(function*() {
+    const crm = yield* Crm
+    const unitOfWork = yield* UnitOfWork
+    const outbox = yield* Effect.context<EventOutbox>()
+    return ProviderReports.of({
+      report: Effect.fn("ProviderReports.report")(function*(report) {
+        const found = yield* crm.findAction(report.orgId, report.actionId)
+        if (Option.isNone(found) || found.value.kind !== report.kind) return { _tag: "NotFound" as const }
+        const current = found.value
+        if (!movesForward(report.kind, current.status, report.status)) {
+          return { _tag: "Ignored" as const, current: current.status }
+        }
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        return yield* unitOfWork.atomically(Effect.gen(function*() {
+          // Conditional on the status read: of two reports racing, one applies and the other is re-judged.
+          const applied = yield* crm.applyProviderReport(report.orgId, report.actionId, current.status, {
+            status: report.status,
+            providerStatus: report.providerStatus,
+            sid: report.sid,
+            errorMessage: report.errorMessage,
+            body: report.body,
+            audioFileId: report.audioFileId,
+            modified: now
+          })
+          if (Option.isNone(applied)) return { _tag: "Ignored" as const, current: current.status }
+          const type = eventForStatus(report.kind, report.status)
+          if (type !== null) yield* Effect.provide(emit(type, applied.value), outbox)
+          return { _tag: "Applied" as const, action: applied.value }
+        }))
+      })
+    })
+  })
+)

@@ -1,0 +1,30 @@
+/**
+ * The URLs providers call back on, under the server's public base URL
+ * (`PARLEY_PUBLIC_URL`; without it, the server's own loopback address, which
+ * only a provider on the same machine — a local fake — can reach). The same
+ * base checks the signatures providers compute over these URLs, so that they
+ * verify behind a proxy too.
+ */
+import { Option } from "effect"
+import type { ServerSettings } from "../config/ServerConfig.js"
+
+export const TWILIO_STATUS_PATH = "/providers/twilio/status"
+export const TWILIO_INBOUND_PATH = "/providers/twilio/inbound"
+export const VAPI_EVENTS_PATH = "/providers/vapi/events"
+
+export const publicBase = (config: ServerSettings): string =>
+  Option.match(config.publicUrl, {
+    onNone: () => `http://127.0.0.1:${config.port}`,
+    onSome: (base) => base.replace(/\/+$/, "")
+  })
+
+/** Where Twilio reports a text's statuses; the organisation and action ride in the signed URL. */
+export const twilioStatusCallback = (config: ServerSettings, orgId: string, actionId: string): string =>
+  `${publicBase(config)}${TWILIO_STATUS_PATH}?org=${encodeURIComponent(orgId)}&action=${encodeURIComponent(actionId)}`
+
+/** The URL a request was made to, as the provider that signed it saw it. */
+export const requestUrl = (config: ServerSettings, host: string | undefined, pathAndQuery: string): string =>
+  Option.match(config.publicUrl, {
+    onNone: () => `http://${host ?? `127.0.0.1:${config.port}`}${pathAndQuery}`,
+    onSome: (base) => base.replace(/\/+$/, "") + pathAndQuery
+  })

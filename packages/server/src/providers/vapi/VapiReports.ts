@@ -1,0 +1,46 @@
+/**
+ * Vapi's server messages as Parley reports: `status-update` moves a call to
+ * Ringing or In Progress (`ended` waits for the report that says how); the
+ * `end-of-call-report` ends it — Completed with the transcript in `body` and
+ * the recording in `audioFileId`, or No Answer, Busy, Failed with Vapi's
+ * `endedReason`.
+ */
+import { ProviderReports, type RecordStatus } from "@parley/core/internal"
+import type { VapiServerMessage } from "./VapiClient.js"
+
+export interface CallReport {
+  readonly status: RecordStatus
+  readonly providerStatus: string
+  readonly sid: string
+  readonly errorMessage?: string | undefined
+  readonly body?: string | undefined
+  readonly audioFileId?: string | undefined
+}
+
+/** The call's metadata (Parley puts the action and organisation there when it starts the call). */
+export const callMetadata = (message: VapiServerMessage): Readonly<Record<string, string>> =>
+  message._tag === "Other" ? {} : message.metadata
+
+/** The report a message makes, or null when it says nothing about the call's status. */
+export const toCallReport = (message: VapiServerMessage): CallReport | null => {
+  switch (message._tag) {
+    case "StatusUpdate": {
+      const status = ProviderReports.vapiCallStatus(message.status)
+      return status === null ? null : { status, providerStatus: message.status, sid: message.callId }
+    }
+    case "EndOfCallReport": {
+      const status = ProviderReports.vapiEndedStatus(message.endedReason)
+      return status === "Completed"
+        ? {
+          status,
+          providerStatus: message.endedReason,
+          sid: message.callId,
+          body: message.transcript ?? "",
+          ...(message.recordingUrl === null ? {} : { audioFileId: message.recordingUrl })
+        }
+        : { status, providerStatus: message.endedReason, sid: message.callId, errorMessage: message.endedReason }
+    }
+    case "Other":
+      return null
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * Real sending through Twilio (issue 16), end to end without the internet: a
+ * live key of an organisation connected (`parley providers set --kind twilio
+ * --api-base …`) to a local fake of Twilio's Messages API, written from its
+ * documentation. Texts reach Delivered through Twilio's signed status
+ * callbacks; Twilio's errors at send fail the action with Twilio's code, rate
+ * limits and outages are retried without sending twice, refused credentials
+ * fail at once, an answer lost on the wire is reconciled, and callbacks that
+ * are duplicated, reordered, unsigned or mis-signed change nothing they
+ * should not. Another organisation keeps the simulator.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { twilioSignature } from "../src/providers/twilio/TwilioSignature.js"
+import { TwilioFake } from "./support/fakes/TwilioFake.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+
+const HEAVY = 180_000
+const PN1 = "PN00000000000000000000000000000001"
+const WHATSAPP_SID = "PN00000000000000000000000000000003"
+
+interface ActionRecord {
+  readonly id: string
+  readonly status?: string | null
+  readonly sid?: string | null
+  readonly errorMessage?: string | null
+  readonly from?: string | null
+}
+
+let counter = 0
+const idem = () => `twilio-${Date.now()}-${++counter}`
+
+const poll = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 30_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  let last = await read()
+  while (!done(last) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    last = await read()
+  }
+  return last
+}
+
+const FINAL = new Set(["Delivered", "Undelivered", "Failed"])
+
+describe("Twilio", () => {
+  let twilio: TwilioFake
+  let server: TestServer
+  let demo: DemoSummary
+
+  const cliOk = async (args: ReadonlyArray<string>) => {
+    const result = await server.cli(args)
+    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
+    return result
+  }
+  const connect = (authToken = twilio.authToken) =>
+    cliOk([
+      "providers", "set", "--org", demo.orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
+      "--auth-token", authToken, "--api-base", twilio.url
+    ])
+  const send = async (payload: Record<string, unknown>): Promise<string> => {
+    const response = await server.fetch("/api/v1/messages", {
+      key: demo.keys.live,
+      method: "POST",
+      headers: { "idempotency-key": idem() },
+      body: JSON.stringify({ fromNumberSid: PN1, body: "Your order has shipped", ...payload })
+    })
+    const text = await response.text()
+    expect(response.status, text).toBe(202)
+    return (JSON.parse(text) as { id: string }).id
+  }
+  const read = (id: string) =>
+    server.fetch(`/api/v1/messages/${id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>)
+  const settle = (id: string) => poll(() => read(id), (r) => FINAL.has(r.status ?? ""))
+  const createsFor = (to: string) =>
+    twilio.requests.filter((r) => r.method === "POST" && r.form.some(([k, v]) => k === "To" && v.endsWith(to)))
+
+  beforeAll(async () => {
+    twilio = await TwilioFake.start({ stepMs: 30 })
+    server = await TestServer.start({ env: { PARLEY_SIM_STEP_MS: "50" } })
+    demo = await server.demo()
+    await connect()
+  }, HEAVY)
+  afterAll(async () => {
+    await server?.dispose()
+    await twilio?.stop()
+  })
+
+  it("sends a live text through Twilio and follows its signed callbacks to Delivered", async () => {
+    const id = await send({ to: "+14155550123" })
+    const record = await settle(id)
+    expect(record.status).toBe("Delivered")
+    const [created] = createsFor("+14155550123")
+    expect(created?.authenticated).toBe(true)
+    const form = new Map(created?.form ?? [])
+    expect(form.get("From")).toBe("+14155550100")
+    expect(form.get("Body")).toBe("Your order has shipped")
+    expect(form.get("StatusCallback")).toContain(`/providers/twilio/status?org=${demo.orgId}&action=${id}`)
+    const message = twilio.messages.find((m) => m.to === "+14155550123")
+    expect(record.sid).toBe(message?.sid)
+    // Parley answered every callback
+    expect(twilio.callbacksFor(message?.sid ?? "").every((c) => c.answered === 204)).toBe(true)
+    // events: queued, sent, delivered, in that order of status
+    const events = await server.db.query<{ type: string; payload: string }>(
+      "SELECT type, payload FROM events WHERE payload LIKE ? ORDER BY seq",
+      [`%"id":"${id}"%`]
+    )
+    expect(events.map((e) => e.type)).toEqual(["message.queued", "message.sent", "message.delivered"])
+  }, HEAVY)
+
+  it.each([
+    [TwilioFake.magic.invalidTo, "21211"],
+    [TwilioFake.magic.unsubscribedTo, "21610"],
+    [TwilioFake.magic.regionNotPermittedTo, "21408"]
+  ])("fails a text to %s with Twilio's %s at send, without retrying", async (to, code) => {
+    const id = await send({ to })
+    const record = await settle(id)
+    expect(record.status).toBe("Failed")
+    expect(record.errorMessage).toContain(code)
+    expect(createsFor(to)).toHaveLength(1)
+  }, HEAVY)
+
+  it("reports Undelivered with Twilio's error code from its callback", async () => {
+    const id = await send({ to: TwilioFake.magic.undeliveredTo })
+    const record = await settle(id)
+    expect(record.status).toBe("Undelivered")
+    expect(record.errorMessage).toContain("30003")
+  }, HEAVY)
+
+  it("fails a free-form WhatsApp message Twilio refuses outside the 24-hour session (63016)", async () => {
+    const customer = TwilioFake.magic.whatsAppOutsideSession
+    // Parley's own session check needs an inbound WhatsApp message first; Twilio's fake thinks the session is closed.
+    const url = `${server.baseUrl}/providers/twilio/inbound`
+    const fields = { From: `whatsapp:${customer}`, To: "whatsapp:+14155550199", Body: "Hi", MessageSid: `SM${"7".repeat(32)}` }
+    const inbound = await fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-twilio-signature": twilioSignature(twilio.authToken, url, Object.entries(fields))
+      },
+      body: new URLSearchParams(fields)
+    })
+    expect(inbound.status).toBe(200)
+    const id = await send({ to: customer, fromNumberSid: WHATSAPP_SID, channel: "WhatsApp", body: "Free-form" })
+    const record = await settle(id)
+    expect(record.status).toBe("Failed")
+    expect(record.errorMessage).toContain("63016")
+    const [created] = createsFor(customer)
+    expect(new Map(created?.form ?? []).get("From")).toBe("whatsapp:+14155550199")
+  }, HEAVY)
+
+  it("refuses inbound messages to a Twilio-connected organisation unless signed with its auth token", async () => {
+    const url = `${server.baseUrl}/providers/twilio/inbound`
+    const fields = { From: "+447700900555", To: "+14155550100", Body: "spoofed", MessageSid: `SM${"8".repeat(32)}` }
+    const forged = await fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-twilio-signature": twilioSignature("not-the-token", url, Object.entries(fields))
+      },
+      body: new URLSearchParams(fields)
+    })
+    expect(forged.status).toBe(401)
+    const unsigned = await fetch(`${server.baseUrl}/carrier/inbound`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields)
+    })
+    expect(unsigned.status).toBe(401)
+  })
+
+  it("retries a rate-limited send (429 with Retry-After) and a 5xx, sending once", async () => {
+    twilio.failNext(2, 429, "1")
+    twilio.failNext(1, 500)
+    const to = "+14155550131"
+    const id = await send({ to })
+    const record = await settle(id)
+    expect(record.status).toBe("Delivered")
+    expect(createsFor(to)).toHaveLength(4)
+    expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
+  }, HEAVY)
+
+  it("reconciles an answer lost on the wire instead of sending again", async () => {
+    // The answer is lost and the callbacks do not get through either: only asking Twilio can tell it was sent.
+    twilio.dropNextAfterAccept()
+    twilio.tweakNextCallbacks({ signature: "none" })
+    const to = "+14155550132"
+    const id = await send({ to })
+    const record = await settle(id)
+    expect(record.status).toBe("Delivered")
+    expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
+    // the retry looked first (a GET of the message list) and did not create another
+    expect(twilio.requests.some((r) => r.method === "GET" && r.query.some(([k, v]) => k === "To" && v === to))).toBe(true)
+    expect(createsFor(to)).toHaveLength(1)
+    expect(record.sid).toBe(twilio.messages.find((m) => m.to === to)?.sid)
+  }, HEAVY)
+
+  it("loses nothing and sends nothing twice when Parley is killed (-9) between Twilio's accepting and its answer", async () => {
+    twilio.dropNextAfterAccept()
+    twilio.tweakNextCallbacks({ signature: "none" })
+    const to = "+14155550139"
+    const id = await send({ to })
+    await poll(async () => twilio.messages.filter((m) => m.to === to).length, (n) => n > 0)
+    await server.restart("SIGKILL")
+    // a lease the killed process held lapses after 30 seconds; then the action is reconciled, not resent
+    const record = await poll(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
+    expect(record.status).toBe("Delivered")
+    expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
+    expect(createsFor(to)).toHaveLength(1)
+  }, HEAVY)
+
+  it("waits out Twilio being down and sends once when it is back", async () => {
+    await twilio.down()
+    const to = "+14155550133"
+    let id = ""
+    try {
+      id = await send({ to })
+      await new Promise((resolve) => setTimeout(resolve, 1_500))
+      expect((await read(id)).status).toBe("Sending")
+    } finally {
+      await twilio.up()
+    }
+    const record = await settle(id)
+    expect(record.status).toBe("Delivered")
+    expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
+  }, HEAVY)
+
+  it("ignores duplicated and reordered callbacks: a delivered text never goes back to sent", async () => {
+    twilio.tweakNextCallbacks({ duplicate: true, reverse: true })
+    const to = "+14155550134"
+    const id = await send({ to })
+    await poll(() => read(id), (r) => r.status === "Delivered")
+    await twilio.settled()
+    expect((await read(id)).status).toBe("Delivered")
+    const events = await server.db.query<{ type: string }>(
+      "SELECT type FROM events WHERE payload LIKE ? ORDER BY seq",
+      [`%"id":"${id}"%`]
+    )
+    expect(events.map((e) => e.type)).toEqual(["message.queued", "message.delivered"])
+  }, HEAVY)
+
+  it.each(["none", "wrong"] as const)("refuses callbacks with signature %s, changing nothing", async (signature) => {
+    twilio.tweakNextCallbacks({ signature })
+    const to = signature === "none" ? "+14155550135" : "+14155550136"
+    const id = await send({ to })
+    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await twilio.settled()
+    const message = twilio.messages.find((m) => m.to === to)
+    expect(twilio.callbacksFor(message?.sid ?? "").length).toBeGreaterThan(0)
+    expect(twilio.callbacksFor(message?.sid ?? "").every((c) => c.answered === 401)).toBe(true)
+    expect((await read(id)).status).toBe("Sending")
+  }, HEAVY)
+
+  it("fails at once, saying what to fix, when Twilio refuses the organisation's credentials", async () => {
+    await connect("wrong-token-00000000000000000000")
+    try {
+      const to = "+14155550137"
+      const id = await send({ to })
+      const record = await settle(id)
+      expect(record.status).toBe("Failed")
+      expect(record.errorMessage).toContain("20003")
+      expect(record.errorMessage).toContain("parley providers set")
+      expect(record.errorMessage).not.toContain("wrong-token")
+      expect(createsFor(to)).toHaveLength(1)
+    } finally {
+      await connect()
+    }
+  }, HEAVY)
+
+  it("never shows the credentials again; clearing returns the organisation to the simulator", async () => {
+    const shown = await cliOk(["providers", "show", "--org", demo.orgId, "--json"])
+    expect(shown.stdout).toContain(twilio.accountSid)
+    expect(shown.stdout).not.toContain(twilio.authToken)
+    const [row] = await server.db.query<{ secrets: string }>("SELECT secrets FROM provider_accounts WHERE org_id = ?", [
+      demo.orgId
+    ])
+    expect(row?.secrets).toMatch(/^enc:v1:/)
+    expect(row?.secrets).not.toContain(twilio.authToken)
+    await cliOk(["providers", "clear", "--org", demo.orgId, "--kind", "twilio"])
+    try {
+      const to = "+14155550138"
+      const id = await send({ to })
+      expect((await settle(id)).status).toBe("Delivered")
+      expect(createsFor(to)).toHaveLength(0)
+    } finally {
+      await connect()
+    }
+  }, HEAVY)
+})
