@@ -1,4 +1,4 @@
-/** Parley Trigger's Poll Status through n8n-core's PollContext, and the credential test, against a real server. */
+/** Parley Trigger's Poll Status (ids, and everything through GET /messages and /ai-calls) through n8n-core's PollContext, and the credential test, against a real server. */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { IDataObject, INode } from "n8n-workflow"
@@ -36,9 +36,26 @@ const schedule = async (to: string, key: string) => {
   return ((await response.json()) as { id: string }).id
 }
 
-const cancel = async (id: string) => {
-  const response = await server.fetch(`/api/v1/messages/${id}/cancel`, { method: "POST", key: demo.keys.live })
+const cancel = async (id: string, path = "messages") => {
+  const response = await server.fetch(`/api/v1/${path}/${id}/cancel`, { method: "POST", key: demo.keys.live })
   expect(response.status).toBe(200)
+}
+
+const scheduleCall = async (to: string, key: string) => {
+  const response = await server.fetch("/api/v1/ai-calls", {
+    method: "POST",
+    key: demo.keys.live,
+    headers: { "idempotency-key": key },
+    body: JSON.stringify({
+      to,
+      fromNumberSid: demo.numbers[0]!.sid,
+      botId: demo.bots.find((bot) => bot.active)!.id,
+      mode: "follow_script",
+      scheduledFor: new Date(Date.now() + 10 * 60_000).toISOString()
+    })
+  })
+  expect(response.status).toBe(202)
+  return ((await response.json()) as { id: string }).id
 }
 
 const triggerNode = (parameters: INode["parameters"]): INode => ({
@@ -105,7 +122,7 @@ describe("Parley Trigger (Poll Status)", () => {
     const done = await schedule("+15550005558", "trigger-backlog-1")
     await cancel(done)
     const workflow = harness.workflow({
-      nodes: [triggerNode({ watch: "all", emitOn: "final", maxConversations: 200 })],
+      nodes: [triggerNode({ watch: "all", emitOn: "final" })],
       connections: {}
     })
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
@@ -130,7 +147,7 @@ describe("Parley Trigger (Poll Status)", () => {
 
   it("watching everything the key can see: a cancelled message emits once", async () => {
     const workflow = harness.workflow({
-      nodes: [triggerNode({ watch: "all", emitOn: "selected", statuses: ["Cancelled"], maxConversations: 50 })],
+      nodes: [triggerNode({ watch: "all", emitOn: "selected", statuses: ["Cancelled"] })],
       connections: {}
     })
     await harness.poll(workflow, "Parley Trigger", "trigger") // baseline: whatever is cancelled already
@@ -142,6 +159,58 @@ describe("Parley Trigger (Poll Status)", () => {
     const changed = json(await harness.poll(workflow, "Parley Trigger", "trigger"))
     expect(changed).toEqual([expect.objectContaining({ id, status: "Cancelled", to: "+15550007777" })])
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+  })
+
+  it("watching everything covers AI calls: a new call is emitted, then its cancellation, once each", async () => {
+    const workflow = harness.workflow({ nodes: [triggerNode({ watch: "all", emitOn: "any" })], connections: {} })
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull() // baseline
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+
+    const call = await scheduleCall("+15550009991", "trigger-all-call-1")
+    expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
+      expect.objectContaining({ id: call, kind: "aiCall", status: "Queued", previousStatus: null, final: false })
+    ])
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+    await cancel(call, "ai-calls")
+    expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
+      expect.objectContaining({ id: call, kind: "aiCall", status: "Cancelled", previousStatus: "Queued", final: true })
+    ])
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+    // The next poll starts from the latest change seen, in Parley's clock.
+    const staticData = workflow.getStaticData("node", workflow.getNode("Parley Trigger")!) as IDataObject
+    expect(Date.parse(String(staticData.watermark))).toBeGreaterThan(Date.now() - 60_000)
+  })
+
+  it("watching everything with Include: Messages leaves AI calls out", async () => {
+    const workflow = harness.workflow({
+      nodes: [triggerNode({ watch: "all", emitOn: "any", include: ["message"] })],
+      connections: {}
+    })
+    await harness.poll(workflow, "Parley Trigger", "trigger")
+    const call = await scheduleCall("+15550009992", "trigger-all-call-2")
+    const text = await schedule("+15550009993", "trigger-all-text-2")
+    expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
+      expect.objectContaining({ id: text, kind: "message", status: "Queued", previousStatus: null })
+    ])
+    expect(call).not.toBe(text)
+  })
+
+  it("a workflow activated by the version that scanned conversations takes a new baseline instead of replaying AI calls", async () => {
+    const call = await scheduleCall("+15550009994", "trigger-all-call-3")
+    const text = await schedule("+15550009995", "trigger-all-text-3")
+    // What that version left in the static data: statuses of messages, fingerprints of conversations.
+    const workflow = harness.workflow(
+      { nodes: [triggerNode({ watch: "all", emitOn: "any" })], connections: {} },
+      { "node:Parley Trigger": { records: [[`message:${text}`, "Queued"]], conversations: [["c1", "x", false]], unknown: [] } }
+    )
+    expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
+    const staticData = workflow.getStaticData("node", workflow.getNode("Parley Trigger")!) as IDataObject
+    expect(staticData.conversations).toBeUndefined()
+    expect(staticData.records).toEqual(expect.arrayContaining([[`aiCall:${call}`, "Queued"]]))
+    await cancel(call, "ai-calls")
+    expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
+      expect.objectContaining({ id: call, status: "Cancelled", previousStatus: "Queued" })
+    ])
   })
 
   it("manual mode returns the current state and remembers nothing", async () => {
