@@ -19,10 +19,10 @@ describe("n8n-nodes-parley as n8n loads it", () => {
     for (const path of [...packageJson.n8n.nodes, ...packageJson.n8n.credentials]) expect(path).toMatch(/^dist\//)
   })
 
-  it("loads both nodes and the credential with icons and codex", async () => {
+  it("loads the three nodes and the credential with icons and codex", async () => {
     const loader = await loadPackage()
     expect(loader.packageName).toBe("n8n-nodes-parley")
-    expect(Object.keys(loader.known.nodes).sort()).toEqual(["parley", "parleyTrigger"])
+    expect(Object.keys(loader.known.nodes).sort()).toEqual(["parley", "parleyEventsTrigger", "parleyTrigger"])
     expect(Object.keys(loader.known.credentials)).toEqual(["parleyApi"])
 
     const byName = Object.fromEntries(loader.types.nodes.map((node) => [node.name, node]))
@@ -33,8 +33,17 @@ describe("n8n-nodes-parley as n8n loads it", () => {
     expect(trigger.displayName).toBe("Parley Trigger")
     expect(trigger.polling).toBe(true)
     expect(trigger.usableAsTool).toBeUndefined()
+    // The instant trigger: a webhook node n8n registers on activation, named as n8n's lint wants triggers named.
+    const events = byName["parleyEventsTrigger"]!
+    expect(events.displayName).toBe("Parley Events Trigger")
+    expect(events.group).toEqual(["trigger"])
+    expect(events.inputs).toEqual([])
+    expect(events.polling).toBeUndefined()
+    expect(events.usableAsTool).toBeUndefined()
+    expect(events.webhooks).toEqual([{ name: "default", httpMethod: "POST", responseMode: "onReceived", path: "webhook" }])
+    expect(events.codex?.alias).toEqual(expect.arrayContaining(["Webhook", "Inbound"]))
 
-    for (const node of [parley, trigger]) {
+    for (const node of [parley, trigger, events]) {
       expect(node.codex?.categories).toEqual(["Communication"])
       expect(node.codex?.alias).toEqual(expect.arrayContaining(["SMS", "WhatsApp", "Call", "Voice"]))
       expect(node.iconUrl).toEqual({
@@ -55,7 +64,7 @@ describe("n8n-nodes-parley as n8n loads it", () => {
     expect(fields[1]!.typeOptions?.password).toBe(true)
     expect(credential.test?.request).toMatchObject({ url: "/api/v1/numbers", method: "GET" })
     expect(loader.known.credentials.parleyApi!.supportedNodes).toEqual(
-      ["parley", "parleyTrigger"]
+      ["parley", "parleyTrigger", "parleyEventsTrigger"]
     )
   })
 
@@ -73,6 +82,8 @@ describe("n8n-nodes-parley as n8n loads it", () => {
         "Cancel AI call",
         "Get message",
         "Get AI call",
+        "Get many messages",
+        "Get many AI calls",
         "Get many conversations",
         "Get messages of a conversation",
         "Get many numbers",
@@ -106,7 +117,14 @@ describe("n8n-nodes-parley as n8n loads it", () => {
       id: "t", name: "Parley Trigger", type: PARLEY_TRIGGER, typeVersion: 1, position: [0, 0], parameters: { watch }
     })
     expect(harness.subtitle(trigger("ids"))).toBe("Status changes of watched IDs")
-    expect(harness.subtitle(trigger("all"))).toBe("Status changes of all messages")
+    expect(harness.subtitle(trigger("all"))).toBe("Status changes of all messages and AI calls")
+    const events = (chosen: string[]): INode => ({
+      id: "e", name: "Parley Events Trigger", type: "n8n-nodes-parley.parleyEventsTrigger", typeVersion: 1, position: [0, 0],
+      parameters: { events: chosen }
+    })
+    expect(harness.subtitle(events(["*"]))).toBe("All events")
+    expect(harness.subtitle(events(["message.delivered", "message.failed"]))).toBe("2 events")
+    expect(harness.subtitle(events(["message.received"]))).toBe("1 event")
   })
 
   it("ships nothing of Effect or @parley/core", () => {

@@ -135,7 +135,7 @@ export class ParleyEventsTrigger implements INodeType {
 		group: ['trigger'],
 		version: 1,
 		subtitle:
-			'={{ ($parameter["events"] || []).includes("*") ? "All events" : ($parameter["events"] || []).length + " event type(s)" }}',
+			'={{ ($parameter["events"] || []).includes("*") ? "All events" : ($parameter["events"] || []).length === 1 ? "1 event" : ($parameter["events"] || []).length + " events" }}',
 		description:
 			'Starts the workflow the moment a Parley message or AI call changes status or a text arrives (signed webhooks)',
 		defaults: { name: 'Parley Events Trigger' },
