@@ -174,7 +174,7 @@ describe("createParleyClient", () => {
   it("refuses a request the contract's schemas refuse before sending it, as InvalidRequest", async () => {
     const error = await rejection(client().messages.createMessage({ payload: { ...message, to: "0123" } }))
     expect(error).toBeInstanceOf(InvalidRequest)
-    expect(String(Reflect.get(Object(error), "message"))).toContain("E.164")
+    expect(error).toMatchObject({ message: "to: must be an E.164 telephone number such as +14155550100" })
     expect(seen).toEqual([])
   })
 

@@ -154,12 +154,25 @@ const unexpected = (response: HttpClientResponse.HttpClientResponse, why: string
     })
   )
 
+/**
+ * A request the schemas refused, worded as the server words it: `field: rule`
+ * per field, without the offending value the schema library appends.
+ */
+const describeRefusal = (error: ParseResult.ParseError): string =>
+  [
+    ...new Set(ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => {
+      const cut = issue.message.indexOf(", actual ")
+      const rule = cut === -1 ? issue.message : issue.message.slice(0, cut)
+      return issue.path.length === 0 ? rule : `${issue.path.map(String).join(".")}: ${rule}`
+    }))
+  ].join("; ")
+
 /** What a failed call rejects with (see the module's header). */
 const toClientError = (error: unknown): Effect.Effect<unknown> => {
   if (ParseResult.isParseError(error)) {
     return Effect.flatMap(FiberRef.get(lastResponse), (response) =>
       Option.match(response, {
-        onNone: () => Effect.succeed(new InvalidRequest({ message: error.message })),
+        onNone: () => Effect.succeed(new InvalidRequest({ message: describeRefusal(error) })),
         onSome: (answer) => unexpected(answer, `the body does not match the contract: ${error.message}`)
       }))
   }
