@@ -40,6 +40,10 @@ function unknownParameters(properties: INodeProperties[], parameters: Record<str
       const values = (property.options ?? []).map((option) => ("value" in option ? option.value : undefined))
       if (!values.includes(value)) problems.push(`${path}${name}=${value} is not an option`)
     }
+    if (property.type === "multiOptions" && Array.isArray(value)) {
+      const values = (property.options ?? []).map((option) => ("value" in option ? option.value : undefined))
+      for (const chosen of value) if (!values.includes(chosen)) problems.push(`${path}${name}=${chosen} is not an option`)
+    }
     if (property.type === "collection" && typeof value === "object" && value !== null) {
       problems.push(
         ...unknownParameters(property.options as INodeProperties[], value as Record<string, unknown>, `${path}${name}.`)
@@ -54,8 +58,12 @@ function unknownParameters(properties: INodeProperties[], parameters: Record<str
 }
 
 describe("examples/n8n workflows", () => {
-  it("has the two documented examples", () => {
-    expect(files.sort()).toEqual(["ai-call-then-post-transcript.json", "send-templated-text-on-crm-webhook.json"])
+  it("has the three documented examples", () => {
+    expect(files.sort()).toEqual([
+      "ai-call-then-post-transcript.json",
+      "post-call-outcomes-instantly.json",
+      "send-templated-text-on-crm-webhook.json"
+    ])
   })
 
   it.each(files)("%s uses only existing node types and parameters", async (file) => {
