@@ -199,6 +199,31 @@ describe("protocol edges", () => {
     })
   })
 
+  describe("NUL characters", () => {
+    // Postgres cannot store U+0000 in text: a NUL reaching a query was a 503 there (and stored on SQLite).
+    it("answers NUL in the path, the query, a JSON string or a form field with 400 INVALID_REQUEST", async () => {
+      const cases: ReadonlyArray<readonly [string, string, string | undefined, string | undefined]> = [
+        ["GET", "/api/v1/webhook-endpoints/%00", undefined, undefined],
+        ["GET", "/api/v1/conversations?cursor=a%00b", undefined, undefined],
+        ["POST", "/api/v1/messages", "application/json", message({ body: "a\u0000b" })],
+        ["POST", "/api/v1/messages", "application/json", message({ record: { module: "Contacts", id: "\u0000" } })],
+        ["POST", "/carrier/inbound", "application/x-www-form-urlencoded", `From=%2B447700900001&To=${encodeURIComponent(demo.numbers[0]?.phoneNumber ?? "")}&Body=a%00b`]
+      ]
+      for (const [method, path, contentType, body] of cases) {
+        const answer = answered(
+          await send(method, path, {
+            key: demo.keys.live,
+            headers: [...(contentType === undefined ? [] : [["Content-Type", contentType] as const]), ["Idempotency-Key", idem()]],
+            body
+          }),
+          `${method} ${path}`
+        )
+        const error = expectErrorShape(answer, 400, "INVALID_REQUEST", `${method} ${path} ${body ?? ""}`)
+        expect(error.message).toMatch(/NUL/)
+      }
+    })
+  })
+
   describe("deep nesting", () => {
     const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
 

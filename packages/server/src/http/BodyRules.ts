@@ -45,12 +45,31 @@ export const nestsDeeperThan = (text: string, max: number): boolean => {
   return false
 }
 
+export type ParsedJson = { readonly _tag: "Json"; readonly value: unknown } | { readonly _tag: "NotJson" }
+
 /** Bodies are small (64 KiB at most), so parsing once more here costs little and gives a clean 400. */
-export const isJson = (text: string): boolean => {
+export const parseJson = (text: string): ParsedJson => {
   try {
-    JSON.parse(text)
-    return true
+    return { _tag: "Json", value: JSON.parse(text) }
   } catch {
-    return false
+    return { _tag: "NotJson" }
   }
 }
+
+/**
+ * NUL (U+0000) is refused in every piece of text a client sends: Postgres
+ * cannot store it in a text column (the query fails: a 503 instead of a 400),
+ * and no SMS, name or id needs it. Values are at most MAX_JSON_DEPTH deep, so
+ * walking them recursively is safe.
+ */
+export const containsNul = (value: unknown): boolean => {
+  if (typeof value === "string") return value.includes("\u0000")
+  if (Array.isArray(value)) return value.some(containsNul)
+  if (typeof value === "object" && value !== null) {
+    return Object.entries(value).some(([key, inner]) => key.includes("\u0000") || containsNul(inner))
+  }
+  return false
+}
+
+/** NUL in a URL or a form body: raw bytes never get past Node's parser, so it can only come percent-encoded. */
+export const encodesNul = (text: string): boolean => /%00/i.test(text) || text.includes("\u0000")

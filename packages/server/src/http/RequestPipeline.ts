@@ -34,7 +34,16 @@ import {
   UnsupportedMediaType
 } from "@parley/core/internal"
 import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
-import { acceptsMediaType, type BodyKind, isJson, isPlainJsonType, MAX_JSON_DEPTH, nestsDeeperThan } from "./BodyRules.js"
+import {
+  acceptsMediaType,
+  type BodyKind,
+  containsNul,
+  encodesNul,
+  isPlainJsonType,
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+  parseJson
+} from "./BodyRules.js"
 import { TWILIO_INBOUND_PATH, TWILIO_STATUS_PATH, VAPI_EVENTS_PATH } from "../providers/CallbackUrls.js"
 import { CARRIER_INBOUND_PATH } from "./CarrierInbound.js"
 import { describeCause, errorResponse } from "./ErrorResponses.js"
@@ -108,6 +117,9 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
     let bodyRead = false
     const respond = Effect.gen(function*() {
       let served = app
+      if (encodesNul(request.url)) {
+        return errorResponse(new InvalidRequest({ message: "path and query must not contain NUL characters (%00)." }), requestId)
+      }
       const kind = bodyKindOf(request.method, path)
       if (kind !== undefined) {
         const contentType = request.headers["content-type"] ?? ""
@@ -133,9 +145,14 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
             requestId
           )
         }
-        if (kind === "json" && body.text !== "" && !isJson(body.text)) {
-          return errorResponse(new InvalidRequest({ message: "body: not valid JSON." }), requestId)
+        if (kind === "json" && body.text !== "") {
+          const parsed = parseJson(body.text)
+          if (parsed._tag === "NotJson") {
+            return errorResponse(new InvalidRequest({ message: "body: not valid JSON." }), requestId)
+          }
+          if (containsNul(parsed.value)) return errorResponse(nulInBody, requestId)
         }
+        if (kind === "form" && encodesNul(body.text)) return errorResponse(nulInBody, requestId)
         served = Effect.provideService(app, HttpServerRequest.HttpServerRequest, body.request)
       }
       const response = yield* served
@@ -166,6 +183,8 @@ export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp
     )
     return response
   })
+
+const nulInBody = new InvalidRequest({ message: "body: text must not contain NUL characters (U+0000)." })
 
 const tooLarge = (max: number) =>
   new PayloadTooLarge({ message: `The request body exceeds the limit of ${max} bytes.` })
