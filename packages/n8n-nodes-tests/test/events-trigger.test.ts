@@ -267,3 +267,55 @@ describe("Parley Events Trigger: deliveries", () => {
     expect(ignored.run).toBeUndefined()
   })
 })
+
+describe("Parley Events Trigger: inbound texts and AI calls", () => {
+  it("an inbound text and a completed AI call each start the workflow once, with their kind", async () => {
+    const { workflow } = eventsWorkflow(["message.received", "ai_call.completed"])
+    await harness.activateWebhook(workflow, TRIGGER)
+    try {
+      // An inbound text, as the carrier webhook stores it.
+      const inbound = await server.cli([
+        "inbound", "--org", demo.orgId, "--from", "+15550202020", "--to", demo.numbers[0]!.phoneNumber, "--body", "Is my order ready?"
+      ])
+      expect(inbound.code, inbound.stderr).toBe(0)
+      const received = await receiver.waitFor((delivery) => delivery.rawBody.includes("Is my order ready?"))
+      expect(eventOf(received).type).toBe("message.received")
+      expect(outputOf(received.run!, "No Operation").map((item) => item.json)).toEqual([
+        expect.objectContaining({
+          event: "message.received",
+          kind: "message",
+          direction: "Inbound",
+          from: "+15550202020",
+          body: "Is my order ready?",
+          status: "Received",
+          final: true
+        })
+      ])
+
+      // A live AI call: the simulator rings, answers and completes it; only the completion is subscribed.
+      const response = await server.fetch("/api/v1/ai-calls", {
+        method: "POST",
+        key: demo.keys.live,
+        headers: { "idempotency-key": "events-trigger-call-1" },
+        body: JSON.stringify({
+          to: "+15550303030",
+          fromNumberSid: demo.numbers[0]!.sid,
+          botId: demo.bots.find((bot) => bot.active)!.id,
+          mode: "follow_script"
+        })
+      })
+      expect(response.status).toBe(202)
+      const callId = ((await response.json()) as { id: string }).id
+      const completed = await receiver.waitFor((delivery) => delivery.rawBody.includes(`"id":"${callId}"`))
+      expect(outputOf(completed.run!, "No Operation").map((item) => item.json)).toEqual([
+        expect.objectContaining({ id: callId, event: "ai_call.completed", kind: "aiCall", status: "Completed", final: true })
+      ])
+      const types = receiver.deliveries
+        .filter((delivery) => delivery.rawBody.includes(`"id":"${callId}"`))
+        .map((delivery) => eventOf(delivery).type)
+      expect(types).toEqual(["ai_call.completed"])
+    } finally {
+      await harness.deactivateWebhook(workflow, TRIGGER)
+    }
+  })
+})
