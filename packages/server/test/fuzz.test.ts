@@ -431,7 +431,6 @@ describe("fuzzing every route of the contract", () => {
 
   afterAll(async () => {
     await server?.dispose()
-    // eslint-disable-next-line no-console
     console.log(`fuzz: ${RUNS} cases, seed ${SEED}; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`)
   })
 
