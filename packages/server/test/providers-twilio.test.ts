@@ -75,7 +75,10 @@ describe("Twilio", () => {
 
   beforeAll(async () => {
     twilio = await TwilioFake.start({ stepMs: 30 })
-    server = await TestServer.start({ env: { PARLEY_SIM_STEP_MS: "50" } })
+    // Polling many records a second would meet the per-key rate limit; it is not under test here.
+    server = await TestServer.start({
+      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "5000" }
+    })
     demo = await server.demo()
     await connect()
   }, HEAVY)
@@ -204,6 +207,21 @@ describe("Twilio", () => {
     const record = await poll(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
     expect(record.status).toBe("Delivered")
     expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
+    expect(createsFor(to)).toHaveLength(1)
+  }, HEAVY)
+
+  it("loses nothing when the callbacks are lost while Parley is down (-9): it asks Twilio itself", async () => {
+    twilio.tweakNextCallbacks({ signature: "none" })
+    const to = "+14155550140"
+    const id = await send({ to })
+    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await server.restart("SIGKILL")
+    await twilio.settled()
+    const record = await poll(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
+    expect(record.status).toBe("Delivered")
+    const sid = twilio.messages.find((m) => m.to === to)?.sid ?? ""
+    expect(twilio.callbacksFor(sid).every((c) => c.answered !== 204)).toBe(true)
+    expect(twilio.requests.some((r) => r.method === "GET" && r.path.endsWith(`/Messages/${sid}.json`))).toBe(true)
     expect(createsFor(to)).toHaveLength(1)
   }, HEAVY)
 

@@ -47,6 +47,9 @@ const rankOf = (kind: ActionKind, status: RecordStatus): number | undefined =>
     ? (TEXT_RANK as Readonly<Record<string, number>>)[status]
     : (CALL_RANK as Readonly<Record<string, number>>)[status]
 
+/** Whether a status is final for an action of this kind (nothing moves it on). */
+export const isFinal = (kind: ActionKind, status: RecordStatus): boolean => (rankOf(kind, status) ?? FINAL_RANK) >= FINAL_RANK
+
 /** Whether a report of `next` moves an action of this kind on from `current`. */
 export const movesForward = (kind: ActionKind, current: RecordStatus, next: RecordStatus): boolean => {
   const from = rankOf(kind, current)
@@ -100,9 +103,8 @@ export const vapiCallStatus = (raw: string): CallStatus | null => {
 
 /** How a Vapi call ended (`endedReason` of the end-of-call report) on Parley's list. */
 export const vapiEndedStatus = (endedReason: string): CallStatus => {
-  if (endedReason === "customer-did-not-answer" || endedReason === "customer-did-not-give-microphone-permission") {
-    return "No Answer"
-  }
+  // A voicemail greeting is not the person: for an outbound bot call that is no answer.
+  if (endedReason === "customer-did-not-answer" || endedReason === "voicemail") return "No Answer"
   if (endedReason === "customer-busy") return "Busy"
   if (/fail|error|fault|invalid|unavailable|not-found|rejected/.test(endedReason)) return "Failed"
   return "Completed"
@@ -123,6 +125,11 @@ export interface ProviderReport {
   readonly body?: string | undefined
   /** A call's recording. */
   readonly audioFileId?: string | undefined
+  /**
+   * When the host should ask the provider again if no further report arrives (providers do not retry
+   * callbacks that failed while the host was down); ignored once the status is final.
+   */
+  readonly recheckAt?: number | undefined
 }
 
 export type ReportOutcome =
@@ -164,6 +171,7 @@ export const layer: Layer.Layer<ProviderReports, never, Crm | UnitOfWork | Event
             errorMessage: report.errorMessage,
             body: report.body,
             audioFileId: report.audioFileId,
+            workAt: isFinal(report.kind, report.status) ? null : report.recheckAt ?? null,
             modified: now
           })
           if (Option.isNone(applied)) return { _tag: "Ignored" as const, current: current.status }

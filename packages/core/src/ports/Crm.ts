@@ -157,6 +157,8 @@ export interface ProviderChange {
   readonly errorMessage?: string | null | undefined
   readonly body?: string | undefined
   readonly audioFileId?: string | undefined
+  /** When the host's queue should look at the action again (epoch ms); null to leave it to reports. */
+  readonly workAt: number | null
   readonly modified: string
 }
 

@@ -18,6 +18,9 @@
  * - DATABASE_URL (unset): `postgres://…` selects the Postgres store (several
  *   replicas on one database); unset, the embedded SQLite file is the store
  * - PARLEY_DB_POOL_SIZE (default 10): Postgres connections per process
+ * - PARLEY_PROVIDER_RECHECK_MS (default 300000): how long after Twilio's or
+ *   Vapi's last report Parley asks them for an action's status itself (their
+ *   callbacks are not retried if Parley was down when they came)
  * - PARLEY_SECRET_KEY (unset): 32 random bytes (base64 or hex) sealing stored
  *   secrets; unset, the key file secret.key in PARLEY_DATA_DIR (created 0600)
  * - PARLEY_PREVIOUS_SECRET_KEYS (unset): comma-separated keys of earlier
@@ -38,6 +41,7 @@ export interface ServerSettings {
   readonly publicUrl: Option.Option<string>
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dbPoolSize: number
+  readonly providerRecheckMs: number
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
   readonly previousSecretKeys: ReadonlyArray<Redacted.Redacted<string>>
 }
@@ -98,6 +102,10 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   dbPoolSize: Config.integer("PARLEY_DB_POOL_SIZE").pipe(
     Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
     Config.withDefault(10)
+  ),
+  providerRecheckMs: Config.integer("PARLEY_PROVIDER_RECHECK_MS").pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(300_000)
   ),
   secretKey: Config.option(Config.redacted("PARLEY_SECRET_KEY")),
   previousSecretKeys: Config.string("PARLEY_PREVIOUS_SECRET_KEYS").pipe(

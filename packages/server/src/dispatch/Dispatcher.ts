@@ -161,7 +161,9 @@ export const DispatcherLive = Layer.scopedDiscard(
           routed.simulated.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
         )
         yield* yieldToEventLoop
-        const toAdvance = phase("advance")
+        // What a real provider has is rechecked with it; the rest is the simulator's next step.
+        const rechecked = yield* realProviders.recheck(phase("advance"), now)
+        const toAdvance = rechecked.simulated
         const botName = yield* botNames(toAdvance)
         const transitions = [
           ...toSubmit.flatMap((row) => {
@@ -170,7 +172,11 @@ export const DispatcherLive = Layer.scopedDiscard(
             const receipt = receipts.get(String(row.id))
             return receipt === undefined ? [] : [transition(row, afterSubmit(row, receipt, now, config.simStepMs), modified)]
           }),
-          ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified))
+          ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified)),
+          ...phase("advance").flatMap((row) => {
+            const real = rechecked.changes.get(String(row.id))
+            return real === undefined ? [] : [transition(row, real, modified)]
+          })
         ]
         yield* storage("dispatch.transition")(sql.withTransaction(batches.apply(worker, transitions)))
       })

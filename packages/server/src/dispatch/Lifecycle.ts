@@ -12,7 +12,10 @@ export type Phase = "commit" | "submit" | "advance"
 export const phaseOf = (row: ClaimedRow): Phase => {
   if (row.status === "Queued" && row.charged_at === null) return "commit"
   // Committed (allowance taken) but the provider's answer not yet recorded: submit, or redo the submission.
-  if (row.charged_at !== null && (row.status === "Sending" || row.status === "Queued")) return "submit"
+  // With the provider's id recorded the provider has it: what is left is following it (advance).
+  if (row.charged_at !== null && row.sid === null && (row.status === "Sending" || row.status === "Queued")) {
+    return "submit"
+  }
   return "advance"
 }
 

@@ -20,6 +20,7 @@
  *   up to MAX_ATTEMPTS, then Failed.
  */
 import { SqlClient } from "@effect/sql"
+import type { RecordStatus } from "@parley/core"
 import { Organisations, ProviderReports, type StorageError } from "@parley/core/domain"
 import { Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
@@ -40,6 +41,8 @@ const BASE_BACKOFF_MS = 1_000
 const MAX_BACKOFF_MS = 15 * 60_000
 /** How far before the first attempt a reconciliation looks (clock skew between Parley and the provider). */
 const RECONCILE_SLACK_MS = 5 * 60_000
+/** How long Parley keeps asking a provider about an action whose reports stopped: two days. */
+const MAX_TRACKING_MS = 48 * 3_600_000
 /** Requests to one provider at once from one process. */
 const CONCURRENCY = 8
 
@@ -121,11 +124,15 @@ export const make = (config: ServerSettings) =>
       }
     }
 
+    /** After an answer, look again at the action later unless it is final (reports may be lost). */
+    const recheck = (kind: "message" | "ai_call", status: RecordStatus, now: number) =>
+      ProviderReports.isFinal(kind, status) ? null : now + config.providerRecheckMs
+
     const textChange = (message: Twilio.TwilioMessage, now: number): Change => {
       const status = ProviderReports.twilioMessageStatus(message.status) ?? "Sending"
       return {
         status,
-        workAt: null,
+        workAt: recheck("message", status, now),
         sid: message.sid,
         providerStatus: message.status,
         // A text's time is when it was sent.
@@ -136,24 +143,24 @@ export const make = (config: ServerSettings) =>
       }
     }
 
-    const callChange = (call: Vapi.VapiCall): Change => ({
-      status: ProviderReports.vapiCallStatus(call.status) ?? "Queued",
-      workAt: null,
-      sid: call.id,
-      providerStatus: call.status
-    })
+    const callChange = (call: Vapi.VapiCall, now: number): Change => {
+      const status = ProviderReports.vapiCallStatus(call.status) ?? "Queued"
+      return { status, workAt: recheck("ai_call", status, now), sid: call.id, providerStatus: call.status }
+    }
 
     const twilioAddress = (row: ClaimedRow, number: string) => row.type === "WhatsApp" ? `whatsapp:${number}` : number
 
+    const twilioAccount = (account: TwilioAccountSettings): Twilio.TwilioAccount => ({
+      apiBase: account.apiBase,
+      accountSid: account.accountSid,
+      authToken: account.authToken,
+      apiKeySid: account.apiKeySid,
+      apiKeySecret: account.apiKeySecret
+    })
+
     const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: { attempts: number; firstAt: number }, now: number) =>
       Effect.gen(function*() {
-        const client: Twilio.TwilioAccount = {
-          apiBase: account.apiBase,
-          accountSid: account.accountSid,
-          authToken: account.authToken,
-          apiKeySid: account.apiKeySid,
-          apiKeySecret: account.apiKeySecret
-        }
+        const client = twilioAccount(account)
         const id = String(row.id)
         const to = twilioAddress(row, row.counterpart)
         const sender = account.messagingServiceSid !== undefined && row.type !== "WhatsApp"
@@ -212,7 +219,7 @@ export const make = (config: ServerSettings) =>
             since: attempt.firstAt - RECONCILE_SLACK_MS,
             parleyActionId: id
           })
-          if (Option.isSome(earlier)) return callChange(earlier.value)
+          if (Option.isSome(earlier)) return callChange(earlier.value, now)
         }
         const call = yield* Vapi.createCall(client, {
           assistantId,
@@ -224,7 +231,7 @@ export const make = (config: ServerSettings) =>
           },
           metadata: { parleyActionId: id, parleyOrgId: row.org_id }
         })
-        return callChange(call)
+        return callChange(call, now)
       }).pipe(
         Effect.catchTag("VapiCallError", (error) =>
           Effect.succeed(afterFailure("Vapi", row.org_id, row, error, attempt.attempts, now)))
@@ -264,5 +271,71 @@ export const make = (config: ServerSettings) =>
         return { simulated, changes }
       })
 
-    return { submit }
+    /**
+     * Actions a real provider has (their attempts are journalled), due for a recheck: their callbacks were
+     * lost or late. Asks the provider for the status and applies it if it moves the action on; otherwise
+     * looks again later, until the action is final or MAX_TRACKING_MS old.
+     */
+    const recheckAll = (rows: ReadonlyArray<ClaimedRow>, now: number) =>
+      Effect.gen(function*() {
+        const changes = new Map<string, Change>()
+        if (rows.length === 0) return { simulated: rows, changes }
+        const journalled = new Map(
+          (yield* storage("providers.journalRead")(Effect.flatMap(
+            sql`SELECT action_id, attempts, first_attempt_at FROM provider_submissions
+                WHERE action_id IN ${sql.in(rows.map((r) => String(r.id)))}`,
+            decodeJournal
+          ))).map((j) => [j.action_id, j.first_attempt_at])
+        )
+        const simulated = rows.filter((r) => !journalled.has(String(r.id)))
+        const real = rows.filter((r) => journalled.has(String(r.id)))
+        yield* Effect.forEach(real, (row) =>
+          Effect.map(recheckOne(row, journalled.get(String(row.id)) ?? now, now), (change) => {
+            changes.set(String(row.id), change)
+          }), { concurrency: CONCURRENCY, discard: true })
+        return { simulated, changes }
+      })
+
+    const recheckOne = (row: ClaimedRow, firstAt: number, now: number): Effect.Effect<Change, StorageError> =>
+      Effect.gen(function*() {
+        const later = now - firstAt > MAX_TRACKING_MS ? null : now + config.providerRecheckMs
+        const unchanged: Change = { status: row.status, workAt: later }
+        if (row.sid === null) return unchanged
+        if (row.kind === "message") {
+          const account = yield* accounts.twilio(row.org_id)
+          if (Option.isNone(account)) return { status: row.status, workAt: null }
+          const found = yield* Twilio.fetchMessage(twilioAccount(account.value), row.sid)
+          if (Option.isNone(found)) return unchanged
+          const status = ProviderReports.twilioMessageStatus(found.value.status)
+          if (status === null || !ProviderReports.movesForward("message", row.status, status)) return unchanged
+          return { ...textChange(found.value, now), at: row.at, workAt: ProviderReports.isFinal("message", status) ? null : later }
+        }
+        const account = yield* accounts.vapi(row.org_id)
+        if (Option.isNone(account)) return { status: row.status, workAt: null }
+        const found = yield* Vapi.getCall({ apiBase: account.value.apiBase, apiKey: account.value.apiKey }, row.sid)
+        if (Option.isNone(found)) return unchanged
+        const call = found.value
+        const status = call.status === "ended"
+          ? ProviderReports.vapiEndedStatus(call.endedReason ?? "")
+          : ProviderReports.vapiCallStatus(call.status)
+        if (status === null || !ProviderReports.movesForward("ai_call", row.status, status)) return unchanged
+        return status === "Completed"
+          ? {
+            status,
+            workAt: null,
+            providerStatus: call.endedReason ?? call.status,
+            body: call.transcript ?? "",
+            ...(call.recordingUrl === null ? {} : { audioFileId: call.recordingUrl })
+          }
+          : ProviderReports.isFinal("ai_call", status)
+          ? { status, workAt: null, providerStatus: call.endedReason ?? call.status, errorMessage: call.endedReason }
+          : { status, workAt: later, providerStatus: call.status }
+      }).pipe(
+        Effect.catchTags({
+          TwilioSendError: () => Effect.succeed<Change>({ status: row.status, workAt: now + config.providerRecheckMs }),
+          VapiCallError: () => Effect.succeed<Change>({ status: row.status, workAt: now + config.providerRecheckMs })
+        })
+      )
+
+    return { submit, recheck: recheckAll }
   })

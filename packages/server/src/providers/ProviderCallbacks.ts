@@ -25,7 +25,7 @@ import {
   SetupUnavailable,
   Unauthorized
 } from "@parley/core/internal"
-import { Effect, Either, FiberRef, Option, Predicate } from "effect"
+import { Clock, Effect, Either, FiberRef, Option, Predicate } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { errorResponse } from "../http/ErrorResponses.js"
 import { ProviderAccounts } from "../store/SqlProviderAccounts.js"
@@ -84,7 +84,8 @@ export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
           status,
           providerStatus: raw,
           sid: field("MessageSid") || undefined,
-          errorMessage: errorCode === "" || errorCode === "0" ? undefined : twilioError(errorCode)
+          errorMessage: errorCode === "" || errorCode === "0" ? undefined : twilioError(errorCode),
+          recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
         })
         if (outcome._tag === "NotFound") return yield* refused(new NotFound({ message: `No message ${actionId}.` }))
         return done()
@@ -112,7 +113,13 @@ export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
         const actionId = metadata["parleyActionId"] ?? ""
         const report = toCallReport(message)
         if (report === null || !/^\d+$/.test(actionId)) return HttpServerResponse.unsafeJson({})
-        const outcome = yield* reports.report({ orgId, actionId, kind: "ai_call", ...report })
+        const outcome = yield* reports.report({
+          orgId,
+          actionId,
+          kind: "ai_call",
+          ...report,
+          recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
+        })
         if (outcome._tag === "NotFound") return yield* refused(new NotFound({ message: `No AI call ${actionId}.` }))
         return HttpServerResponse.unsafeJson({})
       }).pipe(Effect.catchAll(answerFailure))

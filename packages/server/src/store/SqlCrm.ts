@@ -418,15 +418,16 @@ export const layer = Layer.effect(
         })),
       applyProviderReport: (orgId, id, expected, change) =>
         storage("crm.applyProviderReport")(Effect.gen(function*() {
-          // The provider now drives the action: it leaves the dispatcher's queue (work_at NULL), and a lease
-          // a dispatcher still holds on it no longer matters (its own update expects the status it read).
+          // The provider now drives the action: the dispatcher only looks again at work_at (a recheck, in case
+          // later reports are lost), and a lease it still holds no longer matters (its own update expects the
+          // status it read).
           const updated = yield* sql`UPDATE actions SET status = ${change.status},
               provider_status = ${change.providerStatus},
               sid = COALESCE(sid, ${change.sid ?? null}),
               error_message = ${change.errorMessage === undefined ? sql`error_message` : change.errorMessage},
               body = ${change.body === undefined ? sql`body` : change.body},
               audio_file_id = ${change.audioFileId === undefined ? sql`audio_file_id` : change.audioFileId},
-              modified = ${change.modified}, work_at = NULL, lease_owner = NULL, lease_until = NULL
+              modified = ${change.modified}, work_at = ${change.workAt}, lease_owner = NULL, lease_until = NULL
             WHERE org_id = ${orgId} AND id = ${Number(id)} AND status = ${expected}
             RETURNING *`
           const [row] = yield* decodeActions(updated)

@@ -1,0 +1,220 @@
+/**
+ * Real AI calls through Vapi (issue 16), end to end without the internet: a
+ * live key of an organisation connected (`parley providers set --kind vapi
+ * --api-base …`) to a local fake of Vapi's API, written from its
+ * documentation. Calls are created with the bot's assistant and the number's
+ * Vapi phone number, the mode and purpose as assistant variables; Vapi's
+ * server messages (authenticated with the organisation's secret) move them to
+ * Ringing, In Progress and Completed with the transcript and recording, or to
+ * No Answer, Busy, Failed; unauthenticated, duplicated and reordered messages
+ * change nothing they should not; an outage is waited out without calling twice.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { VapiFake } from "./support/fakes/VapiFake.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+
+const HEAVY = 180_000
+const PN1 = "PN00000000000000000000000000000001"
+const VAPI_PHONE = "3f1c9a2e-5b7d-4e61-9c3a-0d2b8e7f6a51"
+const ASSISTANT = "a1b2c3d4-0000-4000-8000-00000000a551"
+const SECRET = "vapi-server-secret-for-tests"
+
+interface ActionRecord {
+  readonly id: string
+  readonly status?: string | null
+  readonly sid?: string | null
+  readonly body: string
+  readonly audioFileId?: string | null
+  readonly errorMessage?: string | null
+}
+
+let counter = 0
+const idem = () => `vapi-${Date.now()}-${++counter}`
+const FINAL = new Set(["Completed", "No Answer", "Busy", "Failed"])
+
+const poll = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 30_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  let last = await read()
+  while (!done(last) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    last = await read()
+  }
+  return last
+}
+
+describe("Vapi", () => {
+  let vapi: VapiFake
+  let server: TestServer
+  let demo: DemoSummary
+
+  const cliOk = async (args: ReadonlyArray<string>) => {
+    const result = await server.cli(args)
+    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
+    return result
+  }
+  const call = async (to: string, extra: Record<string, unknown> = {}): Promise<string> => {
+    const response = await server.fetch("/api/v1/ai-calls", {
+      key: demo.keys.live,
+      method: "POST",
+      headers: { "idempotency-key": idem() },
+      body: JSON.stringify({
+        to,
+        fromNumberSid: PN1,
+        botId: "bot_sales",
+        mode: "deliver_specific_message",
+        purposeMessage: "Confirm tomorrow at 10",
+        ...extra
+      })
+    })
+    const text = await response.text()
+    expect(response.status, text).toBe(202)
+    return (JSON.parse(text) as { id: string }).id
+  }
+  const read = (id: string) =>
+    server.fetch(`/api/v1/ai-calls/${id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>)
+  const settle = (id: string) => poll(() => read(id), (r) => FINAL.has(r.status ?? ""))
+  const createsFor = (to: string) =>
+    vapi.requests.filter((r) =>
+      r.method === "POST" && typeof r.body === "object" && r.body !== null && JSON.stringify(r.body).includes(to)
+    )
+  const eventsOf = async (id: string) =>
+    (await server.db.query<{ type: string }>("SELECT type FROM events WHERE payload LIKE ? ORDER BY seq", [
+      `%"id":"${id}"%`
+    ])).map((e) => e.type)
+
+  beforeAll(async () => {
+    vapi = await VapiFake.start({ stepMs: 30 })
+    // Polling many records a second would meet the per-key rate limit; it is not under test here.
+    server = await TestServer.start({
+      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "5000" }
+    })
+    demo = await server.demo()
+    await cliOk([
+      "providers", "set", "--org", demo.orgId, "--kind", "vapi", "--api-key", vapi.apiKey, "--webhook-secret", SECRET,
+      "--api-base", vapi.url
+    ])
+    await cliOk([
+      "numbers", "add", "--org", demo.orgId, "--sid", PN1, "--phone", "+14155550100", "--name", "Sales line",
+      "--voice-bot", "bot_sales", "--provider-id", VAPI_PHONE
+    ])
+    await cliOk(["bots", "add", "--org", demo.orgId, "--id", "bot_sales", "--name", "Sales qualifier", "--provider-id", ASSISTANT])
+    vapi.setServer(`${server.baseUrl}/providers/vapi/events?org=${demo.orgId}`, SECRET)
+  }, HEAVY)
+  afterAll(async () => {
+    await server?.dispose()
+    await vapi?.stop()
+  })
+
+  it("places the call with the bot's assistant and the number's Vapi id, and completes it with transcript and recording", async () => {
+    const to = "+14155550201"
+    const id = await call(to)
+    const record = await settle(id)
+    expect(record.status).toBe("Completed")
+    const [created] = createsFor(to)
+    expect(created?.authenticated).toBe(true)
+    expect(created?.body).toMatchObject({
+      assistantId: ASSISTANT,
+      phoneNumberId: VAPI_PHONE,
+      customer: { number: to },
+      assistantOverrides: {
+        variableValues: { mode: "deliver_specific_message", purposeMessage: "Confirm tomorrow at 10" },
+        metadata: { parleyActionId: id }
+      }
+    })
+    const placed = vapi.calls.find((c) => c.customer.number === to)
+    expect(record.sid).toBe(placed?.id)
+    expect(record.body).toContain("Confirm tomorrow at 10")
+    expect(record.audioFileId).toBe(placed?.recordingUrl)
+    expect(await eventsOf(id)).toEqual(["ai_call.queued", "ai_call.started", "ai_call.completed"])
+  }, HEAVY)
+
+  it.each([
+    [VapiFake.magic.noAnswer, "No Answer"],
+    [VapiFake.magic.busy, "Busy"],
+    [VapiFake.magic.failsToConnect, "Failed"],
+    [VapiFake.magic.voicemail, "No Answer"]
+  ])("maps the call to %s onto %s", async (to, status) => {
+    const id = await call(to)
+    const record = await settle(id)
+    expect(record.status).toBe(status)
+    expect(record.errorMessage).toBe(vapi.calls.find((c) => c.customer.number === to)?.endedReason)
+    expect((await eventsOf(id)).at(-1)).toBe("ai_call.failed")
+  }, HEAVY)
+
+  it.each(["none", "wrong"] as const)("refuses server messages with secret %s, changing nothing", async (signature) => {
+    vapi.tweakNextCallbacks({ signature })
+    const to = signature === "none" ? "+14155550202" : "+14155550203"
+    const id = await call(to)
+    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await vapi.settled()
+    const placed = vapi.calls.find((c) => c.customer.number === to)
+    const deliveries = vapi.deliveriesFor(placed?.id ?? "")
+    expect(deliveries.length).toBeGreaterThan(0)
+    expect(deliveries.every((d) => d.delivery.answered === 401)).toBe(true)
+    expect((await read(id)).status).toBe("Queued")
+  }, HEAVY)
+
+  it("ignores duplicated and reordered server messages: a completed call stays completed", async () => {
+    vapi.tweakNextCallbacks({ duplicate: true, reverse: true })
+    const to = "+14155550204"
+    const id = await call(to)
+    await poll(() => read(id), (r) => r.status === "Completed")
+    await vapi.settled()
+    const record = await read(id)
+    expect(record.status).toBe("Completed")
+    expect(await eventsOf(id)).toEqual(["ai_call.queued", "ai_call.completed"])
+  }, HEAVY)
+
+  it("waits out Vapi being down and calls once when it is back", async () => {
+    await vapi.down()
+    const to = "+14155550205"
+    let id = ""
+    try {
+      id = await call(to)
+      await new Promise((resolve) => setTimeout(resolve, 1_500))
+      expect((await read(id)).status).toBe("Queued")
+    } finally {
+      await vapi.up()
+    }
+    expect((await settle(id)).status).toBe("Completed")
+    expect(vapi.calls.filter((c) => c.customer.number === to)).toHaveLength(1)
+  }, HEAVY)
+
+  it("completes a call whose server messages were all lost, by asking Vapi itself", async () => {
+    vapi.tweakNextCallbacks({ signature: "none" })
+    const to = "+14155550208"
+    const id = await call(to)
+    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await server.restart("SIGKILL")
+    const record = await poll(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
+    expect(record.status).toBe("Completed")
+    expect(record.body).toContain("Confirm tomorrow at 10")
+    expect(vapi.calls.filter((c) => c.customer.number === to)).toHaveLength(1)
+  }, HEAVY)
+
+  it("reconciles a creation whose answer was lost instead of calling twice", async () => {
+    vapi.dropNextAfterAccept()
+    vapi.tweakNextCallbacks({ signature: "none" })
+    const to = "+14155550206"
+    const id = await call(to)
+    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    expect(vapi.calls.filter((c) => c.customer.number === to)).toHaveLength(1)
+    expect(createsFor(to)).toHaveLength(1)
+    expect((await read(id)).sid).toBe(vapi.calls.find((c) => c.customer.number === to)?.id)
+  }, HEAVY)
+
+  it("fails a call whose bot has no Vapi assistant id, saying how to add it", async () => {
+    const response = await server.fetch("/api/v1/ai-calls", {
+      key: demo.keys.live,
+      method: "POST",
+      headers: { "idempotency-key": idem() },
+      body: JSON.stringify({ to: "+14155550207", fromNumberSid: PN1, botId: "bot_support", mode: "follow_script" })
+    })
+    expect(response.status).toBe(202)
+    const { id } = (await response.json()) as { id: string }
+    const record = await settle(id)
+    expect(record.status).toBe("Failed")
+    expect(record.errorMessage).toContain("--provider-id")
+    expect(createsFor("+14155550207")).toHaveLength(0)
+  }, HEAVY)
+})
