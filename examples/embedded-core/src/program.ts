@@ -1,23 +1,35 @@
 /**
  * Parley's engine embedded in a process: the domain services over the
- * in-memory ports. Swap `MemoryPortsLayer` for your own layers of the ports
- * (a CRM connector, a carrier, your database) to run the same rules anywhere.
+ * in-memory ports, with the core's own dispatcher and the simulated carrier
+ * and AI-call provider. Swap `MemoryPortsLayer` and the simulator for your own
+ * layers of the ports (a CRM connector, a carrier, your database) to run the
+ * same rules anywhere.
  */
-import { Actions, Authenticator, Conversations, Cursors, DomainLayer, RateLimiter } from "@parley/core/domain"
-import { MemoryPortsLayer, seedDemo } from "@parley/core/testing"
+import { Actions, Authenticator, Conversations, Cursors, Dispatch, DomainLayer, RateLimiter } from "@parley/core/domain"
+import { MemoryPortsLayer, seedDemo, SimulatedProviders } from "@parley/core/testing"
 import { Effect, Layer } from "effect"
 
-export const EmbeddedParley = DomainLayer.pipe(
+/** How long each simulated step (sent → delivered) takes here. */
+const STEP_MS = 100
+
+export const EmbeddedParley = Dispatch.layer.pipe(
+  Layer.provideMerge(SimulatedProviders.layer),
+  Layer.provideMerge(SimulatedProviders.SimulatorStep.layer(STEP_MS)),
+  Layer.provideMerge(DomainLayer),
   Layer.provideMerge(MemoryPortsLayer),
   Layer.provideMerge(Cursors.layerRandom),
   Layer.provideMerge(RateLimiter.RateLimitConfig.layer(RateLimiter.RateLimitConfig.default))
 )
 
-/** Seeds the demo organisation, queues a text as its live key, and reads the conversation back. */
+/**
+ * Seeds the demo organisation, queues a text as its live key, dispatches it, follows it to Delivered, and
+ * reads the conversation back.
+ */
 export const program = Effect.gen(function*() {
   const demo = yield* seedDemo()
   const { caller } = yield* Effect.flatMap(Authenticator.Authenticator, (auth) => auth.authenticate(demo.keys.live))
   const actions = yield* Actions.Actions
+  const dispatch = yield* Dispatch.Dispatch
   const sender = demo.numbers[0]
   if (sender === undefined) return yield* Effect.dieMessage("the demo organisation has numbers")
   const { ack } = yield* actions.createMessage(
@@ -25,7 +37,14 @@ export const program = Effect.gen(function*() {
     { to: "+14155550123", fromNumberSid: sender.sid, body: "Hello from an embedded Parley", channel: "SMS" },
     "embedded-example-1"
   )
-  const record = yield* actions.get(caller, "message", ack.id)
+  const queued = yield* actions.get(caller, "message", ack.id)
+  // A host runs the dispatcher on its own schedule; here, until the text is final.
+  yield* dispatch.runDue
+  let record = yield* actions.get(caller, "message", ack.id)
+  while (record.status !== "Delivered" && record.status !== "Undelivered" && record.status !== "Failed") {
+    yield* Effect.sleep(STEP_MS / 2)
+    record = yield* actions.get(caller, "message", ack.id)
+  }
   const conversations = yield* Effect.flatMap(Conversations.Conversations, (c) => c.list(caller, undefined))
-  return { ack, record, conversations }
+  return { ack, queued, record, conversations }
 })

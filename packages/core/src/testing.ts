@@ -7,3 +7,4 @@
  */
 export { MemoryPortsLayer } from "./layers.js"
 export { DEMO_ORG_ID, type DemoSummary, seedDemo } from "./admin/Demo.js"
+export * as SimulatedProviders from "./simulator/SimulatedProviders.js"

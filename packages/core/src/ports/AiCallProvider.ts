@@ -22,6 +22,8 @@ export interface CallReceipt {
   readonly sid: string
   readonly status: CallStatus
   readonly providerStatus: string
+  /** Why the call could not start, when it failed at once. */
+  readonly errorMessage?: string | null | undefined
 }
 
 export interface AiCallProviderService {

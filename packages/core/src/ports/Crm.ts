@@ -183,6 +183,8 @@ export interface CrmService {
   /** Creates the action and assigns its numeric id. */
   readonly insertAction: (action: NewAction) => Effect.Effect<CrmAction, CrmError | StorageError>
   readonly findAction: (orgId: string, id: string) => Effect.Effect<Option.Option<CrmAction>, CrmError | StorageError>
+  /** Outbound actions still Queued and not yet handed to a provider whose time has come, earliest first. */
+  readonly dueActions: (now: number, limit: number) => Effect.Effect<ReadonlyArray<CrmAction>, CrmError | StorageError>
   readonly queryActions: (query: ActionQuery) => Effect.Effect<ReadonlyArray<CrmAction>, CrmError | StorageError>
   /** The same actions as `queryActions`, only the fields a conversation list reads. */
   readonly queryConversationEntries: (
@@ -293,6 +295,12 @@ export const layerMemory: Layer.Layer<Crm> = Layer.effect(
         Effect.map(Ref.get(actions), (m) => Option.filter(Option.fromNullable(m.get(id)), (a) => a.orgId === orgId)),
       queryActions,
       queryConversationEntries: queryActions,
+      dueActions: (now, limit) =>
+        Effect.map(Ref.get(actions), (m) =>
+          [...m.values()]
+            .filter((a) => a.direction === "Outbound" && a.status === "Queued" && a.sid === null && a.dueAt <= now)
+            .sort((a, b) => a.dueAt - b.dueAt)
+            .slice(0, limit)),
       cancelAction: (orgId, kind, id, notBefore, at) =>
         Ref.modify(actions, (m): [CancelOutcome, Map<string, CrmAction>] => {
           const action = m.get(id)

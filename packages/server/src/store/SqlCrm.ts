@@ -393,6 +393,14 @@ export const layer = Layer.effect(
           return { ...a, id: String(row.id) }
         })),
       findAction: (orgId, id) => storage("crm.findAction")(Effect.map(action({ orgId, id }), Option.map(toAction))),
+      // The server dispatches with its own batched, leased claim (dispatch/Dispatcher.ts); this answers the port
+      // for hosts that embed the core's Dispatch over this store.
+      dueActions: (now, limit) =>
+        storage("crm.dueActions")(Effect.flatMap(
+          sql`SELECT * FROM actions WHERE status = 'Queued' AND direction = 'Outbound' AND charged_at IS NULL
+                AND due_at <= ${now} ORDER BY due_at LIMIT ${limit}`,
+          (rows) => Effect.map(decodeActions(rows), (decoded) => decoded.map(toAction))
+        )),
       queryActions: (q) =>
         storage("crm.queryActions")(
           Effect.map(Effect.flatMap(page(q, actionColumns), readActions), (rows) => rows.map(toAction))

@@ -1,0 +1,121 @@
+// The core's own dispatch over the memory ports and the simulated providers: live actions due now meet the
+// organisation's rules and allowance, are handed to the Carrier / AiCallProvider ports, and then move only by
+// what the providers report (ProviderReports), one simulated step at a time on the TestClock.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, TestClock } from "effect"
+import * as Actions from "../src/domain/Actions.js"
+import * as Dispatch from "../src/domain/Dispatch.js"
+import * as ProviderReports from "../src/domain/ProviderReports.js"
+import * as EventOutbox from "../src/ports/EventOutbox.js"
+import * as Organisations from "../src/ports/Organisations.js"
+import * as SimulatedProviders from "../src/simulator/SimulatedProviders.js"
+import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
+
+const STEP = 1_000
+
+const DispatchTestLayer = Dispatch.layer.pipe(
+  Layer.provideMerge(SimulatedProviders.layer),
+  Layer.provideMerge(ProviderReports.layer),
+  Layer.provideMerge(SimulatedProviders.SimulatorStep.layer(STEP)),
+  Layer.provideMerge(CoreTestLayer)
+)
+
+const setup = Effect.gen(function*() {
+  const demo = yield* seedDemo
+  const live = yield* callerFor(demo.keys.live)
+  const actions = yield* Actions.Actions
+  const dispatch = yield* Dispatch.Dispatch
+  const sid = demo.numbers[0]!.sid
+  let n = 0
+  const text = (to: string) =>
+    Effect.map(
+      actions.createMessage(live, { to, fromNumberSid: sid, body: "hello", channel: "SMS" }, `dispatch-${++n}`),
+      (r) => r.ack.id
+    )
+  const call = (to: string) =>
+    Effect.map(
+      actions.createAiCall(
+        live,
+        { to, fromNumberSid: sid, botId: "bot_sales", mode: "deliver_specific_message", purposeMessage: "Confirm at 10" },
+        `dispatch-${++n}`
+      ),
+      (r) => r.ack.id
+    )
+  const status = (kind: "message" | "ai_call", id: string) => Effect.map(actions.get(live, kind, id), (r) => r)
+  const events = (id: string) =>
+    Effect.map(
+      Effect.flatMap(EventOutbox.EventOutbox, (o) => o.list(demo.orgId)),
+      (all) => all.filter((e) => e.payload.includes(`"id":"${id}"`)).map((e) => e.type)
+    )
+  return { demo, live, dispatch, text, call, status, events }
+})
+
+describe("Dispatch (core, embedded)", () => {
+  it.effect("a live text goes Queued → Sent at dispatch, then Delivered one step later, by the carrier's reports", () =>
+    Effect.gen(function*() {
+      const { dispatch, events, status, text } = yield* setup
+      const id = yield* text("+14155550123")
+      expect((yield* status("message", id)).status).toBe("Queued")
+      expect(yield* dispatch.runDue).toBe(1)
+      const sent = yield* status("message", id)
+      expect(sent.status).toBe("Sent")
+      expect(sent.sid).toBe(`SM${id.padStart(32, "0")}`)
+      // nothing due any more: a second run works nothing and sends nothing twice
+      expect(yield* dispatch.runDue).toBe(0)
+      yield* TestClock.adjust(STEP)
+      expect((yield* status("message", id)).status).toBe("Delivered")
+      expect(yield* events(id)).toEqual(["message.queued", "message.sent", "message.delivered"])
+    }).pipe(Effect.provide(DispatchTestLayer)))
+
+  it.effect("the simulator's failure numbers: Failed at send, Undelivered after Sent", () =>
+    Effect.gen(function*() {
+      const { dispatch, status, text } = yield* setup
+      const failed = yield* text("+15005550001")
+      const undelivered = yield* text("+15005550002")
+      yield* dispatch.runDue
+      expect((yield* status("message", failed)).status).toBe("Failed")
+      expect((yield* status("message", failed)).errorMessage).toContain("21211")
+      yield* TestClock.adjust(STEP)
+      expect((yield* status("message", undelivered)).status).toBe("Undelivered")
+    }).pipe(Effect.provide(DispatchTestLayer)))
+
+  it.effect("an AI call rings, is answered and completes with a transcript of its purpose", () =>
+    Effect.gen(function*() {
+      const { call, dispatch, events, status } = yield* setup
+      const id = yield* call("+14155550123")
+      yield* dispatch.runDue
+      expect((yield* status("ai_call", id)).status).toBe("Ringing")
+      yield* TestClock.adjust(STEP)
+      expect((yield* status("ai_call", id)).status).toBe("In Progress")
+      yield* TestClock.adjust(STEP)
+      const done = yield* status("ai_call", id)
+      expect(done.status).toBe("Completed")
+      expect(done.body).toContain("Confirm at 10")
+      expect(done.audioFileId).toBe(`AF${id.padStart(32, "0")}`)
+      expect(yield* events(id)).toEqual(["ai_call.queued", "ai_call.started", "ai_call.completed"])
+    }).pipe(Effect.provide(DispatchTestLayer)))
+
+  it.effect("live rules at dispatch: outside sending hours the text waits; AI calls turned off fail; no allowance fails", () =>
+    Effect.gen(function*() {
+      const { call, demo, dispatch, status, text } = yield* setup
+      const organisations = yield* Organisations.Organisations
+      // 10:00 UTC on a Monday: a window from 12:00 is closed now
+      yield* organisations.update(demo.orgId, { sendingHours: "12:00-13:00", timezone: "UTC" })
+      const held = yield* text("+14155550123")
+      yield* dispatch.runDue
+      expect((yield* status("message", held)).status).toBe("Queued")
+      yield* TestClock.adjust(2 * 3_600_000)
+      yield* dispatch.runDue
+      expect((yield* status("message", held)).status).toBe("Sent")
+
+      yield* organisations.update(demo.orgId, { sendingHours: "always", aiCallsEnabled: true, smsAllowance: 0 })
+      const noUnits = yield* text("+14155550124")
+      const offCall = yield* call("+14155550125")
+      yield* organisations.update(demo.orgId, { aiCallsEnabled: false })
+      yield* dispatch.runDue
+      expect((yield* status("message", noUnits)).errorMessage).toBe("The organisation's text allowance is used up.")
+      const off = yield* status("ai_call", offCall)
+      expect(off.status).toBe("Failed")
+      expect(off.errorMessage).toContain("AI calls are turned off")
+    }).pipe(Effect.provide(DispatchTestLayer)))
+})
