@@ -21,6 +21,7 @@ export * as RateLimiter from "./domain/RateLimiter.js"
 export * as RecordLists from "./domain/RecordLists.js"
 export * as WebhookEndpoints from "./domain/WebhookEndpoints.js"
 
+export * as ActionStore from "./ports/ActionStore.js"
 export * as AiCallProvider from "./ports/AiCallProvider.js"
 export * as ApiKeyStore from "./ports/ApiKeyStore.js"
 export * as Carrier from "./ports/Carrier.js"

@@ -15,6 +15,7 @@ import * as ProviderReports from "./domain/ProviderReports.js"
 import * as RateLimiter from "./domain/RateLimiter.js"
 import * as RecordLists from "./domain/RecordLists.js"
 import * as WebhookEndpoints from "./domain/WebhookEndpoints.js"
+import * as ActionStore from "./ports/ActionStore.js"
 import * as AiCallProvider from "./ports/AiCallProvider.js"
 import * as ApiKeyStore from "./ports/ApiKeyStore.js"
 import * as Carrier from "./ports/Carrier.js"
@@ -47,6 +48,7 @@ export const MemoryPortsLayer = Layer.mergeAll(
   IdempotencyStore.layerMemory,
   RateLimitStore.layerMemory,
   Crm.layerMemory,
+  ActionStore.layerMemory,
   EventOutbox.layerMemory,
   UnitOfWork.layerMemory,
   Carrier.layerMemory,

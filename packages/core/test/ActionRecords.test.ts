@@ -6,13 +6,13 @@ import { Schema } from "effect"
 import { ActionRecord } from "../src/contract/Resources.js"
 import { toActionRecord } from "../src/domain/ActionRecords.js"
 import { newId } from "../src/domain/Crypto.js"
-import type { CrmAction } from "../src/ports/Crm.js"
+import type { Action } from "../src/ports/ActionStore.js"
 import { sampleText } from "./harness.js"
 
 const owner = { id: "crm_user_demo", name: "Dana Demo" }
 const record = { module: "Leads", id: "5001", name: "Ada Lovelace" } as const
 
-const text: CrmAction = {
+const text: Action = {
   ...sampleText,
   orgId: "org_records",
   status: "Sent",
@@ -36,8 +36,8 @@ describe("toActionRecord", () => {
       record: null,
       linkedRecords: [],
       sentBy: null
-    } satisfies CrmAction],
-    ["a completed call", { ...text, kind: "ai_call", type: "Call", status: "Completed", botId: "bot_1", audioFileId: "AF1" } satisfies CrmAction]
+    } satisfies Action],
+    ["a completed call", { ...text, kind: "ai_call", type: "Call", status: "Completed", botId: "bot_1", audioFileId: "AF1" } satisfies Action]
   ])("%s: the same JSON as the validating schema", (_name, action) => {
     const made = toActionRecord(action)
     expect(made).toBeInstanceOf(ActionRecord)
@@ -46,7 +46,7 @@ describe("toActionRecord", () => {
 
   it("nested values carry no property beyond their type", () => {
     const extra = { stored: "not part of the contract" }
-    const action: CrmAction = {
+    const action: Action = {
       ...text,
       owner: { ...owner, ...extra },
       record: { ...record, ...extra },

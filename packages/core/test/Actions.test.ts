@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Schema, TestClock } from "effect"
 import {
+  ActionStore,
   ALL_SCOPES,
   Actions,
   ApiKeys,
@@ -44,8 +45,8 @@ const aiCall = (fields: Record<string, unknown> = {}) =>
 
 /** Every CRM action of the organisation, newest first. */
 const crmActions = (orgId: string) =>
-  Effect.flatMap(Crm.Crm, (crm) =>
-    crm.queryActions({
+  Effect.flatMap(ActionStore.ActionStore, (store) =>
+    store.queryActions({
       orgId,
       kinds: ["message", "ai_call"],
       lines: null,
@@ -92,7 +93,7 @@ const connectAccount = (
 const DEMO_ACCOUNT = { id: "crm_user_demo", name: "Dana Demo" }
 
 /** An inbound WhatsApp message from `counterpart` to `line`, received now. */
-const inboundWhatsApp = (orgId: string, line: string, counterpart: string, at: string): Crm.NewAction => ({
+const inboundWhatsApp = (orgId: string, line: string, counterpart: string, at: string): ActionStore.NewAction => ({
   orgId,
   kind: "message",
   type: "WhatsApp",
@@ -510,9 +511,9 @@ describe("WhatsApp 24-hour session", () => {
   it.effect("an inbound WhatsApp from the recipient opens the session for 24 hours, then it closes", () =>
     Effect.gen(function*() {
       const demo = yield* seedDemo
-      const crm = yield* Crm.Crm
+      const store = yield* ActionStore.ActionStore
       const actions = yield* Actions.Actions
-      yield* crm.insertAction(inboundWhatsApp(demo.orgId, WHATSAPP_LINE, RECIPIENT, yield* nowIso))
+      yield* store.insertAction(inboundWhatsApp(demo.orgId, WHATSAPP_LINE, RECIPIENT, yield* nowIso))
       const freeText = message({ fromNumberSid: WHATSAPP, channel: "WhatsApp", body: "Happy to help" })
 
       const open = yield* actions.createMessage(yield* callerFor(demo.keys.test), freeText, "k1")
@@ -531,15 +532,15 @@ describe("WhatsApp 24-hour session", () => {
   it.effect("the session is per recipient and per line", () =>
     Effect.gen(function*() {
       const demo = yield* seedDemo
-      const crm = yield* Crm.Crm
+      const store = yield* ActionStore.ActionStore
       const organisations = yield* Organisations.Organisations
       yield* organisations.upsertNumber({
         orgId: demo.orgId, sid: "PN_wa_2", phoneNumber: "+14155550198", friendlyName: "WhatsApp 2",
         sms: true, voice: false, whatsApp: true, voiceOutboundBotId: null
       })
       const now = yield* nowIso
-      yield* crm.insertAction(inboundWhatsApp(demo.orgId, WHATSAPP_LINE, "+447700900001", now))
-      yield* crm.insertAction(inboundWhatsApp(demo.orgId, "+14155550198", RECIPIENT, now))
+      yield* store.insertAction(inboundWhatsApp(demo.orgId, WHATSAPP_LINE, "+447700900001", now))
+      yield* store.insertAction(inboundWhatsApp(demo.orgId, "+14155550198", RECIPIENT, now))
       const caller = yield* callerFor(demo.keys.test)
       const error = yield* failureOf(
         (yield* Actions.Actions).createMessage(caller, message({ fromNumberSid: WHATSAPP, channel: "WhatsApp" }), "k1")

@@ -3,7 +3,7 @@
 // cursors and conversation ids are opaque, stable and tamper-evident.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/internal.js"
+import { ActionStore, ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/internal.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 const SALES = "PN00000000000000000000000000000001"
@@ -20,7 +20,7 @@ interface Msg {
   readonly body: string
   /** Inbound: unread unless true. Outbound: read unless false. */
   readonly read?: boolean
-  readonly kind?: Crm.ActionKind
+  readonly kind?: ActionStore.ActionKind
   readonly ownerId?: string
 }
 
@@ -33,7 +33,7 @@ const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, st
 
 let clock = Date.parse("2026-03-01T00:00:00Z")
 
-const newAction = (orgId: string, m: Msg): Crm.NewAction => {
+const newAction = (orgId: string, m: Msg): ActionStore.NewAction => {
   clock += 60_000
   const at = new Date(clock).toISOString()
   const kind = m.kind ?? "message"
@@ -72,8 +72,8 @@ const newAction = (orgId: string, m: Msg): Crm.NewAction => {
 
 /** Inserts the messages oldest first; answers their ids in order. */
 const insert = (orgId: string, messages: ReadonlyArray<Msg>) =>
-  Effect.flatMap(Crm.Crm, (crm) =>
-    Effect.forEach(messages, (m) => Effect.map(crm.insertAction(newAction(orgId, m)), (a) => a.id)))
+  Effect.flatMap(ActionStore.ActionStore, (store) =>
+    Effect.forEach(messages, (m) => Effect.map(store.insertAction(newAction(orgId, m)), (a) => a.id)))
 
 const conversationsService = Conversations.Conversations
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { decide, type DispatchDecision } from "../src/domain/DispatchRules.js"
 import { isOpen, parseSendingHours } from "../src/domain/SendingHours.js"
-import type { ActionKind } from "../src/ports/Crm.js"
+import type { ActionKind } from "../src/ports/ActionStore.js"
 import type { Organisation } from "../src/ports/Organisations.js"
 
 const org = (overrides: Partial<Organisation> = {}): Organisation => ({

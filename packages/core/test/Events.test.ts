@@ -9,7 +9,7 @@ import { ActionRecord } from "../src/contract/Resources.js"
 import { CallStatus, MessageStatus } from "../src/contract/Statuses.js"
 import { toActionRecord } from "../src/domain/ActionRecords.js"
 import { emit, eventForStatus } from "../src/domain/Events.js"
-import type { CrmAction } from "../src/ports/Crm.js"
+import type { Action } from "../src/ports/ActionStore.js"
 import { EventOutbox, layerMemory as EventOutboxMemory } from "../src/ports/EventOutbox.js"
 import { sampleText } from "./harness.js"
 
@@ -74,9 +74,9 @@ describe("eventForStatus", () => {
 
 const T0 = Date.parse("2026-03-02T10:00:00Z")
 
-const outboundText: CrmAction = { ...sampleText, orgId: "org_events", dueAt: T0 - 60_000 }
+const outboundText: Action = { ...sampleText, orgId: "org_events", dueAt: T0 - 60_000 }
 
-const completedCall: CrmAction = {
+const completedCall: Action = {
   ...outboundText,
   id: "1002",
   kind: "ai_call",
@@ -96,7 +96,7 @@ const completedCall: CrmAction = {
   ]
 }
 
-const inboundText: CrmAction = {
+const inboundText: Action = {
   ...outboundText,
   id: "1003",
   direction: "Inbound",
@@ -108,7 +108,7 @@ const inboundText: CrmAction = {
   apiKeyId: null
 }
 
-const failedText: CrmAction = {
+const failedText: Action = {
   ...outboundText,
   id: "1004",
   counterpart: "+15005550002",
@@ -119,7 +119,7 @@ const failedText: CrmAction = {
 }
 
 /** The record as it goes over the wire (what GET /messages/{id} would answer). */
-const wire = (action: CrmAction): unknown => JSON.parse(JSON.stringify(Schema.encodeSync(ActionRecord)(toActionRecord(action))))
+const wire = (action: Action): unknown => JSON.parse(JSON.stringify(Schema.encodeSync(ActionRecord)(toActionRecord(action))))
 
 const outboxEvents = Effect.flatMap(EventOutbox, (outbox) => outbox.list("org_events"))
 

@@ -4,10 +4,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Either, Fiber, Ref, Schema, TestClock } from "effect"
 import {
+  ActionStore,
   Actions,
   type CallerInfo,
   type CreateMessageRequest,
-  Crm,
   Idempotency,
   IdempotencyHeaders,
   IdempotencyStore
@@ -38,8 +38,8 @@ const counter = Effect.map(Ref.make(0), (runs) => ({
 }))
 
 /** The CRM actions of the demo organisation. */
-const crmActions = Effect.flatMap(Crm.Crm, (crm) =>
-  crm.queryActions({
+const crmActions = Effect.flatMap(ActionStore.ActionStore, (store) =>
+  store.queryActions({
     orgId: "org_demo",
     kinds: ["message", "ai_call"],
     lines: null,

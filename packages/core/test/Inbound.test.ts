@@ -6,12 +6,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Schema, TestClock } from "effect"
 import {
+  ActionStore,
   ActionRecord,
   ActionRecords,
   Actions,
   CreateMessageRequest,
   Conversations,
-  Crm,
   EventOutbox,
   Inbound
 } from "../src/internal.js"
@@ -39,8 +39,8 @@ const receive = (message: Omit<Inbound.InboundMessage, "orgId"> & { readonly org
 
 /** Every CRM action of the organisation, newest first. */
 const crmActions = (orgId: string) =>
-  Effect.flatMap(Crm.Crm, (crm) =>
-    crm.queryActions({
+  Effect.flatMap(ActionStore.ActionStore, (store) =>
+    store.queryActions({
       orgId,
       kinds: ["message", "ai_call"],
       lines: null,
@@ -86,7 +86,7 @@ describe("Inbound.receive", () => {
         linkedRecords: [{ module: "Leads", id: "5001", name: "Ada Lovelace" }]
       })
       // It is stored in the CRM as answered.
-      const stored = yield* (yield* Crm.Crm).findAction(demo.orgId, created.id)
+      const stored = yield* (yield* ActionStore.ActionStore).findAction(demo.orgId, created.id)
       expect(Option.getOrNull(stored)).toEqual(created)
       expect((yield* crmActions(demo.orgId)).map((a) => a.id)).toEqual([created.id])
     }).pipe(Effect.provide(CoreTestLayer)))

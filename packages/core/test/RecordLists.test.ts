@@ -2,7 +2,7 @@
 // to their list and filters, and the same narrowing as single reads (numbers, bots, the account's view).
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ALL_SCOPES, ApiKeys, Crm, Demo, RecordLists } from "../src/internal.js"
+import { ActionStore, ALL_SCOPES, ApiKeys, Crm, Demo, RecordLists } from "../src/internal.js"
 import { callerFor, CoreTestLayer, sampleText, seedDemo } from "./harness.js"
 
 const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
@@ -13,12 +13,12 @@ const SALES_LINE = "+14155550100"
 const SUPPORT_LINE = "+14155550101"
 
 /** `count` actions, oldest first, one minute apart from 2026-03-01 (their `modified` too). */
-const seed = (orgId: string, count: number, make: (i: number) => Partial<Crm.NewAction>) =>
-  Effect.flatMap(Crm.Crm, (crm) =>
+const seed = (orgId: string, count: number, make: (i: number) => Partial<ActionStore.NewAction>) =>
+  Effect.flatMap(ActionStore.ActionStore, (store) =>
     Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => {
       const at = new Date(Date.parse("2026-03-01T00:00:00Z") + i * 60_000).toISOString()
       const { id: _id, ...base } = sampleText
-      return Effect.map(crm.insertAction({ ...base, orgId, at, modified: at, ...make(i) }), (a) => a.id)
+      return Effect.map(store.insertAction({ ...base, orgId, at, modified: at, ...make(i) }), (a) => a.id)
     }))
 
 const keyFor = (orgId: string, numberSids: ReadonlyArray<string>, botIds: ReadonlyArray<string>) =>

@@ -4,11 +4,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Either, Option, Schema, TestClock } from "effect"
 import {
+  ActionStore,
   Actions,
   type CallerInfo,
   type CreateAiCallRequest,
   CreateMessageRequest,
-  Crm,
   EventOutbox,
   Scheduling
 } from "../src/internal.js"
@@ -25,7 +25,7 @@ const setup = Effect.gen(function*() {
   const live = yield* callerFor(demo.keys.live)
   const test = yield* callerFor(demo.keys.test)
   const actions = yield* Actions.Actions
-  const crm = yield* Crm.Crm
+  const store = yield* ActionStore.ActionStore
   const outbox = yield* EventOutbox.EventOutbox
   const sid = demo.numbers[0]!.sid
   const message = (scheduledFor?: string): CreateMessageRequest => ({
@@ -51,9 +51,9 @@ const setup = Effect.gen(function*() {
       const { ack } = yield* actions.createMessage(caller, message(scheduledFor), nextKey())
       return { id: ack.id, ack, at: Date.parse(scheduledFor) }
     })
-  const statusOf = (kind: Crm.ActionKind, id: string) => Effect.map(actions.get(live, kind, id), (r) => r.status)
+  const statusOf = (kind: ActionStore.ActionKind, id: string) => Effect.map(actions.get(live, kind, id), (r) => r.status)
   const eventTypes = Effect.map(outbox.list("org_demo"), (events) => events.map((e) => e.type))
-  return { demo, live, test, actions, crm, outbox, message, aiCall, nextKey, scheduleMessage, statusOf, eventTypes }
+  return { demo, live, test, actions, store, outbox, message, aiCall, nextKey, scheduleMessage, statusOf, eventTypes }
 })
 
 describe("scheduledFor lead time", () => {
@@ -126,10 +126,10 @@ describe("scheduledFor lead time", () => {
 
   it.effect("without scheduledFor the ack is accepted, due now", () =>
     Effect.gen(function*() {
-      const { actions, live, message, nextKey, crm } = yield* setup
+      const { actions, live, message, nextKey, store } = yield* setup
       const { ack } = yield* actions.createMessage(live, message(), nextKey())
       expect(ack.status).toBe("accepted")
-      const stored = Option.getOrThrow(yield* crm.findAction("org_demo", ack.id))
+      const stored = Option.getOrThrow(yield* store.findAction("org_demo", ack.id))
       expect(stored.scheduledFor).toBeNull()
       expect(stored.dueAt).toBe(MONDAY_10_UTC)
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -216,16 +216,16 @@ describe("cancellation", () => {
 
   it.effect("an action whose status moved on (dispatch-like) is ActionNotCancellable even far ahead", () =>
     Effect.gen(function*() {
-      const { actions, live, test, crm, scheduleMessage, eventTypes } = yield* setup
+      const { actions, live, test, store, scheduleMessage, eventTypes } = yield* setup
       const { id } = yield* scheduleMessage(2 * 60 * MINUTE)
-      const { id: _id, ...queued } = Option.getOrThrow(yield* crm.findAction("org_demo", id))
-      const sending = yield* crm.insertAction({ ...queued, status: "Sending" })
+      const { id: _id, ...queued } = Option.getOrThrow(yield* store.findAction("org_demo", id))
+      const sending = yield* store.insertAction({ ...queued, status: "Sending" })
       for (const caller of [live, test]) {
         const error = yield* Effect.flip(actions.cancel(caller, "message", sending.id))
         expect(error._tag).toBe("ActionNotCancellable")
         expect(error.message).toContain("Sending")
       }
-      expect(Option.getOrThrow(yield* crm.findAction("org_demo", sending.id)).status).toBe("Sending")
+      expect(Option.getOrThrow(yield* store.findAction("org_demo", sending.id)).status).toBe("Sending")
       expect(yield* eventTypes).toEqual(["message.queued"])
     }).pipe(Effect.provide(CoreTestLayer)))
 
@@ -254,13 +254,13 @@ describe("cancellation", () => {
 
   it.effect("test keys: a cancellable action answers test: true and stays Queued, with no event", () =>
     Effect.gen(function*() {
-      const { actions, test, crm, scheduleMessage, eventTypes } = yield* setup
+      const { actions, test, store, scheduleMessage, eventTypes } = yield* setup
       const { id, at } = yield* scheduleMessage(10 * MINUTE)
-      const before = Option.getOrThrow(yield* crm.findAction("org_demo", id))
+      const before = Option.getOrThrow(yield* store.findAction("org_demo", id))
       yield* TestClock.setTime(at - 31 * SECOND)
       const ack = yield* actions.cancel(test, "message", id)
       expect(ack).toMatchObject({ id, status: "cancelled", test: true })
-      const after = Option.getOrThrow(yield* crm.findAction("org_demo", id))
+      const after = Option.getOrThrow(yield* store.findAction("org_demo", id))
       expect(after).toEqual(before)
       expect(after.status).toBe("Queued")
       expect(yield* eventTypes).toEqual(["message.queued"])

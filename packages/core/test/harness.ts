@@ -9,7 +9,7 @@ import * as Authenticator from "../src/domain/Authenticator.js"
 import * as Cursors from "../src/domain/Cursors.js"
 import { RateLimitConfig } from "../src/domain/RateLimiter.js"
 import { DomainLayer, MemoryPortsLayer } from "../src/layers.js"
-import type { CrmAction } from "../src/ports/Crm.js"
+import type { Action } from "../src/ports/ActionStore.js"
 
 export const CoreTestLayer = DomainLayer.pipe(
   Layer.provideMerge(MemoryPortsLayer),
@@ -31,7 +31,7 @@ export const callerFor = (token: string) =>
   Effect.map(Effect.flatMap(Authenticator.Authenticator, (a) => a.authenticate(token)), (r) => r.caller)
 
 /** A delivered outbound text as the CRM port holds it, for tests that build records and events from one. */
-export const sampleText: CrmAction = {
+export const sampleText: Action = {
   id: "1001",
   orgId: "org_sample",
   kind: "message",

@@ -7,6 +7,7 @@ import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import { DatabaseLive } from "./store/Database.js"
 import * as SecretBox from "./store/SecretBox.js"
+import * as SqlActionStore from "./store/SqlActionStore.js"
 import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
 import * as SqlCrm from "./store/SqlCrm.js"
 import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
@@ -39,6 +40,7 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlApiKeyStore.layer,
   SqlIdempotencyStore.layer,
   SqlCrm.layer,
+  SqlActionStore.layer,
   RateLimitStoreLive,
   EventOutboxLayer,
   UnitOfWorkLayer,

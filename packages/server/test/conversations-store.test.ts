@@ -3,17 +3,17 @@
  * or Postgres with PARLEY_TEST_STORE=postgres): every page shape (whole
  * organisation, keys restricted to one or several numbers, accounts that see
  * only their own actions, one conversation) returns, page after page, exactly
- * the actions `Crm.matchesQuery` selects, newest first; conversation entries
+ * the actions `ActionStore.matchesQuery` selects, newest first; conversation entries
  * are the same actions' fields; and the fast row reader gives what the row
  * schema gives, and gives up where the schema would fail.
  */
-import { Crm } from "@parley/core/domain"
+import { ActionStore } from "@parley/core/domain"
 import { ConfigProvider, Effect, Either, Layer, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readActionValues } from "../src/store/ActionRowReader.js"
 import { DatabaseLive } from "../src/store/Database.js"
 import { ServerConfig } from "../src/config/ServerConfig.js"
-import * as SqlCrm from "../src/store/SqlCrm.js"
+import * as SqlActionStore from "../src/store/SqlActionStore.js"
 import { createTestDatabase, type TestDatabase } from "./support/store.js"
 
 const ORG = "org_store"
@@ -22,7 +22,7 @@ const COUNTERPARTS = ["+15035550101", "+15035550102", "+15035550103", "+15035550
 const OWNERS = [{ id: "crm_user_a", name: "A" }, { id: "crm_user_b", name: "B" }, null] as const
 const TOTAL = 90
 
-const action = (i: number): Crm.NewAction => {
+const action = (i: number): ActionStore.NewAction => {
   const at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString()
   const inbound = i % 5 === 4
   return {
@@ -60,27 +60,27 @@ const action = (i: number): Crm.NewAction => {
 
 describe("conversation pages in the store", () => {
   let db: TestDatabase
-  let runtime: ManagedRuntime.ManagedRuntime<Crm.Crm, unknown>
-  const stored: Array<Crm.CrmAction> = []
-  const run = <A, E>(effect: Effect.Effect<A, E, Crm.Crm>) => runtime.runPromise(effect)
+  let runtime: ManagedRuntime.ManagedRuntime<ActionStore.ActionStore, unknown>
+  const stored: Array<ActionStore.Action> = []
+  const run = <A, E>(effect: Effect.Effect<A, E, ActionStore.ActionStore>) => runtime.runPromise(effect)
 
   beforeAll(async () => {
     db = await createTestDatabase()
     const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
-    const store = SqlCrm.layer.pipe(
+    const store = SqlActionStore.layer.pipe(
       Layer.provide(DatabaseLive),
       Layer.provide(ServerConfig.layer),
       Layer.provide(Layer.setConfigProvider(config))
     )
     runtime = ManagedRuntime.make(store)
-    for (let i = 0; i < TOTAL; i++) stored.push(await run(Effect.flatMap(Crm.Crm, (crm) => crm.insertAction(action(i)))))
+    for (let i = 0; i < TOTAL; i++) stored.push(await run(Effect.flatMap(ActionStore.ActionStore, (store) => store.insertAction(action(i)))))
   }, 60_000)
   afterAll(async () => {
     await runtime?.dispose()
     await db?.drop()
   })
 
-  const base: Crm.ActionQuery = {
+  const base: ActionStore.ActionQuery = {
     orgId: ORG,
     kinds: ["message"],
     lines: null,
@@ -89,7 +89,7 @@ describe("conversation pages in the store", () => {
     beforeId: null,
     limit: 7
   }
-  const queries: Record<string, Crm.ActionQuery> = {
+  const queries: Record<string, ActionStore.ActionQuery> = {
     "the whole organisation": base,
     "a key restricted to one number": { ...base, lines: [LINES[2]] },
     "a key restricted to two numbers": { ...base, lines: [LINES[0], LINES[2]] },
@@ -109,13 +109,13 @@ describe("conversation pages in the store", () => {
 
   for (const [name, query] of Object.entries(queries)) {
     it(`pages ${name} by keyset, newest first, exactly as matchesQuery selects`, async () => {
-      const expected = stored.filter((a) => Crm.matchesQuery(a, query)).map((a) => a.id).reverse()
+      const expected = stored.filter((a) => ActionStore.matchesQuery(a, query)).map((a) => a.id).reverse()
       const seen: Array<string> = []
       let beforeId: string | null = null
       for (let pages = 0; pages < 30; pages++) {
-        const q: Crm.ActionQuery = { ...query, beforeId }
+        const q: ActionStore.ActionQuery = { ...query, beforeId }
         const [actions, entries] = await run(
-          Effect.flatMap(Crm.Crm, (crm) => Effect.all([crm.queryActions(q), crm.queryConversationEntries(q)]))
+          Effect.flatMap(ActionStore.ActionStore, (store) => Effect.all([store.queryActions(q), store.queryConversationEntries(q)]))
         )
         // Entries are the same actions, field for field.
         expect(entries).toEqual(actions.map((a) => ({
@@ -152,16 +152,16 @@ describe("conversation pages in the store", () => {
       JSON.stringify([{ module: "Leads", id: "lead_x", name: null, extra: true }]),
       Number(target.id)
     ])
-    const found = await run(Effect.flatMap(Crm.Crm, (crm) => crm.findAction(ORG, target.id)))
+    const found = await run(Effect.flatMap(ActionStore.ActionStore, (store) => store.findAction(ORG, target.id)))
     expect(found._tag === "Some" ? found.value.linkedRecords : null).toEqual([{ module: "Leads", id: "lead_x", name: null }])
     // A malformed value is the schema's error (a StorageError), never a value.
     await db.query(`UPDATE actions SET wa_content_variables = ? WHERE id = ?`, [`{"1": 5}`, Number(target.id)])
-    const failed = await run(Effect.either(Effect.flatMap(Crm.Crm, (crm) => crm.queryActions({ ...base, limit: 1 }))))
+    const failed = await run(Effect.either(Effect.flatMap(ActionStore.ActionStore, (store) => store.queryActions({ ...base, limit: 1 }))))
     expect(Either.isLeft(failed) ? failed.left._tag : "Right").toBe("StorageError")
   })
 
   it("the fast reader returns what the row schema decodes, or gives up", () => {
-    const columns = Object.keys(SqlCrm.ActionRow.fields) as ReadonlyArray<keyof typeof SqlCrm.ActionRow.Type>
+    const columns = Object.keys(SqlActionStore.ActionRow.fields) as ReadonlyArray<keyof typeof SqlActionStore.ActionRow.Type>
     const row: Record<string, unknown> = {
       id: 12, org_id: ORG, kind: "message", type: "SMS", direction: "Outbound", status: "Delivered",
       line: LINES[0], counterpart: COUNTERPARTS[0], from_number_sid: "PN1", body: "Hi", bot_id: null, mode: null,
@@ -172,7 +172,7 @@ describe("conversation pages in the store", () => {
       error_message: null, sent_by: "API key key_1", modified: "2026-01-01T00:00:00.000Z", api_key_id: "key_1"
     }
     const values = columns.map((c) => row[c])
-    const decoded = Schema.decodeUnknownSync(SqlCrm.ActionRow)(row)
+    const decoded = Schema.decodeUnknownSync(SqlActionStore.ActionRow)(row)
     expect(readActionValues(columns, [values])).toEqual([decoded])
     for (const [column, bad] of [["status", "Lost"], ["due_at", "12x"], ["linked_records", "{"], ["body", null]] as const) {
       const broken = columns.map((c) => (c === column ? bad : row[c]))

@@ -1,7 +1,7 @@
 /** How a stored CRM action reads on the wire: the contract's ActionRecord. */
 import { ActionRecord } from "../contract/Resources.js"
 import type { CrmModule } from "../contract/Primitives.js"
-import type { CrmAction } from "../ports/Crm.js"
+import type { Action } from "../ports/ActionStore.js"
 
 /**
  * Whether an account that may read `readable` modules may see a record of `module` (the CRM would not show
@@ -12,13 +12,13 @@ export const mayRead = (readable: ReadonlyArray<CrmModule> | undefined, module: 
 
 /**
  * Built without re-validating: every ActionRecord field is a plain string, a literal or a struct of
- * those (no refinement), and a CrmAction already carries exactly those types, decoded where it was
+ * those (no refinement), and a Action already carries exactly those types, decoded where it was
  * read from storage or request input. Validation here only repeated what the types prove, and it
  * was the largest cost of an event (~35 µs of ~50; the dispatcher writes thousands a second). The
  * nested values are copied field by field, as a validating make would, so that a value with more
  * properties than its type (a stored linked record, say) writes no extra key into a payload.
  */
-export const toActionRecord = (action: CrmAction, readable?: ReadonlyArray<CrmModule>): ActionRecord => {
+export const toActionRecord = (action: Action, readable?: ReadonlyArray<CrmModule>): ActionRecord => {
   const outbound = action.direction === "Outbound"
   // A record in a module the account may not read is not linked as far as this reader can tell.
   const record = action.record === null || !mayRead(readable, action.record.module) ? null : action.record

@@ -22,15 +22,8 @@ import {
 } from "../contract/Errors.js"
 import type { CreateAiCallRequest, CreateMessageRequest, RecordLink } from "../contract/Requests.js"
 import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Resources.js"
-import {
-  type ActionKind,
-  Crm,
-  type CrmAction,
-  type CrmError,
-  type CrmRecord,
-  isCancellable,
-  type NewAction
-} from "../ports/Crm.js"
+import { Crm, type CrmError, type CrmRecord } from "../ports/Crm.js"
+import { ActionStore, type ActionKind, type Action, isCancellable, type NewAction } from "../ports/ActionStore.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
@@ -94,10 +87,11 @@ export class Actions extends Context.Tag("@parley/core/Actions")<Actions, Action
 
 const KIND_NAME: Record<ActionKind, string> = { message: "message", ai_call: "AI call" }
 
-export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | EventOutbox | UnitOfWork> = Layer.effect(
+export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | Idempotency | EventOutbox | UnitOfWork> = Layer.effect(
   Actions,
   Effect.gen(function*() {
     const crm = yield* Crm
+    const store = yield* ActionStore
     const directory = yield* Directory
     const idempotency = yield* Idempotency
     const outbox = yield* Effect.context<EventOutbox>()
@@ -150,7 +144,7 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
       Effect.gen(function*() {
         const status = action.scheduledFor === null ? "accepted" as const : "scheduled" as const
         if (caller.mode === "test") return CreationAck.make({ id: newId("test"), status, test: true })
-        const stored = yield* crm.insertAction(action)
+        const stored = yield* store.insertAction(action)
         yield* Effect.provide(emit(action.kind === "message" ? "message.queued" : "ai_call.queued", stored), outbox)
         return CreationAck.make({ id: stored.id, status, test: false })
       })
@@ -183,7 +177,7 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
     const visibleAction = (caller: CallerInfo, kind: ActionKind, id: string) =>
       Effect.gen(function*() {
         const seen = yield* visibility(caller, directory)
-        const found = yield* crm.findAction(caller.orgId, id)
+        const found = yield* store.findAction(caller.orgId, id)
         if (Option.isNone(found) || found.value.kind !== kind || !isVisible(found.value, seen)) {
           return yield* new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })
         }
@@ -218,7 +212,7 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
               body = yield* renderTemplate(template.value.body, record)
             }
             if (request.channel === "WhatsApp" && request.whatsAppContentSid === undefined) {
-              const last = yield* crm.lastInboundWhatsApp(caller.orgId, number.phoneNumber, request.to)
+              const last = yield* store.lastInboundWhatsApp(caller.orgId, number.phoneNumber, request.to)
               if (!isSessionOpen(Option.getOrNull(last), yield* Clock.currentTimeMillis)) {
                 return yield* new InvalidRequest({
                   message: "whatsAppContentSid: required because the 24-hour WhatsApp session with " +
@@ -309,7 +303,7 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
           const action = yield* visibleAction(caller, kind, id)
           const now = yield* Clock.currentTimeMillis
           const horizon = cancellationHorizon(now)
-          const refuse = (current: CrmAction) =>
+          const refuse = (current: Action) =>
             new ActionNotCancellable({
               message: `${KIND_NAME[kind]} ${id} is ${current.status}` +
                 (current.status !== "Queued" ? "" : current.scheduledFor === null ? " and was not scheduled" : " and due within 30 seconds") +
@@ -321,7 +315,7 @@ export const layer: Layer.Layer<Actions, never, Crm | Directory | Idempotency | 
             return CancellationAck.make({ id, status: "cancelled", test: true })
           }
           return yield* unitOfWork.atomically(Effect.gen(function*() {
-            const outcome = yield* crm.cancelAction(caller.orgId, kind, id, horizon, new Date(now).toISOString())
+            const outcome = yield* store.cancelAction(caller.orgId, kind, id, horizon, new Date(now).toISOString())
             switch (outcome._tag) {
               case "NotFound":
                 return yield* new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })

@@ -9,7 +9,8 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type CrmPermissionDenied, InvalidRequest, NotFound } from "../contract/Errors.js"
 import type { CrmModule } from "../contract/Primitives.js"
 import { type ActionRecord, ConversationSummary, type LinkedRecord } from "../contract/Resources.js"
-import { type ConversationEntry, Crm, type CrmError } from "../ports/Crm.js"
+import { Crm, type CrmError } from "../ports/Crm.js"
+import { ActionStore, type ConversationEntry } from "../ports/ActionStore.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { mayRead, toActionRecord } from "./ActionRecords.js"
 import type { CallerInfo } from "./Caller.js"
@@ -80,10 +81,10 @@ const summarise = (
   }, { disableValidation: true })
 }
 
-export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Directory> = Layer.effect(
+export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | CursorSigner | Directory> = Layer.effect(
   Conversations,
   Effect.gen(function*() {
-    const crm = yield* Crm
+    const store = yield* ActionStore
     const signer = yield* CursorSigner
     const directory = yield* Directory
 
@@ -117,7 +118,7 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
           if (Option.isNone(decoded)) return yield* badCursor()
           beforeId = decoded.value.b
         }
-        const rows = yield* crm.queryConversationEntries({
+        const rows = yield* store.queryConversationEntries({
           orgId: caller.orgId,
           kinds: ["message"],
           lines,
@@ -164,7 +165,7 @@ export const layer: Layer.Layer<Conversations, never, Crm | CursorSigner | Direc
           }
           beforeId = decoded.value.b
         }
-        const rows = yield* crm.queryActions({
+        const rows = yield* store.queryActions({
           orgId: caller.orgId,
           kinds: ["message"],
           lines,

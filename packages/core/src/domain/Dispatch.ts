@@ -17,7 +17,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AiCallProvider } from "../ports/AiCallProvider.js"
 import { Carrier } from "../ports/Carrier.js"
-import { Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
+import { type Action, ActionStore } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { ALLOWANCE_FAILURE, decide } from "./DispatchRules.js"
@@ -28,22 +28,22 @@ export const RUN_SIZE = 100
 
 export interface DispatchService {
   /** Works the live actions due now, once each; answers how many it worked. */
-  readonly runDue: Effect.Effect<number, CrmError | StorageError>
+  readonly runDue: Effect.Effect<number, StorageError>
 }
 
 export class Dispatch extends Context.Tag("@parley/core/Dispatch")<Dispatch, DispatchService>() {}
 
-export const layer: Layer.Layer<Dispatch, never, Crm | Organisations | Carrier | AiCallProvider | ProviderReports> =
+export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | Carrier | AiCallProvider | ProviderReports> =
   Layer.effect(
     Dispatch,
     Effect.gen(function*() {
-      const crm = yield* Crm
+      const store = yield* ActionStore
       const organisations = yield* Organisations
       const carrier = yield* Carrier
       const calls = yield* AiCallProvider
       const reports = yield* ProviderReports
 
-      const fail = (action: CrmAction, reason: string) =>
+      const fail = (action: Action, reason: string) =>
         reports.report({
           orgId: action.orgId,
           actionId: action.id,
@@ -54,7 +54,7 @@ export const layer: Layer.Layer<Dispatch, never, Crm | Organisations | Carrier |
         })
 
       /** Hands the action to its provider and applies the answer as the provider's first report. */
-      const submit = (action: CrmAction) =>
+      const submit = (action: Action) =>
         action.kind === "message"
           ? carrier.send({
             actionId: action.id,
@@ -102,7 +102,7 @@ export const layer: Layer.Layer<Dispatch, never, Crm | Organisations | Carrier |
             Effect.catchTag("AiCallError", (error) => fail(action, error.message))
           )
 
-      const work = (action: CrmAction, now: number) =>
+      const work = (action: Action, now: number) =>
         Effect.gen(function*() {
           const organisation = yield* organisations.get(action.orgId)
           if (organisation._tag === "None") return yield* fail(action, "The organisation no longer exists.")
@@ -118,7 +118,7 @@ export const layer: Layer.Layer<Dispatch, never, Crm | Organisations | Carrier |
       return Dispatch.of({
         runDue: Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const due = yield* crm.dueActions(now, RUN_SIZE)
+          const due = yield* store.dueActions(now, RUN_SIZE)
           for (const action of due) yield* work(action, now)
           return due.length
         }).pipe(Effect.withSpan("Dispatch.runDue"))

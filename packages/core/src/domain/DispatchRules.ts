@@ -11,7 +11,7 @@
  * this decision says Send.
  */
 import { Either } from "effect"
-import type { ActionKind } from "../ports/Crm.js"
+import type { ActionKind } from "../ports/ActionStore.js"
 import type { Organisation } from "../ports/Organisations.js"
 import { nextOpening, parseSendingHours } from "./SendingHours.js"
 

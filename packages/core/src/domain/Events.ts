@@ -5,7 +5,7 @@
  */
 import { Clock, Effect } from "effect"
 import type { EventPayload, EventType } from "../contract/Events.js"
-import type { CrmAction } from "../ports/Crm.js"
+import type { Action } from "../ports/ActionStore.js"
 import { EventOutbox } from "../ports/EventOutbox.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
@@ -23,7 +23,7 @@ export { EventPayload, EventType } from "../contract/Events.js"
 const encodePayload = (payload: EventPayload): string => JSON.stringify(payload)
 
 /** Appends the event to the outbox; call it inside the unit of work of the change it reports. */
-export const emit = (type: EventType, action: CrmAction): Effect.Effect<void, StorageError, EventOutbox> =>
+export const emit = (type: EventType, action: Action): Effect.Effect<void, StorageError, EventOutbox> =>
   Effect.gen(function*() {
     const outbox = yield* EventOutbox
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
@@ -41,7 +41,7 @@ export const emit = (type: EventType, action: CrmAction): Effect.Effect<void, St
  * the changes it reports (the dispatcher applies hundreds of status changes in one transaction).
  */
 export const emitAll = (
-  changes: ReadonlyArray<{ readonly type: EventType; readonly action: CrmAction }>
+  changes: ReadonlyArray<{ readonly type: EventType; readonly action: Action }>
 ): Effect.Effect<void, StorageError, EventOutbox> =>
   Effect.gen(function*() {
     if (changes.length === 0) return

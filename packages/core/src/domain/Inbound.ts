@@ -11,7 +11,8 @@
  */
 import { Clock, Context, Data, Effect, Layer, Option } from "effect"
 import type { Channel } from "../contract/Primitives.js"
-import { Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
+import { Crm, type CrmError } from "../ports/Crm.js"
+import { ActionStore, type Action } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
@@ -35,16 +36,17 @@ export interface InboundMessage {
 }
 
 export interface InboundService {
-  readonly receive: (message: InboundMessage) => Effect.Effect<CrmAction, InboundRejected | CrmError | StorageError>
+  readonly receive: (message: InboundMessage) => Effect.Effect<Action, InboundRejected | CrmError | StorageError>
 }
 
 export class Inbound extends Context.Tag("@parley/core/Inbound")<Inbound, InboundService>() {}
 
-export const layer: Layer.Layer<Inbound, never, Organisations | Crm | UnitOfWork | EventOutbox> = Layer.effect(
+export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Crm | UnitOfWork | EventOutbox> = Layer.effect(
   Inbound,
   Effect.gen(function*() {
     const organisations = yield* Organisations
     const crm = yield* Crm
+    const store = yield* ActionStore
     const unitOfWork = yield* UnitOfWork
     const outbox = yield* Effect.context<EventOutbox>()
     return Inbound.of({
@@ -66,7 +68,7 @@ export const layer: Layer.Layer<Inbound, never, Organisations | Crm | UnitOfWork
         const now = new Date(nowMs).toISOString()
         const link = record === undefined ? null : { module: record.module, id: record.id, name: record.name }
         return yield* unitOfWork.atomically(Effect.gen(function*() {
-          const created = yield* crm.insertAction({
+          const created = yield* store.insertAction({
             orgId: message.orgId,
             kind: "message",
             type: message.channel,
@@ -97,14 +99,14 @@ export const layer: Layer.Layer<Inbound, never, Organisations | Crm | UnitOfWork
             apiKeyId: null
           })
           if (message.sid !== undefined) {
-            const first = yield* crm.claimInboundSid(message.orgId, message.sid, created.id)
+            const first = yield* store.claimInboundSid(message.orgId, message.sid, created.id)
             if (Option.isSome(first)) return yield* new AlreadyReceived({ actionId: first.value })
           }
           yield* Effect.provide(emit("message.received", created), outbox)
           return created
         })).pipe(
           Effect.catchTag("AlreadyReceived", ({ actionId }) =>
-            Effect.flatMap(crm.findAction(message.orgId, actionId), (found) =>
+            Effect.flatMap(store.findAction(message.orgId, actionId), (found) =>
               Option.match(found, {
                 onSome: Effect.succeed,
                 // The first delivery's action is gone (retention): nothing to store again.

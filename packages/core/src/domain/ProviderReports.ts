@@ -14,7 +14,7 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { CallStatus, MessageStatus, RecordStatus } from "../contract/Statuses.js"
-import { type ActionKind, Crm, type CrmAction, type CrmError } from "../ports/Crm.js"
+import { ActionStore, type ActionKind, type Action } from "../ports/ActionStore.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
@@ -133,13 +133,13 @@ export interface ProviderReport {
 }
 
 export type ReportOutcome =
-  | { readonly _tag: "Applied"; readonly action: CrmAction }
+  | { readonly _tag: "Applied"; readonly action: Action }
   /** A duplicate, a late report of an earlier step, or one about an action already final. */
   | { readonly _tag: "Ignored"; readonly current: RecordStatus }
   | { readonly _tag: "NotFound" }
 
 export interface ProviderReportsService {
-  readonly report: (report: ProviderReport) => Effect.Effect<ReportOutcome, CrmError | StorageError>
+  readonly report: (report: ProviderReport) => Effect.Effect<ReportOutcome, StorageError>
 }
 
 export class ProviderReports extends Context.Tag("@parley/core/ProviderReports")<
@@ -147,15 +147,15 @@ export class ProviderReports extends Context.Tag("@parley/core/ProviderReports")
   ProviderReportsService
 >() {}
 
-export const layer: Layer.Layer<ProviderReports, never, Crm | UnitOfWork | EventOutbox> = Layer.effect(
+export const layer: Layer.Layer<ProviderReports, never, ActionStore | UnitOfWork | EventOutbox> = Layer.effect(
   ProviderReports,
   Effect.gen(function*() {
-    const crm = yield* Crm
+    const store = yield* ActionStore
     const unitOfWork = yield* UnitOfWork
     const outbox = yield* Effect.context<EventOutbox>()
     return ProviderReports.of({
       report: Effect.fn("ProviderReports.report")(function*(report) {
-        const found = yield* crm.findAction(report.orgId, report.actionId)
+        const found = yield* store.findAction(report.orgId, report.actionId)
         if (Option.isNone(found) || found.value.kind !== report.kind) return { _tag: "NotFound" as const }
         const current = found.value
         if (!movesForward(report.kind, current.status, report.status)) {
@@ -164,7 +164,7 @@ export const layer: Layer.Layer<ProviderReports, never, Crm | UnitOfWork | Event
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         return yield* unitOfWork.atomically(Effect.gen(function*() {
           // Conditional on the status read: of two reports racing, one applies and the other is re-judged.
-          const applied = yield* crm.applyProviderReport(report.orgId, report.actionId, current.status, {
+          const applied = yield* store.applyProviderReport(report.orgId, report.actionId, current.status, {
             status: report.status,
             providerStatus: report.providerStatus,
             sid: report.sid,

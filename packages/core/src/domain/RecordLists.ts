@@ -12,7 +12,8 @@ import { type CrmPermissionDenied, InvalidRequest, ResourceDenied } from "../con
 import { E164 } from "../contract/Primitives.js"
 import type { ActionRecord } from "../contract/Resources.js"
 import type { RecordStatus } from "../contract/Statuses.js"
-import { type ActionKind, Crm, type CrmError } from "../ports/Crm.js"
+import { Crm, type CrmError } from "../ports/Crm.js"
+import { ActionStore, type ActionKind } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
@@ -46,10 +47,10 @@ const ListCursor = Schema.Struct({ k: Schema.Literal("message", "ai_call"), f: S
 
 const isE164 = Schema.is(E164)
 
-export const layer: Layer.Layer<RecordLists, never, Crm | CursorSigner | Directory | Organisations> = Layer.effect(
+export const layer: Layer.Layer<RecordLists, never, ActionStore | Crm | CursorSigner | Directory | Organisations> = Layer.effect(
   RecordLists,
   Effect.gen(function*() {
-    const crm = yield* Crm
+    const store = yield* ActionStore
     const signer = yield* CursorSigner
     const directory = yield* Directory
     const organisations = yield* Organisations
@@ -100,7 +101,7 @@ export const layer: Layer.Layer<RecordLists, never, Crm | CursorSigner | Directo
           }
           beforeId = decoded.value.b
         }
-        const rows = yield* crm.queryActions({
+        const rows = yield* store.queryActions({
           orgId: caller.orgId,
           kinds: [kind],
           lines,

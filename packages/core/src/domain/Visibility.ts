@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { CrmPermissionDenied } from "../contract/Errors.js"
-import type { CrmAction } from "../ports/Crm.js"
+import type { Action } from "../ports/ActionStore.js"
 import type { StorageError } from "../ports/StorageError.js"
 import type { CallerInfo } from "./Caller.js"
 import type { DirectoryService } from "./Directory.js"
@@ -39,7 +39,7 @@ export const visibility = (
     return { lines, ownerId, bots }
   })
 
-export const isVisible = (action: CrmAction, seen: Visibility): boolean =>
+export const isVisible = (action: Action, seen: Visibility): boolean =>
   (seen.lines === null || seen.lines.includes(action.line)) &&
   (seen.ownerId === null || action.owner?.id === seen.ownerId) &&
   (seen.bots === null || action.kind !== "ai_call" || (action.botId !== null && seen.bots.includes(action.botId)))

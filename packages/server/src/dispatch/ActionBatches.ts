@@ -10,7 +10,7 @@ import { DispatchRules, type EventOutbox, Events, type StorageError } from "@par
 import { Effect, type ParseResult, Schema } from "effect"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"
-import { toAction } from "../store/SqlCrm.js"
+import { toAction } from "../store/SqlActionStore.js"
 import { type ClaimedRow, fail, type Transition } from "./ClaimedAction.js"
 
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(DbInt, Schema.String) })))

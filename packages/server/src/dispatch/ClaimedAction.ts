@@ -19,7 +19,7 @@ import {
   valuesToObjects
 } from "../store/ActionRowReader.js"
 import { DbInt, NullableString } from "../store/rows.js"
-import { ActionRow } from "../store/SqlCrm.js"
+import { ActionRow } from "../store/SqlActionStore.js"
 
 export const ClaimedRow = Schema.Struct({
   ...ActionRow.fields,

@@ -7,7 +7,7 @@
  * again (it only counts the attempt), so each action is sent at most once.
  */
 import { SqlClient } from "@effect/sql"
-import { type Crm, RecordStatus, Simulation, type StorageError } from "@parley/core/internal"
+import { type ActionStore, RecordStatus, Simulation, type StorageError } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { NullableString, storage } from "../store/rows.js"
 
@@ -21,7 +21,7 @@ export interface ProviderReceipt {
 export interface SendRequest {
   /** The provider's idempotency key. */
   readonly actionId: string
-  readonly kind: Crm.ActionKind
+  readonly kind: ActionStore.ActionKind
   readonly to: string
 }
 

@@ -13,7 +13,7 @@
  * action's columns and two of its own) with the same column readers.
  */
 import { CallMode, CallStatus, CrmModule, Direction, MessageStatus, RecordType } from "@parley/core"
-import type { ActionRow } from "./SqlCrm.js"
+import type { ActionRow } from "./SqlActionStore.js"
 
 type Row = typeof ActionRow.Type
 export type ActionColumn = keyof Row

@@ -1,0 +1,261 @@
+/**
+ * Port: Parley's action store — its queue and its records of texts and AI
+ * calls (numeric string ids), as the contract reads them back. It is not the
+ * CRM (see Crm: the connected account, templates, records): the server keeps
+ * both in its own database, but a connector to a hosted CRM would replace the
+ * CRM alone. The dispatcher claims from this store, providers' reports update
+ * it, and the API reads it.
+ */
+import { Context, Effect, Layer, Option, Ref } from "effect"
+import type { CallMode, CrmModule } from "../contract/Primitives.js"
+import type { LinkedRecord, Owner } from "../contract/Resources.js"
+import type { Direction, RecordStatus, RecordType } from "../contract/Statuses.js"
+import type { StorageError } from "./StorageError.js"
+
+export type ActionKind = "message" | "ai_call"
+
+/** An action as the CRM stores it; `toActionRecord` turns it into the contract's record. */
+export interface Action {
+  readonly id: string
+  readonly orgId: string
+  readonly kind: ActionKind
+  readonly type: RecordType
+  readonly direction: Direction
+  readonly status: RecordStatus
+  /** The organisation's line (sender for outbound, recipient for inbound). */
+  readonly line: string
+  /** The other party's number. */
+  readonly counterpart: string
+  readonly fromNumberSid: string | null
+  readonly body: string
+  readonly botId: string | null
+  readonly mode: CallMode | null
+  readonly purposeMessage: string | null
+  readonly templateId: string | null
+  readonly whatsAppContentSid: string | null
+  readonly whatsAppContentVariables: Readonly<Record<string, string>> | null
+  readonly read: string | null
+  readonly at: string
+  readonly scheduledFor: string | null
+  /** Epoch ms at which the dispatcher may send it (scheduledFor or creation time). */
+  readonly dueAt: number
+  readonly owner: Owner | null
+  readonly record: { readonly module: CrmModule; readonly id: string; readonly name: string } | null
+  readonly linkedRecords: ReadonlyArray<LinkedRecord>
+  readonly sid: string | null
+  readonly audioFileId: string | null
+  readonly errorMessage: string | null
+  readonly sentBy: string | null
+  readonly modified: string
+  readonly apiKeyId: string | null
+}
+
+export type NewAction = Omit<Action, "id">
+
+/**
+ * The fields of an action that a conversation list (GET /conversations) reads. A page reads 51 actions, and
+ * reading only these lets a store fetch half the columns (with SQLite, fetching a row's values costs about as
+ * much as everything else a page does).
+ */
+export type ConversationEntry = Pick<
+  Action,
+  | "id"
+  | "type"
+  | "direction"
+  | "status"
+  | "line"
+  | "counterpart"
+  | "body"
+  | "read"
+  | "at"
+  | "owner"
+  | "record"
+  | "linkedRecords"
+  | "sentBy"
+>
+
+export interface ActionQuery {
+  readonly orgId: string
+  readonly kinds: ReadonlyArray<ActionKind>
+  /** Only actions on these lines (the key's number restriction); null for every line. */
+  readonly lines: ReadonlyArray<string> | null
+  /** Only actions owned by this account ("own" visibility); null for all. */
+  readonly ownerId: string | null
+  /** Only one conversation. */
+  readonly conversation: { readonly line: string; readonly counterpart: string } | null
+  /** Keyset pagination: only actions with a smaller id (newest first). */
+  readonly beforeId: string | null
+  readonly limit: number
+  /** Only AI calls of these bots (the key's bot restriction; texts pass); absent or null for every bot. */
+  readonly botIds?: ReadonlyArray<string> | null
+  /** Only actions in these statuses (GET /messages, /ai-calls); absent for all. */
+  readonly statuses?: ReadonlyArray<RecordStatus>
+  /** Only actions whose `modified` is at or after this UTC ISO timestamp; absent for all. */
+  readonly modifiedSince?: string
+}
+
+/** A provider's report applied to an action (see ProviderReports); a field left undefined keeps its value. */
+export interface ProviderChange {
+  readonly status: RecordStatus
+  readonly providerStatus: string
+  /** Recorded only when the action has no provider id yet. */
+  readonly sid?: string | undefined
+  readonly errorMessage?: string | null | undefined
+  readonly body?: string | undefined
+  readonly audioFileId?: string | undefined
+  /** When the host's queue should look at the action again (epoch ms); null to leave it to reports. */
+  readonly workAt: number | null
+  readonly modified: string
+}
+
+export type CancelOutcome =
+  | { readonly _tag: "Cancelled"; readonly action: Action }
+  | { readonly _tag: "NotCancellable"; readonly action: Action }
+  | { readonly _tag: "NotFound" }
+
+export interface ActionStoreService {
+  /** Creates the action and assigns its numeric id. */
+  readonly insertAction: (action: NewAction) => Effect.Effect<Action, StorageError>
+  readonly findAction: (orgId: string, id: string) => Effect.Effect<Option.Option<Action>, StorageError>
+  /** Outbound actions still Queued and not yet handed to a provider whose time has come, earliest first. */
+  readonly dueActions: (now: number, limit: number) => Effect.Effect<ReadonlyArray<Action>, StorageError>
+  readonly queryActions: (query: ActionQuery) => Effect.Effect<ReadonlyArray<Action>, StorageError>
+  /** The same actions as `queryActions`, only the fields a conversation list reads. */
+  readonly queryConversationEntries: (
+    query: ActionQuery
+  ) => Effect.Effect<ReadonlyArray<ConversationEntry>, StorageError>
+  /**
+   * Cancels a Queued action of this kind whose scheduledFor is later than
+   * `notBefore`, in one atomic conditional update: the dispatcher claims rows
+   * through the same condition, so exactly one of the two wins.
+   */
+  readonly cancelAction: (
+    orgId: string,
+    kind: ActionKind,
+    id: string,
+    notBefore: string,
+    at: string
+  ) => Effect.Effect<CancelOutcome, StorageError>
+  /**
+   * Applies a provider's report to the action if it is still in `expected` status (one conditional
+   * update; the action leaves the dispatcher's queue): the changed action, or None when its status moved
+   * meanwhile.
+   */
+  readonly applyProviderReport: (
+    orgId: string,
+    id: string,
+    expected: RecordStatus,
+    change: ProviderChange
+  ) => Effect.Effect<Option.Option<Action>, StorageError>
+  /**
+   * Records that the carrier's inbound message `carrierSid` is stored as action `actionId`, once per
+   * organisation: None the first time; on a carrier's retry, Some(the action stored the first time).
+   * Called in the transaction that stores the action, so that a crash forgets both or neither.
+   */
+  readonly claimInboundSid: (
+    orgId: string,
+    carrierSid: string,
+    actionId: string
+  ) => Effect.Effect<Option.Option<string>, StorageError>
+  /** When the counterpart last wrote to the line on WhatsApp (opens the 24-hour session). */
+  readonly lastInboundWhatsApp: (
+    orgId: string,
+    line: string,
+    counterpart: string
+  ) => Effect.Effect<Option.Option<string>, StorageError>
+}
+
+export class ActionStore extends Context.Tag("@parley/core/ports/ActionStore")<ActionStore, ActionStoreService>() {}
+
+/** True when the action can still be cancelled at `notBefore`: Queued and scheduled later than that. */
+export const isCancellable = (action: Action, notBefore: string): boolean =>
+  action.status === "Queued" && action.scheduledFor !== null && Date.parse(action.scheduledFor) > Date.parse(notBefore)
+
+export const matchesQuery = (action: Action, query: ActionQuery): boolean =>
+  action.orgId === query.orgId &&
+  query.kinds.includes(action.kind) &&
+  (query.lines === null || query.lines.includes(action.line)) &&
+  (query.ownerId === null || action.owner?.id === query.ownerId) &&
+  (query.conversation === null ||
+    (action.line === query.conversation.line && action.counterpart === query.conversation.counterpart)) &&
+  (query.beforeId === null || BigInt(action.id) < BigInt(query.beforeId)) &&
+  (query.botIds === undefined || query.botIds === null || action.kind !== "ai_call" ||
+    (action.botId !== null && query.botIds.includes(action.botId))) &&
+  (query.statuses === undefined || query.statuses.includes(action.status)) &&
+  (query.modifiedSince === undefined || action.modified >= query.modifiedSince)
+
+/** Actions in memory, for tests and for embedding the core without a database. */
+export const layerMemory: Layer.Layer<ActionStore> = Layer.effect(
+  ActionStore,
+  Effect.gen(function*() {
+    const actions = yield* Ref.make(new Map<string, Action>())
+    const nextId = yield* Ref.make(1000)
+    const inboundSids = yield* Ref.make(new Map<string, string>())
+    const queryActions = (query: ActionQuery) =>
+      Effect.map(Ref.get(actions), (m) =>
+        [...m.values()]
+          .filter((a) => matchesQuery(a, query))
+          .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1))
+          .slice(0, query.limit))
+
+    return ActionStore.of({
+      insertAction: (action) =>
+        Effect.gen(function*() {
+          const id = String(yield* Ref.getAndUpdate(nextId, (n) => n + 1))
+          const stored: Action = { ...action, id }
+          yield* Ref.update(actions, (m) => new Map(m).set(id, stored))
+          return stored
+        }),
+      findAction: (orgId, id) =>
+        Effect.map(Ref.get(actions), (m) => Option.filter(Option.fromNullable(m.get(id)), (a) => a.orgId === orgId)),
+      queryActions,
+      queryConversationEntries: queryActions,
+      dueActions: (now, limit) =>
+        Effect.map(Ref.get(actions), (m) =>
+          [...m.values()]
+            .filter((a) => a.direction === "Outbound" && a.status === "Queued" && a.sid === null && a.dueAt <= now)
+            .sort((a, b) => a.dueAt - b.dueAt)
+            .slice(0, limit)),
+      cancelAction: (orgId, kind, id, notBefore, at) =>
+        Ref.modify(actions, (m): [CancelOutcome, Map<string, Action>] => {
+          const action = m.get(id)
+          if (action === undefined || action.orgId !== orgId || action.kind !== kind) return [{ _tag: "NotFound" }, m]
+          if (!isCancellable(action, notBefore)) return [{ _tag: "NotCancellable", action }, m]
+          const cancelled: Action = { ...action, status: "Cancelled", modified: at }
+          return [{ _tag: "Cancelled", action: cancelled }, new Map(m).set(id, cancelled)]
+        }),
+      applyProviderReport: (orgId, id, expected, change) =>
+        Ref.modify(actions, (m): [Option.Option<Action>, Map<string, Action>] => {
+          const action = m.get(id)
+          if (action === undefined || action.orgId !== orgId || action.status !== expected) return [Option.none(), m]
+          const changed: Action = {
+            ...action,
+            status: change.status,
+            sid: action.sid ?? change.sid ?? null,
+            errorMessage: change.errorMessage === undefined ? action.errorMessage : change.errorMessage,
+            body: change.body ?? action.body,
+            audioFileId: change.audioFileId ?? action.audioFileId,
+            modified: change.modified
+          }
+          return [Option.some(changed), new Map(m).set(id, changed)]
+        }),
+      claimInboundSid: (orgId, carrierSid, actionId) =>
+        Ref.modify(inboundSids, (m): [Option.Option<string>, Map<string, string>] => {
+          const key = `${orgId}\u0000${carrierSid}`
+          const first = m.get(key)
+          return first === undefined ? [Option.none(), new Map(m).set(key, actionId)] : [Option.some(first), m]
+        }),
+      lastInboundWhatsApp: (orgId, line, counterpart) =>
+        Effect.map(Ref.get(actions), (m) => {
+          let latest: string | null = null
+          for (const a of m.values()) {
+            if (
+              a.orgId === orgId && a.type === "WhatsApp" && a.direction === "Inbound" && a.line === line &&
+              a.counterpart === counterpart && (latest === null || a.at > latest)
+            ) latest = a.at
+          }
+          return Option.fromNullable(latest)
+        })
+    })
+  })
+)
