@@ -2,7 +2,7 @@
  * Seeding straight into Parley's SQLite file with better-sqlite3, before the
  * server starts: batched inserts in transactions, with progress lines. Rows
  * carry the column set Parley itself writes (`fromAction` in
- * packages/server/src/store/SqlCrm.ts), so the server reads them like its own.
+ * packages/server/src/store/SqlActionStore.ts), so the server reads them like its own.
  */
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
