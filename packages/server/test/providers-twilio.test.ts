@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { twilioSignature } from "../src/providers/twilio/TwilioSignature.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { readUntil } from "./support/wire.js"
 
 const HEAVY = 180_000
 const PN1 = "PN00000000000000000000000000000001"
@@ -29,15 +30,6 @@ interface ActionRecord {
 let counter = 0
 const idem = () => `twilio-${Date.now()}-${++counter}`
 
-const poll = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 30_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  let last = await read()
-  while (!done(last) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    last = await read()
-  }
-  return last
-}
 
 const FINAL = new Set(["Delivered", "Undelivered", "Failed"])
 
@@ -69,7 +61,7 @@ describe("Twilio", () => {
   }
   const read = (id: string) =>
     server.fetch(`/api/v1/messages/${id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>)
-  const settle = (id: string) => poll(() => read(id), (r) => FINAL.has(r.status ?? ""))
+  const settle = (id: string) => readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""))
   const createsFor = (to: string) =>
     twilio.requests.filter((r) => r.method === "POST" && r.form.some(([k, v]) => k === "To" && v.endsWith(to)))
 
@@ -201,10 +193,10 @@ describe("Twilio", () => {
     twilio.tweakNextCallbacks({ signature: "none" })
     const to = "+14155550139"
     const id = await send({ to })
-    await poll(async () => twilio.messages.filter((m) => m.to === to).length, (n) => n > 0)
+    await readUntil(async () => twilio.messages.filter((m) => m.to === to).length, (n) => n > 0)
     await server.restart("SIGKILL")
     // a lease the killed process held lapses after 30 seconds; then the action is reconciled, not resent
-    const record = await poll(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
+    const record = await readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
     expect(record.status).toBe("Delivered")
     expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
     expect(createsFor(to)).toHaveLength(1)
@@ -214,10 +206,10 @@ describe("Twilio", () => {
     twilio.tweakNextCallbacks({ signature: "none" })
     const to = "+14155550140"
     const id = await send({ to })
-    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
     await server.restart("SIGKILL")
     await twilio.settled()
-    const record = await poll(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
+    const record = await readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
     expect(record.status).toBe("Delivered")
     const sid = twilio.messages.find((m) => m.to === to)?.sid ?? ""
     expect(twilio.callbacksFor(sid).every((c) => c.answered !== 204)).toBe(true)
@@ -245,7 +237,7 @@ describe("Twilio", () => {
     twilio.tweakNextCallbacks({ duplicate: true, reverse: true })
     const to = "+14155550134"
     const id = await send({ to })
-    await poll(() => read(id), (r) => r.status === "Delivered")
+    await readUntil(() => read(id), (r) => r.status === "Delivered")
     await twilio.settled()
     expect((await read(id)).status).toBe("Delivered")
     const events = await server.db.query<{ type: string }>(
@@ -259,7 +251,7 @@ describe("Twilio", () => {
     twilio.tweakNextCallbacks({ signature })
     const to = signature === "none" ? "+14155550135" : "+14155550136"
     const id = await send({ to })
-    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
     await twilio.settled()
     const message = twilio.messages.find((m) => m.to === to)
     expect(twilio.callbacksFor(message?.sid ?? "").length).toBeGreaterThan(0)

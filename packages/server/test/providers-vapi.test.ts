@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { VapiFake } from "./support/fakes/VapiFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { readUntil } from "./support/wire.js"
 
 const HEAVY = 180_000
 const PN1 = "PN00000000000000000000000000000001"
@@ -32,15 +33,6 @@ let counter = 0
 const idem = () => `vapi-${Date.now()}-${++counter}`
 const FINAL = new Set(["Completed", "No Answer", "Busy", "Failed"])
 
-const poll = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 30_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  let last = await read()
-  while (!done(last) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    last = await read()
-  }
-  return last
-}
 
 describe("Vapi", () => {
   let vapi: VapiFake
@@ -72,7 +64,7 @@ describe("Vapi", () => {
   }
   const read = (id: string) =>
     server.fetch(`/api/v1/ai-calls/${id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>)
-  const settle = (id: string) => poll(() => read(id), (r) => FINAL.has(r.status ?? ""))
+  const settle = (id: string) => readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""))
   const createsFor = (to: string) =>
     vapi.requests.filter((r) =>
       r.method === "POST" && typeof r.body === "object" && r.body !== null && JSON.stringify(r.body).includes(to)
@@ -145,7 +137,7 @@ describe("Vapi", () => {
     vapi.tweakNextCallbacks({ signature })
     const to = signature === "none" ? "+14155550202" : "+14155550203"
     const id = await call(to)
-    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
     await vapi.settled()
     const placed = vapi.calls.find((c) => c.customer.number === to)
     const deliveries = vapi.deliveriesFor(placed?.id ?? "")
@@ -158,7 +150,7 @@ describe("Vapi", () => {
     vapi.tweakNextCallbacks({ duplicate: true, reverse: true })
     const to = "+14155550204"
     const id = await call(to)
-    await poll(() => read(id), (r) => r.status === "Completed")
+    await readUntil(() => read(id), (r) => r.status === "Completed")
     await vapi.settled()
     const record = await read(id)
     expect(record.status).toBe("Completed")
@@ -184,9 +176,9 @@ describe("Vapi", () => {
     vapi.tweakNextCallbacks({ signature: "none" })
     const to = "+14155550208"
     const id = await call(to)
-    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
     await server.restart("SIGKILL")
-    const record = await poll(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
+    const record = await readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
     expect(record.status).toBe("Completed")
     expect(record.body).toContain("Confirm tomorrow at 10")
     expect(vapi.calls.filter((c) => c.customer.number === to)).toHaveLength(1)
@@ -197,7 +189,7 @@ describe("Vapi", () => {
     vapi.tweakNextCallbacks({ signature: "none" })
     const to = "+14155550206"
     const id = await call(to)
-    await poll(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
     expect(vapi.calls.filter((c) => c.customer.number === to)).toHaveLength(1)
     expect(createsFor(to)).toHaveLength(1)
     expect((await read(id)).sid).toBe(vapi.calls.find((c) => c.customer.number === to)?.id)
