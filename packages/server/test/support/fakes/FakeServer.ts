@@ -195,3 +195,64 @@ export const basicCredentials = (header: string | undefined): { user: string; pa
   const colon = decoded.indexOf(":")
   return colon < 0 ? undefined : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
 }
+
+/**
+ * The controls every provider fake offers its tests, over the server it
+ * answers on: faults for the next creates, bent callbacks for the next
+ * lifecycles, going down and coming back, waiting for lifecycles to finish.
+ */
+export abstract class ProviderFake {
+  protected readonly faults = new FaultQueue()
+  protected readonly tweaks = new TweakQueue()
+  protected readonly lifecycles = new Lifecycles()
+  protected server: FakeServer | undefined
+
+  /** The API base, to use as the provider account's apiBase. */
+  get url(): string {
+    return this.listening().url
+  }
+
+  /** The next `times` creates answer `status` (429, 500, 503…) and create nothing. */
+  failNext(times: number, status: number, retryAfter?: string): void {
+    this.faults.push(retryAfter === undefined ? { _tag: "Status", status } : { _tag: "Status", status, retryAfter }, times)
+  }
+
+  /** The next create makes the resource (its lifecycle runs) but the connection is cut before the answer. */
+  dropNextAfterAccept(times = 1): void {
+    this.faults.push({ _tag: "DropAfterAccept" }, times)
+  }
+
+  /** The next create is never answered and creates nothing. */
+  hangNext(times = 1): void {
+    this.faults.push({ _tag: "Hang" }, times)
+  }
+
+  /** Bends the callbacks of the next `lifecycles` resources created. */
+  tweakNextCallbacks(tweak: CallbackTweak, lifecycles = 1): void {
+    this.tweaks.push(tweak, lifecycles)
+  }
+
+  /** Stops listening (clients get ECONNREFUSED); lifecycles already running carry on. */
+  down(): Promise<void> {
+    return this.listening().down()
+  }
+
+  up(): Promise<void> {
+    return this.listening().up()
+  }
+
+  /** Waits until every lifecycle has posted its last callback. */
+  settled(): Promise<void> {
+    return this.lifecycles.settled()
+  }
+
+  async stop(): Promise<void> {
+    await this.lifecycles.stop()
+    await this.server?.stop()
+  }
+
+  protected listening(): FakeServer {
+    if (this.server === undefined) throw new Error(`${this.constructor.name} is not started`)
+    return this.server
+  }
+}

@@ -41,10 +41,8 @@ import {
   deliveryOrder,
   type Fault,
   FakeServer,
-  FaultQueue,
-  Lifecycles,
-  sendJson,
-  TweakQueue
+  ProviderFake,
+  sendJson
 } from "./FakeServer.js"
 
 export interface TwilioFakeOptions {
@@ -119,7 +117,7 @@ const rfc2822 = (ms: number) => new Date(ms).toUTCString().replace("GMT", "+0000
 const twilioError = (response: ServerResponse, status: number, code: number, message: string, headers = {}) =>
   sendJson(response, status, { code, message, more_info: `https://www.twilio.com/docs/errors/${code}`, status }, headers)
 
-export class TwilioFake {
+export class TwilioFake extends ProviderFake {
   /** Inputs with documented outcomes; see the module comment. */
   static readonly magic = {
     validFrom: "+15005550006",
@@ -141,13 +139,10 @@ export class TwilioFake {
   readonly requests: Array<TwilioFakeRequest> = []
   readonly messages: Array<TwilioFakeMessage> = []
   readonly callbacks: Array<TwilioFakeCallback> = []
-  private readonly faults = new FaultQueue()
-  private readonly tweaks = new TweakQueue()
-  private readonly lifecycles = new Lifecycles()
   private sequence = 0
-  private server: FakeServer | undefined
 
   private constructor(private readonly options: TwilioFakeOptions) {
+    super()
     this.accountSid = options.accountSid ?? `AC${hex(16)}`
     this.authToken = options.authToken ?? hex(16)
   }
@@ -158,50 +153,6 @@ export class TwilioFake {
       fake.handle(request.method ?? "GET", request.url ?? "/", request.headers.authorization, body, response)
     )
     return fake
-  }
-
-  /** The API base, to use as a TwilioAccount's apiBase. */
-  get url(): string {
-    return this.listening().url
-  }
-
-  /** The next `times` creates answer `status` (429, 500, 503…) and create nothing. */
-  failNext(times: number, status: number, retryAfter?: string): void {
-    this.faults.push(retryAfter === undefined ? { _tag: "Status", status } : { _tag: "Status", status, retryAfter }, times)
-  }
-
-  /** The next create makes the message (its lifecycle runs) but the connection is cut before the answer. */
-  dropNextAfterAccept(times = 1): void {
-    this.faults.push({ _tag: "DropAfterAccept" }, times)
-  }
-
-  /** The next create is never answered and creates nothing. */
-  hangNext(times = 1): void {
-    this.faults.push({ _tag: "Hang" }, times)
-  }
-
-  /** Bends the callbacks of the next `lifecycles` messages created. */
-  tweakNextCallbacks(tweak: CallbackTweak, lifecycles = 1): void {
-    this.tweaks.push(tweak, lifecycles)
-  }
-
-  /** Stops listening (clients get ECONNREFUSED); lifecycles already running carry on. */
-  down(): Promise<void> {
-    return this.listening().down()
-  }
-
-  up(): Promise<void> {
-    return this.listening().up()
-  }
-
-  /** Waits until every lifecycle has posted its last callback. */
-  settled(): Promise<void> {
-    return this.lifecycles.settled()
-  }
-
-  async stop(): Promise<void> {
-    await this.lifecycles.stop()
-    await this.server?.stop()
   }
 
   message(sid: string): TwilioFakeMessage | undefined {
@@ -242,11 +193,6 @@ export class TwilioFake {
       to: message.to,
       uri
     }
-  }
-
-  private listening(): FakeServer {
-    if (this.server === undefined) throw new Error("TwilioFake is not started")
-    return this.server
   }
 
   private authenticate(header: string | undefined, pathSid: string): { principal: string | null; ok: boolean } {

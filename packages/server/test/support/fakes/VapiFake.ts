@@ -35,10 +35,8 @@ import {
   deliveryOrder,
   type Fault,
   FakeServer,
-  FaultQueue,
-  Lifecycles,
-  sendJson,
-  TweakQueue
+  ProviderFake,
+  sendJson
 } from "./FakeServer.js"
 
 export type VapiServerAuth = "x-vapi-secret" | "bearer" | "hmac"
@@ -120,7 +118,7 @@ const stringField = (record: Readonly<Record<string, unknown>>, key: string): st
   return typeof value === "string" ? value : undefined
 }
 
-export class VapiFake {
+export class VapiFake extends ProviderFake {
   /** Customer numbers with a chosen ending; any other number ends with customer-ended-call. */
   static readonly magic = {
     assistantEnds: "+15005550101",
@@ -135,16 +133,13 @@ export class VapiFake {
   readonly requests: Array<VapiFakeRequest> = []
   readonly calls: Array<VapiFakeCall> = []
   readonly deliveries: Array<VapiFakeDelivery> = []
-  private readonly faults = new FaultQueue()
-  private readonly tweaks = new TweakQueue()
-  private readonly lifecycles = new Lifecycles()
   private sequence = 0
-  private server: FakeServer | undefined
   private serverUrl: string | undefined
   private secret = ""
   private auth: VapiServerAuth = "x-vapi-secret"
 
   private constructor(private readonly options: VapiFakeOptions) {
+    super()
     this.apiKey = options.apiKey ?? randomUUID()
   }
 
@@ -156,11 +151,6 @@ export class VapiFake {
     return fake
   }
 
-  /** The API base, to use as a VapiAccount's apiBase. */
-  get url(): string {
-    return this.listening().url
-  }
-
   /** Where server messages go (the organisation's server URL) and how they are authenticated. */
   setServer(url: string, secret: string, auth: VapiServerAuth = "x-vapi-secret"): void {
     this.serverUrl = url
@@ -168,42 +158,8 @@ export class VapiFake {
     this.auth = auth
   }
 
-  failNext(times: number, status: number, retryAfter?: string): void {
-    this.faults.push(retryAfter === undefined ? { _tag: "Status", status } : { _tag: "Status", status, retryAfter }, times)
-  }
-
   failNextWithConcurrencyLimit(times = 1): void {
     this.faults.push({ _tag: "ConcurrencyLimit" }, times)
-  }
-
-  /** The next create makes the call (its lifecycle runs) but the connection is cut before the answer. */
-  dropNextAfterAccept(times = 1): void {
-    this.faults.push({ _tag: "DropAfterAccept" }, times)
-  }
-
-  hangNext(times = 1): void {
-    this.faults.push({ _tag: "Hang" }, times)
-  }
-
-  tweakNextCallbacks(tweak: CallbackTweak, lifecycles = 1): void {
-    this.tweaks.push(tweak, lifecycles)
-  }
-
-  down(): Promise<void> {
-    return this.listening().down()
-  }
-
-  up(): Promise<void> {
-    return this.listening().up()
-  }
-
-  settled(): Promise<void> {
-    return this.lifecycles.settled()
-  }
-
-  async stop(): Promise<void> {
-    await this.lifecycles.stop()
-    await this.server?.stop()
   }
 
   call(id: string): VapiFakeCall | undefined {
@@ -249,11 +205,6 @@ export class VapiFake {
         ? {}
         : { artifact: { transcript: call.transcript ?? "", recordingUrl: call.recordingUrl } })
     }
-  }
-
-  private listening(): FakeServer {
-    if (this.server === undefined) throw new Error("VapiFake is not started")
-    return this.server
   }
 
   private async handle(
