@@ -1,28 +1,88 @@
 /**
- * `pnpm test`: every package's tests, one package at a time, then the notices
- * suites leave for the end of the run (a Postgres pass skipped for want of a
- * PostgreSQL), so that they are the last thing on the screen rather than lost
- * in the middle of the output. Suites append one line each to the file named
- * by PARLEY_TEST_NOTICES.
+ * `pnpm test`: every package's tests, one package at a time in the order
+ * `pnpm -r` uses (dependencies first), stopping at the first that fails; then
+ * the time each suite took, and the notices suites leave for the end of the
+ * run (a Postgres pass skipped for want of a PostgreSQL), so that they are the
+ * last thing on the screen rather than lost in the middle of the output.
+ *
+ * Suites append one line each to the file named by PARLEY_TEST_NOTICES, and
+ * may report the parts of their run (the server's SQLite and Postgres passes)
+ * as `label<TAB>milliseconds` lines in the file named by PARLEY_TEST_TIMES.
  */
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, relative } from "node:path"
 
+const root = join(import.meta.dirname, "..")
 const dir = mkdtempSync(join(tmpdir(), "parley-test-notices-"))
 const notices = join(dir, "notices")
-const run = spawnSync("pnpm", ["-r", "--workspace-concurrency=1", "test"], {
-  stdio: "inherit",
-  env: { ...process.env, PARLEY_TEST_NOTICES: notices }
-})
-let said = ""
-try {
-  said = readFileSync(notices, "utf8").trim()
-} catch {
-  // No suite left a notice.
+const times = join(dir, "times")
+const env = { ...process.env, PARLEY_TEST_NOTICES: notices, PARLEY_TEST_TIMES: times }
+
+const readOr = (file, fallback) => {
+  try {
+    return readFileSync(file, "utf8")
+  } catch {
+    return fallback
+  }
 }
+
+/** The workspace's packages in `pnpm -r`'s order, as directories. */
+const packages = () => {
+  const listed = spawnSync("pnpm", ["-r", "--workspace-concurrency=1", "-s", "exec", "node", "-e", "console.log(process.cwd())"], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  if (listed.error !== undefined) throw listed.error
+  if (listed.status !== 0) throw new Error(`pnpm could not list the workspace's packages (exit ${listed.status})`)
+  return listed.stdout.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+}
+
+const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`
+
+/** One row per suite: the package, then the parts it reported, each with its wall time. */
+const summary = (rows, totalMs) => {
+  const width = Math.max(...rows.map((row) => row.label.length + (row.part ? 4 : 2)), 8)
+  const line = (label, ms, note = "") => `${label.padEnd(width)}  ${seconds(ms).padStart(9)}${note}`
+  return [
+    "Time per suite (wall clock):",
+    ...rows.map((row) => line(`${row.part ? "    " : "  "}${row.label}`, row.ms, row.failed ? "  FAILED" : "")),
+    line("  total", totalMs)
+  ].join("\n")
+}
+
+let status = 0
+const rows = []
+const started = Date.now()
+try {
+  for (const pkg of packages()) {
+    const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"))
+    if (manifest.scripts?.test === undefined) continue
+    const label = manifest.name ?? relative(root, pkg)
+    const reportedBefore = readOr(times, "").length
+    const start = Date.now()
+    const run = spawnSync("pnpm", ["run", "test"], { cwd: pkg, stdio: "inherit", env })
+    const ms = Date.now() - start
+    const failed = run.error !== undefined || run.status !== 0
+    rows.push({ label, ms, failed })
+    for (const reported of readOr(times, "").slice(reportedBefore).split("\n")) {
+      const [part, partMs] = reported.split("\t")
+      if (part !== undefined && part !== "" && Number.isFinite(Number(partMs))) rows.push({ label: part, ms: Number(partMs), part: true })
+    }
+    if (run.error !== undefined) process.stderr.write(`could not run pnpm: ${run.error.message}\n`)
+    if (failed) {
+      status = run.status ?? 1
+      break
+    }
+  }
+} catch (error) {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`)
+  status = 1
+}
+const said = readOr(notices, "").trim()
 rmSync(dir, { recursive: true, force: true })
+if (rows.length > 0) process.stderr.write(`\n${summary(rows, Date.now() - started)}\n`)
 if (said !== "") process.stderr.write(`\n${said}\n`)
-if (run.error !== undefined) process.stderr.write(`could not run pnpm: ${run.error.message}\n`)
-process.exit(run.status ?? 1)
+process.exit(status)

@@ -14,11 +14,20 @@ export default defineConfig(async () => {
       include: ["test/**/*.test.ts"],
       exclude: skipped ? ["**/*"] : configDefaults.exclude,
       passWithNoTests: skipped,
-      globalSetup: postgresPass && !skipped ? ["test/support/postgres-setup.ts"] : [],
+      globalSetup: [
+        // How long the pass took, for the root `pnpm test`'s summary.
+        "test/support/pass-time-setup.ts",
+        // Server processes start from the bundle, rebuilt first if the sources changed.
+        ...(skipped ? [] : ["test/support/bundle-setup.ts"]),
+        ...(postgresPass && !skipped ? ["test/support/postgres-setup.ts"] : [])
+      ],
       // Black-box tests start real server processes; give them room on 2 cores.
       testTimeout: 60_000,
       hookTimeout: 60_000,
-      fileParallelism: false
+      fileParallelism: false,
+      // One worker loads the server's modules (for the in-process admin CLI, test/support/admin.ts) once,
+      // not once per file; no test changes global state another file could see.
+      isolate: false
     }
   }
 })

@@ -142,7 +142,7 @@ describe("actions: texts and AI calls", () => {
     server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "10000" } })
     demo = await server.demo()
     const add = (name: string, body: string) =>
-      server.cliJson<AddedTemplate>(["templates", "add", "--org", demo.orgId, "--name", name, "--body", body])
+      server.adminJson<AddedTemplate>(["templates", "add", "--org", demo.orgId, "--name", name, "--body", body])
     added.zebra = (await add("Zebra crossing notice", "The office closes early today.")).id
     added.birthday = (await add("Birthday greeting", "Happy birthday, ${Leads.First Name}!")).id
     added.shoeSize = (await add("Shoe size check", "Your size is ${Leads.Shoe Size}, right?")).id
@@ -621,7 +621,7 @@ describe("actions: texts and AI calls", () => {
       )
       expect(templated.status).toBe("accepted")
 
-      await server.cliJson<unknown>([
+      await server.adminJson<unknown>([
         "inbound",
         "--org",
         demo.orgId,
@@ -685,7 +685,7 @@ describe("actions: texts and AI calls", () => {
     const text = () => ({ to: freshPhone(), fromNumberSid: PN1, body: "allowance" })
     const aiCall = () => ({ to: freshPhone(), fromNumberSid: PN1, botId: "bot_sales", mode: "follow_script" })
     const update = (...flags: ReadonlyArray<string>) =>
-      server.cliJson<unknown>(["orgs", "update", demo.orgId, ...flags])
+      server.adminJson<unknown>(["orgs", "update", demo.orgId, ...flags])
 
     it("answers 403 ALLOWANCE_EXHAUSTED to live keys when an allowance is used up", async () => {
       await update("--sms-allowance", "0", "--call-allowance", "0")

@@ -136,7 +136,7 @@ describe("authorization matrix (generated from the contract)", () => {
   }
 
   const mint = async (org: string, name: string, scopes: string, mode: Mode, extra: ReadonlyArray<string> = []) => {
-    const made = await server.cliJson<{ key: string }>([
+    const made = await server.adminJson<{ key: string }>([
       "keys", "create", "--org", org, "--name", name, "--scopes", scopes, "--mode", mode, ...extra
     ])
     keys.set(name, made.key)
@@ -164,8 +164,8 @@ describe("authorization matrix (generated from the contract)", () => {
     }
     await inBatches(tasks)
 
-    const other = await server.cliJson<{ id: string }>(["orgs", "create", "--name", "Matrix Other"])
-    await server.cliJson(["crm", "connect", other.id, "--account", "Otto"])
+    const other = await server.adminJson<{ id: string }>(["orgs", "create", "--name", "Matrix Other"])
+    await server.adminJson(["crm", "connect", other.id, "--account", "Otto"])
     await inBatches((["test", "live"] as const).map((mode) => () => mint(other.id, `other ${mode}`, "all", mode)))
 
     const messagePn1 = await scheduledMessage(PN1)

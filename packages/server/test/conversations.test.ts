@@ -273,7 +273,7 @@ describe("conversations", () => {
   })
 
   it("shows a key restricted to other numbers none of these conversations", async () => {
-    const restricted = await server.cliJson<CreatedKey>([
+    const restricted = await server.adminJson<CreatedKey>([
       "keys",
       "create",
       "--org",
@@ -295,7 +295,7 @@ describe("conversations", () => {
 
   it("marks a conversation unread with its unread count when inbound messages arrive", async () => {
     const inbound = (body: string) =>
-      server.cliJson<unknown>(["inbound", "--org", demo.orgId, "--from", C, "--to", PN1_PHONE, "--body", body])
+      server.adminJson<unknown>(["inbound", "--org", demo.orgId, "--from", C, "--to", PN1_PHONE, "--body", body])
 
     await inbound("Reply one from C")
     let page = await readJson<Page<ConversationSummary>>(await list(), 200)

@@ -21,7 +21,10 @@ interface ActionRecord {
 
 const FINAL = new Set(["Delivered", "Undelivered", "Failed", "Cancelled", "Completed", "No Answer", "Busy"])
 
-describe("dispatch and the simulated lifecycle", () => {
+// The lifecycle tests and the crash test run side by side: most of the lifecycle's time is the
+// scheduled text's 30-second wait, during which the crash test has the machine to itself.
+// Within each, tests keep their order (`it.sequential`) unless marked concurrent.
+describe.concurrent("dispatch and the simulated lifecycle", () => {
   let server: TestServer
   let demo: DemoSummary
   let sender: string
@@ -58,7 +61,7 @@ describe("dispatch and the simulated lifecycle", () => {
       return FINAL.has(record.status) ? record : undefined
     }, { what: `${kind} ${id} to reach a final status` })
 
-  it("delivers a text: Queued → Sending → Sent → Delivered, with a carrier sid", async () => {
+  it.sequential("delivers a text: Queued → Sending → Sent → Delivered, with a carrier sid", async () => {
     const id = await create("messages", { to: "+14155550123", body: "Hello" })
     const seen = new Set<string>()
     const record = await until(async () => {
@@ -71,7 +74,7 @@ describe("dispatch and the simulated lifecycle", () => {
     expect(seen.has("Sent") || seen.has("Sending") || seen.has("Queued")).toBe(true)
   })
 
-  it("fails texts to the failure numbers the README documents", async () => {
+  it.sequential("fails texts to the failure numbers the README documents", async () => {
     const atSend = await create("messages", { to: "+15005550001", body: "x" })
     const undelivered = await create("messages", { to: "+15005550002", body: "x" })
     expect(await settled("messages", atSend)).toMatchObject({ status: "Failed", errorMessage: expect.stringContaining("21211") })
@@ -81,7 +84,7 @@ describe("dispatch and the simulated lifecycle", () => {
     })
   })
 
-  it("completes an AI call with a transcript driven by the purpose, and fails the call failure numbers", async () => {
+  it.sequential("completes an AI call with a transcript driven by the purpose, and fails the call failure numbers", async () => {
     const call = { botId: "bot_sales", mode: "deliver_specific_message", purposeMessage: "Your order ships Monday." }
     const completed = await create("ai-calls", { to: "+14155550123", ...call })
     const noAnswer = await create("ai-calls", { to: "+15005550003", ...call })
@@ -110,13 +113,13 @@ describe("dispatch and the simulated lifecycle", () => {
   }, 60_000)
 
   it.concurrent("takes one unit of allowance per dispatched action and fails actions once it is used up", async () => {
-    const org = await server.cliJson<{ id: string }>(["orgs", "create", "--name", "Allowance Co"])
-    await server.cliJson(["crm", "connect", org.id, "--account", "Ops"])
-    await server.cliJson(["numbers", "add", "--org", org.id, "--phone", "+14155559000", "--name", "Line", "--sid", "PN_ALLOW"])
-    const minted = await server.cliJson<{ key: string }>([
+    const org = await server.adminJson<{ id: string }>(["orgs", "create", "--name", "Allowance Co"])
+    await server.adminJson(["crm", "connect", org.id, "--account", "Ops"])
+    await server.adminJson(["numbers", "add", "--org", org.id, "--phone", "+14155559000", "--name", "Line", "--sid", "PN_ALLOW"])
+    const minted = await server.adminJson<{ key: string }>([
       "keys", "create", "--org", org.id, "--name", "k", "--scopes", "all", "--mode", "live"
     ])
-    await server.cliJson(["orgs", "update", org.id, "--sms-allowance", "2"])
+    await server.adminJson(["orgs", "update", org.id, "--sms-allowance", "2"])
     // Scheduled far ahead so that slow set-up cannot make them due early; made due below.
     const scheduledFor = new Date(Date.now() + 3_600_000).toISOString()
     const send = async (n: number) => {
@@ -131,7 +134,7 @@ describe("dispatch and the simulated lifecycle", () => {
     }
     // Both are accepted while units are left; then the allowance drops to one before they are due.
     const ids = [await send(1), await send(2)]
-    await server.cliJson(["orgs", "update", org.id, "--sms-allowance", "1"])
+    await server.adminJson(["orgs", "update", org.id, "--sms-allowance", "1"])
     await server.db.query(`UPDATE actions SET work_at = ? WHERE org_id = ?`, [Date.now(), org.id])
     const outcomes = await Promise.all(ids.map((id) =>
       until(async () => {
@@ -141,11 +144,11 @@ describe("dispatch and the simulated lifecycle", () => {
     ))
     expect(outcomes.map((o) => o.status).sort()).toEqual(["Delivered", "Failed"])
     expect(outcomes.find((o) => o.status === "Failed")?.errorMessage).toContain("allowance")
-    const orgs = await server.cliJson<{ items: ReadonlyArray<{ id: string; smsAllowance: number | null }> }>(["orgs", "list"])
+    const orgs = await server.adminJson<{ items: ReadonlyArray<{ id: string; smsAllowance: number | null }> }>(["orgs", "list"])
     expect(orgs.items.find((o) => o.id === org.id)?.smsAllowance).toBe(0)
   }, 90_000)
 
-  it("never both cancels and sends: cancellation racing the dispatcher for the same rows", async () => {
+  it.sequential("never both cancels and sends: cancellation racing the dispatcher for the same rows", async () => {
     const ids: Array<string> = []
     for (let i = 0; i < 40; i++) {
       ids.push(await create("messages", {
@@ -181,7 +184,7 @@ describe("dispatch and the simulated lifecycle", () => {
   }, 60_000)
 })
 
-describe("crash safety", () => {
+describe.concurrent("crash safety", () => {
   it("after SIGKILL mid-batch and a restart, every action reaches a final state and none is sent twice", async () => {
     const server = await TestServer.start({
       env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_DISPATCH_POLL_MS: "10" }

@@ -66,13 +66,13 @@ describe("signed events", () => {
         PARLEY_SIM_STEP_MS: "50",
         PARLEY_RATE_LIMIT_PER_MINUTE: "100000",
         PARLEY_DISPATCH_POLL_MS: "20",
-        // 5 s → 1 ms, 5 min → 30 ms, … the whole schedule (≈ 27.6 h) in about 10 s.
-        PARLEY_WEBHOOK_RETRY_SCALE: "0.0001"
+        // 5 s → 0.25 ms, 5 min → 15 ms, … the whole schedule (≈ 27.6 h) in about 5 s.
+        PARLEY_WEBHOOK_RETRY_SCALE: "0.00005"
       }
     })
     demo = await server.demo()
     receiver = await Receiver.start()
-    webhook = await server.cliJson<{ id: string; secret: string }>([
+    webhook = await server.adminJson<{ id: string; secret: string }>([
       "webhooks", "add", "--org", demo.orgId, "--url", receiver.url
     ])
   })
@@ -122,7 +122,7 @@ describe("signed events", () => {
   })
 
   it("signs with both secrets while one is rotated", async () => {
-    const rotated = await server.cliJson<{ secret: string }>(["webhooks", "rotate", "--webhook", webhook.id])
+    const rotated = await server.adminJson<{ secret: string }>(["webhooks", "rotate", "--webhook", webhook.id])
     const id = await send()
     const events = await until(async () => {
       const got = eventsFor(id)
@@ -165,7 +165,7 @@ describe("signed events", () => {
     const before = receiver.requests.length
     await send()
     const list = await until(async () => {
-      const listed = await server.cliJson<{ items: ReadonlyArray<{ id: string; status: string; disabledReason: string | null }> }>([
+      const listed = await server.adminJson<{ items: ReadonlyArray<{ id: string; status: string; disabledReason: string | null }> }>([
         "webhooks", "list", "--org", demo.orgId
       ])
       const row = listed.items.find((w) => w.id === webhook.id)
@@ -183,11 +183,11 @@ describe("signed events", () => {
   it("disables an endpoint that keeps failing for the whole retry schedule", async () => {
     const failing = await Receiver.start()
     failing.respond = () => ({ status: 500 })
-    const added = await server.cliJson<{ id: string }>(["webhooks", "add", "--org", demo.orgId, "--url", failing.url])
+    const added = await server.adminJson<{ id: string }>(["webhooks", "add", "--org", demo.orgId, "--url", failing.url])
     try {
       await send()
       const row = await until(async () => {
-        const listed = await server.cliJson<{ items: ReadonlyArray<{ id: string; status: string; disabledReason: string | null }> }>([
+        const listed = await server.adminJson<{ items: ReadonlyArray<{ id: string; status: string; disabledReason: string | null }> }>([
           "webhooks", "list", "--org", demo.orgId
         ])
         const found = listed.items.find((w) => w.id === added.id)

@@ -65,7 +65,8 @@ describe("examples/curl/quickstart.sh", () => {
   let demo: DemoSummary
   beforeAll(async () => {
     server = await TestServer.start()
-    demo = await server.demo()
+    // Through the real CLI process, as the README's tour does it.
+    demo = await server.cliJson<DemoSummary>(["demo"])
   })
   afterAll(() => server?.dispose())
 

@@ -80,7 +80,7 @@ describe("hardening", () => {
   let demo: DemoSummary
 
   const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.cli(args)
+    const result = await server.admin(args)
     if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
     return result
   }
@@ -100,7 +100,7 @@ describe("hardening", () => {
 
   describe("bot restrictions on reads and cancels", () => {
     it("hides another bot's AI calls from a bot-restricted key: read and cancel are 404, the call stays Queued", async () => {
-      const restricted = await server.cliJson<{ key: string }>([
+      const restricted = await server.adminJson<{ key: string }>([
         "keys", "create", "--org", demo.orgId, "--name", "support only", "--scopes", "all", "--mode", "live",
         "--bots", "bot_support"
       ])
@@ -140,11 +140,11 @@ describe("hardening", () => {
 
   describe("a sender number belongs to one organisation", () => {
     it("refuses to add another organisation's number, and inbound to it stays with its owner", async () => {
-      const other = await server.cliJson<{ id: string }>(["orgs", "create", "--name", "Number Thief"])
+      const other = await server.adminJson<{ id: string }>(["orgs", "create", "--name", "Number Thief"])
       const taken = await server.cli(["numbers", "add", "--org", other.id, "--phone", "+14155550100", "--name", "Mine now"])
       expect(taken.code).not.toBe(0)
       expect(taken.stderr).toContain("already belongs to another organisation")
-      const numbers = await server.cliJson<{ items: ReadonlyArray<unknown> }>(["numbers", "list", "--org", other.id])
+      const numbers = await server.adminJson<{ items: ReadonlyArray<unknown> }>(["numbers", "list", "--org", other.id])
       expect(numbers.items).toEqual([])
       // the owner can still update its own number by sid
       await cliOk(["numbers", "add", "--org", demo.orgId, "--phone", "+14155550100", "--name", "Sales line", "--sid", PN1])
@@ -153,11 +153,11 @@ describe("hardening", () => {
 
   describe("keys", () => {
     it("refuses a key for an organisation with no CRM account connected, saying what to do", async () => {
-      const org = await server.cliJson<{ id: string }>(["orgs", "create", "--name", "Not Yet Connected"])
+      const org = await server.adminJson<{ id: string }>(["orgs", "create", "--name", "Not Yet Connected"])
       const refused = await server.cli(["keys", "create", "--org", org.id, "--name", "k", "--scopes", "all", "--mode", "live"])
       expect(refused.code).not.toBe(0)
       expect(refused.stderr).toContain(`parley crm connect ${org.id}`)
-      const keys = await server.cliJson<{ items: ReadonlyArray<unknown> }>(["keys", "list", "--org", org.id])
+      const keys = await server.adminJson<{ items: ReadonlyArray<unknown> }>(["keys", "list", "--org", org.id])
       expect(keys.items).toEqual([])
       await cliOk(["crm", "connect", org.id, "--account", "Pat"])
       await cliOk(["keys", "create", "--org", org.id, "--name", "k", "--scopes", "all", "--mode", "live"])
@@ -259,7 +259,7 @@ describe("hardening", () => {
 
   describe("secrets at rest", () => {
     it("stores webhook and cursor secrets sealed, never as the secret itself", async () => {
-      const added = await server.cliJson<{ id: string; secret: string }>([
+      const added = await server.adminJson<{ id: string; secret: string }>([
         "webhooks", "add", "--org", demo.orgId, "--url", "http://127.0.0.1:9/hook"
       ])
       expect(added.secret).toMatch(/^whsec_/)
@@ -343,9 +343,9 @@ describe("hardening", () => {
       const before = await TestServer.start({ env: { PARLEY_SECRET_KEY: first, PARLEY_SIM_STEP_MS: "50" } })
       try {
         const owner = await before.demo()
-        const hook = await before.cliJson<{ id: string; secret: string }>(["webhooks", "add", "--org", owner.orgId, "--url", url])
+        const hook = await before.adminJson<{ id: string; secret: string }>(["webhooks", "add", "--org", owner.orgId, "--url", url])
         // a secret stored before sealing existed, as an older release wrote it
-        const legacy = await before.cliJson<{ id: string; secret: string }>([
+        const legacy = await before.adminJson<{ id: string; secret: string }>([
           "webhooks", "add", "--org", owner.orgId, "--url", "http://127.0.0.1:9/legacy"
         ])
         await before.db.query("UPDATE webhooks SET secret = ? WHERE id = ?", [legacy.secret, legacy.id])

@@ -96,7 +96,7 @@ describe("record lists", () => {
   }
   const ids = (pages: ReadonlyArray<Page>) => pages.flatMap((p) => p.items.map((r) => r.id))
   const createKey = (scopes: string, ...extra: ReadonlyArray<string>) =>
-    server.cliJson<CreatedKey>([
+    server.adminJson<CreatedKey>([
       "keys", "create", "--org", demo.orgId, "--name", `lists ${++n}`, "--scopes", scopes, "--mode", "live", ...extra
     ])
 
@@ -243,10 +243,10 @@ describe("record lists", () => {
     }, CLI_HEAVY)
 
     it("shows another organisation nothing of this one", async () => {
-      const other = await server.cliJson<{ id?: string; orgId?: string }>(["orgs", "create", "--name", "Other Org"])
+      const other = await server.adminJson<{ id?: string; orgId?: string }>(["orgs", "create", "--name", "Other Org"])
       const otherOrg = other.id ?? other.orgId ?? ""
-      await server.cliJson(["crm", "connect", otherOrg, "--account", "Olive Other", "--account-id", "crm_user_other"])
-      const key = await server.cliJson<CreatedKey>([
+      await server.adminJson(["crm", "connect", otherOrg, "--account", "Olive Other", "--account-id", "crm_user_other"])
+      const key = await server.adminJson<CreatedKey>([
         "keys", "create", "--org", otherOrg, "--name", "other", "--scopes", "all", "--mode", "live"
       ])
       expect(await readJson<Page>(await listMessages({}, key.key), 200)).toEqual({ items: [], nextCursor: null })
@@ -259,9 +259,9 @@ describe("record lists", () => {
 
     it("applies the connected CRM account's permissions: own actions only, or none", async () => {
       const permissions = (actions: string) =>
-        server.cliJson(["crm", "permissions", demo.orgId, "--actions", actions])
+        server.adminJson(["crm", "permissions", demo.orgId, "--actions", actions])
       try {
-        await server.cliJson(["crm", "connect", demo.orgId, "--account", "Someone Else", "--account-id", "crm_user_else"])
+        await server.adminJson(["crm", "connect", demo.orgId, "--account", "Someone Else", "--account-id", "crm_user_else"])
         await permissions("own")
         // The texts were made under the demo's account, so another account that sees only its own sees none.
         expect(await readJson<Page>(await listMessages(), 200)).toEqual({ items: [], nextCursor: null })

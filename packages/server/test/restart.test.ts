@@ -154,10 +154,10 @@ describe("restarts", () => {
     server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "10000" } })
     demo = await server.demo()
     const createKey = (name: string) =>
-      server.cliJson<CreatedKey>(["keys", "create", "--org", demo.orgId, "--name", name, "--scopes", "all", "--mode", "live"])
+      server.adminJson<CreatedKey>(["keys", "create", "--org", demo.orgId, "--name", name, "--scopes", "all", "--mode", "live"])
     kept = await createKey("kept")
     revoked = await createKey("revoked")
-    const revoke = await server.cli(["keys", "revoke", revoked.id])
+    const revoke = await server.admin(["keys", "revoke", revoked.id])
     expect(revoke.code, revoke.stderr).toBe(0)
     // enough scheduled texts (to two counterparts) for GET /conversations to have a second page
     const scheduledFor = later()

@@ -98,7 +98,7 @@ describe("webhook endpoints", () => {
   let n = 0
 
   const createKey = (org: string, scopes: string, ...extra: ReadonlyArray<string>) =>
-    server.cliJson<CreatedKey>([
+    server.adminJson<CreatedKey>([
       "keys", "create", "--org", org, "--name", `key ${++n}`, "--scopes", scopes, "--mode", "live", ...extra
     ])
   const create = (body: unknown, key: string = demo.keys.live) =>
@@ -205,9 +205,9 @@ describe("webhook endpoints", () => {
 
   it("hides another organisation's endpoints: 404 on read and delete, absent from its list", async () => {
     const mine = await readJson<Created>(await create({ url: "https://mine.example.com/", enabledEvents: ["*"] }), 201)
-    const other = await server.cliJson<{ id?: string; orgId?: string }>(["orgs", "create", "--name", "Other Org"])
+    const other = await server.adminJson<{ id?: string; orgId?: string }>(["orgs", "create", "--name", "Other Org"])
     const otherOrg = other.id ?? other.orgId ?? ""
-    await server.cliJson(["crm", "connect", otherOrg, "--account", "Olive Other", "--account-id", "crm_user_other"])
+    await server.adminJson(["crm", "connect", otherOrg, "--account", "Olive Other", "--account-id", "crm_user_other"])
     const otherKey = await createKey(otherOrg, "all")
     await expectError(await get(mine.id, otherKey.key), 404, "NOT_FOUND")
     await expectError(await remove(mine.id, otherKey.key), 404, "NOT_FOUND")

@@ -2,13 +2,18 @@
  * Black-box test support: a real Parley server process on a fresh store (a
  * temporary SQLite data directory, or a fresh Postgres database when
  * PARLEY_TEST_STORE=postgres; see store.ts) and a free port, driven over
- * HTTP, and the real CLI against the same store.
+ * HTTP, and the admin CLI against the same store: `cli` starts the real
+ * process (for tests of the CLI itself), `admin` runs the same commands in the
+ * test process (for set-up; see admin.ts).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { type CliResult, runAdmin } from "./admin.js"
 import { createTestDatabase, type TestDatabase } from "./store.js"
+
+export type { CliResult } from "./admin.js"
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "bin", "parley.mjs")
 
@@ -19,12 +24,6 @@ export interface DemoSummary {
   readonly templates: ReadonlyArray<{ readonly id: string; readonly name: string }>
   readonly records: ReadonlyArray<{ readonly module: string; readonly id: string; readonly name: string }>
   readonly keys: { readonly test: string; readonly live: string }
-}
-
-export interface CliResult {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
 }
 
 const freePort = () =>
@@ -123,8 +122,19 @@ export class TestServer {
     return JSON.parse(result.stdout) as A
   }
 
+  /** Runs `parley <args>` against this server's store in the test process (see admin.ts). */
+  admin(args: ReadonlyArray<string>): Promise<CliResult> {
+    return runAdmin(this.processEnv(), args)
+  }
+
+  async adminJson<A>(args: ReadonlyArray<string>): Promise<A> {
+    const result = await this.admin([...args, "--json"])
+    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed: ${result.stderr}`)
+    return JSON.parse(result.stdout) as A
+  }
+
   demo(): Promise<DemoSummary> {
-    return this.cliJson<DemoSummary>(["demo"])
+    return this.adminJson<DemoSummary>(["demo"])
   }
 
   fetch(path: string, init: RequestInit & { readonly key?: string } = {}): Promise<Response> {
