@@ -24,9 +24,13 @@ export default defineConfig(async () => {
       // Black-box tests start real server processes; give them room on 2 cores.
       testTimeout: 60_000,
       hookTimeout: 60_000,
-      fileParallelism: false,
-      // One worker loads the server's modules (for the in-process admin CLI, test/support/admin.ts) once,
-      // not once per file; no test changes global state another file could see.
+      // Two files at a time: much of a black-box test is waiting (a scheduled text's 30 seconds, a
+      // lease lapsing, a provider's Retry-After), and each file has servers and databases of its own.
+      fileParallelism: true,
+      maxWorkers: 2,
+      minWorkers: 1,
+      // Each worker loads the server's modules (for the in-process admin CLI, test/support/admin.ts)
+      // once, not once per file; no test changes global state another file could see.
       isolate: false
     }
   }
