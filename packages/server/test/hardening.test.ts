@@ -18,6 +18,7 @@ import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { expectError, readJson, readUntil } from "./support/wire.js"
 import { testStore } from "./support/store.js"
 
 /** Each admin CLI call starts a node process. */
@@ -27,9 +28,6 @@ const PN1 = "PN00000000000000000000000000000001"
 const WHATSAPP_SID = "PN00000000000000000000000000000003"
 const CONTENT_SID = `HX${"a1".repeat(16)}`
 
-interface ErrorBody {
-  readonly error: { readonly code: string; readonly message: string; readonly requestId: string }
-}
 interface ActionRecord {
   readonly id: string
   readonly status?: string | null
@@ -56,24 +54,7 @@ const closedWindow = () => {
   return `${pad(opens)}:00-${pad((opens + 1) % 24)}:00`
 }
 
-const expectError = async (response: Response, status: number, code: string) => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  const body = JSON.parse(text) as ErrorBody
-  expect(body.error.code, text).toBe(code)
-  expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
-  return body.error
-}
 
-const poll = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 20_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  let last = await read()
-  while (!done(last) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    last = await read()
-  }
-  return last
-}
 
 describe("hardening", () => {
   let server: TestServer
@@ -86,11 +67,6 @@ describe("hardening", () => {
   }
   const post = (key: string, path: string, payload: Record<string, unknown>) =>
     server.fetch(path, { key, method: "POST", headers: { "idempotency-key": idem() }, body: JSON.stringify(payload) })
-  const json = async <A>(response: Response, status: number): Promise<A> => {
-    const text = await response.text()
-    expect(response.status, text).toBe(status)
-    return JSON.parse(text) as A
-  }
 
   beforeAll(async () => {
     server = await TestServer.start({ env: { PARLEY_SIM_STEP_MS: "50" } })
@@ -105,8 +81,8 @@ describe("hardening", () => {
         "--bots", "bot_support"
       ])
       const payload = { to: "+14155550123", fromNumberSid: PN1, mode: "follow_script", scheduledFor: inAnHour() }
-      const sales = await json<{ id: string }>(await post(demo.keys.live, "/api/v1/ai-calls", { ...payload, botId: "bot_sales" }), 202)
-      const support = await json<{ id: string }>(
+      const sales = await readJson<{ id: string }>(await post(demo.keys.live, "/api/v1/ai-calls", { ...payload, botId: "bot_sales" }), 202)
+      const support = await readJson<{ id: string }>(
         await post(demo.keys.live, "/api/v1/ai-calls", { ...payload, botId: "bot_support" }),
         202
       )
@@ -117,20 +93,20 @@ describe("hardening", () => {
         404,
         "NOT_FOUND"
       )
-      const untouched = await json<ActionRecord>(await server.fetch(`/api/v1/ai-calls/${sales.id}`, { key: demo.keys.live }), 200)
+      const untouched = await readJson<ActionRecord>(await server.fetch(`/api/v1/ai-calls/${sales.id}`, { key: demo.keys.live }), 200)
       expect(untouched.status).toBe("Queued")
 
       // its own bot's call reads and cancels
-      expect((await json<ActionRecord>(await server.fetch(`/api/v1/ai-calls/${support.id}`, { key: restricted.key }), 200)).id)
+      expect((await readJson<ActionRecord>(await server.fetch(`/api/v1/ai-calls/${support.id}`, { key: restricted.key }), 200)).id)
         .toBe(support.id)
-      const cancelled = await json<{ status: string }>(
+      const cancelled = await readJson<{ status: string }>(
         await server.fetch(`/api/v1/ai-calls/${support.id}/cancel`, { key: restricted.key, method: "POST" }),
         200
       )
       expect(cancelled.status).toBe("cancelled")
 
       // texts have no bot: a bot restriction does not hide them
-      const text = await json<{ id: string }>(
+      const text = await readJson<{ id: string }>(
         await post(demo.keys.live, "/api/v1/messages", { to: "+14155550123", fromNumberSid: PN1, body: "hi" }),
         202
       )
@@ -176,7 +152,7 @@ describe("hardening", () => {
 
   describe("record names the connected account may not read", () => {
     it("hides Lead names from an account that may read only Contacts, in records and conversations", async () => {
-      const sent = await json<{ id: string }>(
+      const sent = await readJson<{ id: string }>(
         await post(demo.keys.live, "/api/v1/messages", {
           to: "+447700900001",
           fromNumberSid: PN1,
@@ -185,19 +161,19 @@ describe("hardening", () => {
         }),
         202
       )
-      const visible = await json<ActionRecord>(await server.fetch(`/api/v1/messages/${sent.id}`, { key: demo.keys.live }), 200)
+      const visible = await readJson<ActionRecord>(await server.fetch(`/api/v1/messages/${sent.id}`, { key: demo.keys.live }), 200)
       expect(visible.record?.name).toBe("Ada Lovelace")
 
       await cliOk(["crm", "permissions", demo.orgId, "--modules", "Contacts"])
       try {
-        const hidden = await json<ActionRecord>(await server.fetch(`/api/v1/messages/${sent.id}`, { key: demo.keys.live }), 200)
+        const hidden = await readJson<ActionRecord>(await server.fetch(`/api/v1/messages/${sent.id}`, { key: demo.keys.live }), 200)
         expect(JSON.stringify(hidden)).not.toContain("Ada Lovelace")
         expect(hidden.record).toBeNull()
         expect(hidden.name).toBeNull()
         expect(hidden.linkedRecords).toEqual([{ module: "Leads", id: "5001", name: null }])
         expect(hidden.linkedSenders?.["Lead"]).toBeNull()
 
-        const page = await json<{ items: ReadonlyArray<ConversationSummary> }>(
+        const page = await readJson<{ items: ReadonlyArray<ConversationSummary> }>(
           await server.fetch("/api/v1/conversations", { key: demo.keys.live }),
           200
         )
@@ -205,7 +181,7 @@ describe("hardening", () => {
         expect(conversation).toBeDefined()
         expect(JSON.stringify(page)).not.toContain("Ada Lovelace")
         expect(conversation?.name).toBe("+447700900001")
-        const messages = await json<{ items: ReadonlyArray<ActionRecord> }>(
+        const messages = await readJson<{ items: ReadonlyArray<ActionRecord> }>(
           await server.fetch(`/api/v1/conversations/${encodeURIComponent(conversation?.id ?? "")}`, { key: demo.keys.live }),
           200
         )
@@ -226,13 +202,13 @@ describe("hardening", () => {
           body: new URLSearchParams({ From: from, To: "+14155550100", Body: "Only once", MessageSid: "SMretried0001" })
         })
       for (let i = 0; i < 3; i++) expect((await deliver()).status).toBe(200)
-      const page = await json<{ items: ReadonlyArray<ConversationSummary> }>(
+      const page = await readJson<{ items: ReadonlyArray<ConversationSummary> }>(
         await server.fetch("/api/v1/conversations", { key: demo.keys.live }),
         200
       )
       const conversation = page.items.find((c) => c.phone === from)
       expect(conversation).toBeDefined()
-      const messages = await json<{ items: ReadonlyArray<ActionRecord> }>(
+      const messages = await readJson<{ items: ReadonlyArray<ActionRecord> }>(
         await server.fetch(`/api/v1/conversations/${encodeURIComponent(conversation?.id ?? "")}`, { key: demo.keys.live }),
         200
       )
@@ -249,7 +225,7 @@ describe("hardening", () => {
         body: new URLSearchParams({ From: from, To: "+14155550100", Body: "And again", MessageSid: "SMretried0002" })
       })
       expect(next.status).toBe(200)
-      const after = await json<{ items: ReadonlyArray<ActionRecord> }>(
+      const after = await readJson<{ items: ReadonlyArray<ActionRecord> }>(
         await server.fetch(`/api/v1/conversations/${encodeURIComponent(conversation?.id ?? "")}`, { key: demo.keys.live }),
         200
       )
@@ -269,7 +245,7 @@ describe("hardening", () => {
       const [cursor] = await server.db.query<{ value: string }>("SELECT value FROM settings WHERE name = ?", ["cursor_secret"])
       expect(cursor?.value).toMatch(/^enc:v1:[0-9a-f]{8}:/)
       // cursors still verify: a second page is reachable through the first page's cursor
-      const first = await json<{ nextCursor: string | null }>(
+      const first = await readJson<{ nextCursor: string | null }>(
         await server.fetch("/api/v1/conversations", { key: demo.keys.live }),
         200
       )
@@ -300,19 +276,19 @@ describe("hardening", () => {
         }
         const refused = await expectError(await post(demo.keys.live, "/api/v1/messages", whatsApp), 403, "OUTSIDE_SENDING_HOURS")
         expect(refused.message).toContain("sending hours")
-        expect((await json<{ test: boolean }>(await post(demo.keys.test, "/api/v1/messages", whatsApp), 202)).test).toBe(true)
+        expect((await readJson<{ test: boolean }>(await post(demo.keys.test, "/api/v1/messages", whatsApp), 202)).test).toBe(true)
 
         // an SMS is accepted and held for the window; widening the hours releases it at once
-        const held = await json<{ id: string }>(
+        const held = await readJson<{ id: string }>(
           await post(demo.keys.live, "/api/v1/messages", { to: "+14155550123", fromNumberSid: PN1, body: "held" }),
           202
         )
         await new Promise((resolve) => setTimeout(resolve, 1_000))
-        const waiting = await json<ActionRecord>(await server.fetch(`/api/v1/messages/${held.id}`, { key: demo.keys.live }), 200)
+        const waiting = await readJson<ActionRecord>(await server.fetch(`/api/v1/messages/${held.id}`, { key: demo.keys.live }), 200)
         expect(waiting.status).toBe("Queued")
 
         await cliOk(["orgs", "update", demo.orgId, "--sending-hours", "always", "--timezone", "UTC"])
-        const released = await poll(
+        const released = await readUntil(
           () => server.fetch(`/api/v1/messages/${held.id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>),
           (record) => record.status !== "Queued"
         )
@@ -371,7 +347,7 @@ describe("hardening", () => {
             body: JSON.stringify({ to: "+14155550123", fromNumberSid: PN1, body: "after rotation" })
           })
           expect(sent.status).toBe(202)
-          const delivered = await poll(async () => received.length, (n) => n > 0)
+          const delivered = await readUntil(async () => received.length, (n) => n > 0)
           expect(delivered).toBeGreaterThan(0)
           const [event] = received
           const headers = Object.fromEntries(

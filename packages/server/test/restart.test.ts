@@ -117,7 +117,8 @@ describe("restarts", () => {
     const deadline = Date.now() + 20_000
     while (true) {
       const record = await readJson<ActionRecord>(await get(`/api/v1/messages/${id}`), 200)
-      if (record.status !== "Queued" || Date.now() > deadline) return record
+      // Sending is a moment between commit and the carrier's answer, which sets the text's time (`at`).
+      if ((record.status !== "Queued" && record.status !== "Sending") || Date.now() > deadline) return record
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   }
