@@ -268,8 +268,12 @@ describe("webhook endpoints", () => {
       expect(() => new Webhook(filtered.secret).verify(got[0]!.body, got[0]!.headers)).not.toThrow()
       expect(() => new Webhook(all.secret).verify(got[0]!.body, got[0]!.headers)).toThrow()
       for (const r of everything.of(id)) expect(() => new Webhook(all.secret).verify(r.body, r.headers)).not.toThrow()
-      // The endpoint's record says when it last took a delivery.
-      const read = await readJson<Endpoint>(await get(filtered.id), 200)
+      // The endpoint's record says when it last took a delivery (written once the receiver's answer is back,
+      // which can be just after the receiver saw the request).
+      const read = await until(async () => {
+        const endpoint = await readJson<Endpoint>(await get(filtered.id), 200)
+        return endpoint.lastSuccessAt === null ? undefined : endpoint
+      }, { timeoutMs: 10_000, what: "the endpoint's lastSuccessAt" })
       expect(read.lastSuccessAt).not.toBeNull()
     })
 
