@@ -38,8 +38,9 @@ describe("Twilio", () => {
   let server: TestServer
   let demo: DemoSummary
 
+  // Set-up runs the CLI's commands in this process (test/support/admin.ts); the CLI itself is not under test here.
   const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.cli(args)
+    const result = await server.admin(args)
     if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
     return result
   }
@@ -276,7 +277,9 @@ describe("Twilio", () => {
   }, HEAVY)
 
   it("never shows the credentials again; clearing returns the organisation to the simulator", async () => {
-    const shown = await cliOk(["providers", "show", "--org", demo.orgId, "--json"])
+    // The real process: what `providers show` prints is under test.
+    const shown = await server.cli(["providers", "show", "--org", demo.orgId, "--json"])
+    expect(shown.code, shown.stderr).toBe(0)
     expect(shown.stdout).toContain(twilio.accountSid)
     expect(shown.stdout).not.toContain(twilio.authToken)
     const [row] = await server.db.query<{ secrets: string }>("SELECT secrets FROM provider_accounts WHERE org_id = ?", [

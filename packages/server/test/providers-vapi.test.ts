@@ -39,8 +39,9 @@ describe("Vapi", () => {
   let server: TestServer
   let demo: DemoSummary
 
+  // Set-up runs the CLI's commands in this process (test/support/admin.ts); the CLI itself is not under test here.
   const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.cli(args)
+    const result = await server.admin(args)
     if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
     return result
   }

@@ -13,39 +13,16 @@
  * would get and releases it afterwards, as a process would: nothing is cached
  * between calls, and the server sees the change through the store alone.
  */
-import { Command, ValidationError } from "@effect/cli"
-import { NodeContext } from "@effect/platform-node"
-import { Cause, ConfigProvider, Console, Effect, Exit, Layer, Predicate } from "effect"
+import { ValidationError } from "@effect/cli"
+import { Cause, ConfigProvider, Console, Effect, Exit } from "effect"
 import { Console as NodeConsole } from "node:console"
 import { Writable } from "node:stream"
-import { AppLive } from "../../src/AppLayer.js"
-import { commands } from "../../src/cli/commands/index.js"
-import { ServerConfig } from "../../src/config/ServerConfig.js"
-import { LoggingLive } from "../../src/Logging.js"
+import { cli, describeFailure, MainLive } from "../../src/cli/Program.js"
 
 export interface CliResult {
   readonly code: number
   readonly stdout: string
   readonly stderr: string
-}
-
-// As src/cli/main.ts assembles them (that module runs the CLI when imported, so it cannot be imported here).
-const parley = Command.make("parley").pipe(Command.withSubcommands(commands))
-const cli = Command.run(parley, { name: "parley", version: "0.1.0" })
-const MainLive = Layer.mergeAll(AppLive, LoggingLive).pipe(
-  Layer.provideMerge(ServerConfig.layer),
-  Layer.provideMerge(NodeContext.layer)
-)
-
-/** main.ts's one line for a failure: CliError messages as written, storage failures by operation. */
-const describeFailure = (failure: unknown): string => {
-  if (Predicate.isTagged(failure, "StorageError") && Predicate.hasProperty(failure, "operation")) {
-    const cause = Predicate.hasProperty(failure, "cause") ? failure.cause : undefined
-    const detail = cause instanceof Error && cause.message !== "" ? `: ${cause.message}` : ""
-    return `storage failure in ${String(failure.operation)}${detail}`
-  }
-  if (failure instanceof Error) return failure.message === "" ? failure.name : failure.message.split("\n")[0] ?? ""
-  return String(failure)
 }
 
 const collector = () => {

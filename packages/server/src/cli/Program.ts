@@ -1,0 +1,37 @@
+/**
+ * The `parley` command as a value: its subcommands, the layers every command
+ * runs on, and the one line a failure is reported as. `main.ts` runs it as a
+ * process; the tests run the same value in their own process where the CLI is
+ * only how set-up is done.
+ */
+import { Command } from "@effect/cli"
+import { NodeContext } from "@effect/platform-node"
+import { Layer, Predicate } from "effect"
+import { AppLive } from "../AppLayer.js"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { LoggingLive } from "../Logging.js"
+import { commands } from "./commands/index.js"
+
+const parley = Command.make("parley").pipe(
+  Command.withDescription("Parley: messaging and AI-call API for CRM integrations"),
+  Command.withSubcommands(commands)
+)
+
+export const cli = Command.run(parley, { name: "parley", version: "0.1.0" })
+
+/** The application, its logging and its configuration, as every command needs them. */
+export const MainLive = Layer.mergeAll(AppLive, LoggingLive).pipe(
+  Layer.provideMerge(ServerConfig.layer),
+  Layer.provideMerge(NodeContext.layer)
+)
+
+/** One plain line for a failure: CliError messages as written, storage failures by operation, never a stack. */
+export const describeFailure = (failure: unknown): string => {
+  if (Predicate.isTagged(failure, "StorageError") && Predicate.hasProperty(failure, "operation")) {
+    const cause = Predicate.hasProperty(failure, "cause") ? failure.cause : undefined
+    const detail = cause instanceof Error && cause.message !== "" ? `: ${cause.message}` : ""
+    return `storage failure in ${String(failure.operation)}${detail}`
+  }
+  if (failure instanceof Error) return failure.message === "" ? failure.name : failure.message.split("\n")[0] ?? ""
+  return String(failure)
+}
