@@ -16,6 +16,9 @@ import type { LoadResult, ScenarioRow } from "../lib/types.js"
 
 const CONNECTIONS = 12
 
+/** One secret key for every replica of a bench database (Postgres needs PARLEY_SECRET_KEY). */
+const BENCH_SECRET_KEY = randomBytes(32).toString("base64")
+
 export interface ReplicaBenchOptions {
   /** Admin connection for creating the benchmark's databases. */
   readonly adminUrl: string
@@ -95,7 +98,7 @@ export const replicaScenarios = async (options: ReplicaBenchOptions): Promise<Re
     const database = `parley_bench_${randomBytes(4).toString("hex")}`
     const dataDir = options.dataDir(`replicas-${setup.name}`)
     const storeEnv: Record<string, string> = setup.store === "postgres"
-      ? { DATABASE_URL: withDatabase(options.adminUrl, database), PARLEY_DB_POOL_SIZE: "5" }
+      ? { DATABASE_URL: withDatabase(options.adminUrl, database), PARLEY_DB_POOL_SIZE: "5", PARLEY_SECRET_KEY: BENCH_SECRET_KEY }
       : { PARLEY_DATA_DIR: dataDir }
     if (setup.store === "postgres") await admin(options.adminUrl, (c) => c.query(`CREATE DATABASE ${database}`))
     const servers: Array<ParleyServer> = []

@@ -29,10 +29,11 @@ const RateLimitStoreLive = Layer.unwrapEffect(
   Effect.map(ServerConfig, (config) => Option.isSome(config.databaseUrl) ? RateLimitStoreLayer : RateLimitStore.layerMemory)
 )
 
-/** The migrated database and the key that seals its secrets, with every stored secret sealed under that key. */
-const StoreLive = Layer.effectDiscard(SecretBox.resealSecrets).pipe(
-  Layer.provideMerge(Layer.merge(DatabaseLive, SecretBox.layer))
-)
+/**
+ * The migrated database and the key that seals its secrets. The server reseals stored secrets under the
+ * current key when it starts (serve); other commands only open them, with the current or a previous key.
+ */
+const StoreLive = Layer.merge(DatabaseLive, SecretBox.layer)
 
 /** Every storage port on SQL, plus the simulated carrier and AI-call provider (the embedded defaults). */
 export const SqlPortsLive = Layer.mergeAll(

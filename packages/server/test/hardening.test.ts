@@ -19,7 +19,7 @@ import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson, readUntil } from "./support/wire.js"
-import { testStore } from "./support/store.js"
+import { createTestDatabase, testStore } from "./support/store.js"
 
 /** Each admin CLI call starts a node process. */
 const CLI_HEAVY = 180_000
@@ -295,6 +295,19 @@ describe("hardening", () => {
         expect(released.status).not.toBe("Queued")
       } finally {
         await cliOk(["orgs", "update", demo.orgId, "--sending-hours", "always", "--timezone", "UTC"])
+      }
+    }, CLI_HEAVY)
+  })
+
+  describe("secret key on Postgres", () => {
+    it.skipIf(testStore !== "postgres")("refuses to start replicas without a shared PARLEY_SECRET_KEY, saying why", async () => {
+      const db = await createTestDatabase()
+      try {
+        const { PARLEY_SECRET_KEY: _key, ...withoutKey } = db.env
+        const start = TestServer.start({ database: { ...db, env: withoutKey } })
+        await expect(start).rejects.toThrow(/PARLEY_SECRET_KEY is required with DATABASE_URL/)
+      } finally {
+        await db.drop()
       }
     }, CLI_HEAVY)
   })

@@ -57,7 +57,7 @@ describe.skipIf(testStore !== "postgres")("Postgres outage", () => {
     const relayed = new URL(direct)
     relayed.host = `127.0.0.1:${relay.port}`
     server = await TestServer.start({
-      database: { ...db, env: { DATABASE_URL: relayed.toString() } },
+      database: { ...db, env: { ...db.env, DATABASE_URL: relayed.toString() } },
       env: { PARLEY_RATE_LIMIT_PER_MINUTE: "10000" }
     })
     demo = await server.demo()

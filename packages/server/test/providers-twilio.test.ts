@@ -218,6 +218,23 @@ describe("Twilio", () => {
     expect(createsFor(to)).toHaveLength(1)
   }, HEAVY)
 
+  it.each([
+    [429, "+14155550141"],
+    [500, "+14155550142"]
+  ])("after a %s, never takes another action's identical message for this one", async (status, to) => {
+    // An earlier text with the same words to the same person, already delivered.
+    const first = await send({ to, body: "Same words" })
+    expect((await settle(first)).status).toBe("Delivered")
+    twilio.failNext(1, status, "1")
+    const second = await send({ to, body: "Same words" })
+    const record = await settle(second)
+    expect(record.status).toBe("Delivered")
+    const messages = twilio.messages.filter((m) => m.to === to)
+    expect(messages).toHaveLength(2)
+    expect(record.sid).not.toBe((await read(first)).sid)
+    expect(messages.map((m) => m.sid)).toContain(record.sid)
+  }, HEAVY)
+
   it("waits out Twilio being down and sends once when it is back", async () => {
     await twilio.down()
     const to = "+14155550133"

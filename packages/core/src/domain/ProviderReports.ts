@@ -41,6 +41,8 @@ const CALL_RANK: Readonly<Record<CallStatus, number>> = {
   Cancelled: 3
 }
 const FINAL_RANK = 3
+/** How often a report is judged again after losing a race to another (a status has at most four steps). */
+const MAX_RACES = 4
 
 const rankOf = (kind: ActionKind, status: RecordStatus): number | undefined =>
   kind === "message"
@@ -106,7 +108,7 @@ export const vapiEndedStatus = (endedReason: string): CallStatus => {
   // A voicemail greeting is not the person: for an outbound bot call that is no answer.
   if (endedReason === "customer-did-not-answer" || endedReason === "voicemail") return "No Answer"
   if (endedReason === "customer-busy") return "Busy"
-  if (/fail|error|fault|invalid|unavailable|not-found|rejected/.test(endedReason)) return "Failed"
+  if (/fail|error|fault|invalid|unavailable|not-found|rejected|misdial/.test(endedReason)) return "Failed"
   return "Completed"
 }
 
@@ -155,30 +157,36 @@ export const layer: Layer.Layer<ProviderReports, never, ActionStore | UnitOfWork
     const outbox = yield* Effect.context<EventOutbox>()
     return ProviderReports.of({
       report: Effect.fn("ProviderReports.report")(function*(report) {
-        const found = yield* store.findAction(report.orgId, report.actionId)
-        if (Option.isNone(found) || found.value.kind !== report.kind) return { _tag: "NotFound" as const }
-        const current = found.value
-        if (!movesForward(report.kind, current.status, report.status)) {
-          return { _tag: "Ignored" as const, current: current.status }
+        // Conditional on the status read: of two reports racing, one applies and the other is judged again
+        // against what the first left (a `delivered` beaten by its own `sent` still applies after it).
+        for (let attempt = 1; ; attempt++) {
+          const found = yield* store.findAction(report.orgId, report.actionId)
+          if (Option.isNone(found) || found.value.kind !== report.kind) return { _tag: "NotFound" as const }
+          const current = found.value
+          if (!movesForward(report.kind, current.status, report.status)) {
+            return { _tag: "Ignored" as const, current: current.status }
+          }
+          const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+          const outcome: ReportOutcome | undefined = yield* unitOfWork.atomically(Effect.gen(function*() {
+            const applied = yield* store.applyProviderReport(report.orgId, report.actionId, current.status, {
+              status: report.status,
+              providerStatus: report.providerStatus,
+              sid: report.sid,
+              errorMessage: report.errorMessage,
+              body: report.body,
+              audioFileId: report.audioFileId,
+              workAt: isFinal(report.kind, report.status) ? null : report.recheckAt ?? null,
+              modified: now
+            })
+            if (Option.isNone(applied)) return undefined
+            const type = eventForStatus(report.kind, report.status)
+            if (type !== null) yield* Effect.provide(emit(type, applied.value), outbox)
+            return { _tag: "Applied" as const, action: applied.value }
+          }))
+          if (outcome !== undefined) return outcome
+          // A status moves forward at most a few times: a report still losing after that is not progress.
+          if (attempt >= MAX_RACES) return { _tag: "Ignored" as const, current: current.status }
         }
-        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-        return yield* unitOfWork.atomically(Effect.gen(function*() {
-          // Conditional on the status read: of two reports racing, one applies and the other is re-judged.
-          const applied = yield* store.applyProviderReport(report.orgId, report.actionId, current.status, {
-            status: report.status,
-            providerStatus: report.providerStatus,
-            sid: report.sid,
-            errorMessage: report.errorMessage,
-            body: report.body,
-            audioFileId: report.audioFileId,
-            workAt: isFinal(report.kind, report.status) ? null : report.recheckAt ?? null,
-            modified: now
-          })
-          if (Option.isNone(applied)) return { _tag: "Ignored" as const, current: current.status }
-          const type = eventForStatus(report.kind, report.status)
-          if (type !== null) yield* Effect.provide(emit(type, applied.value), outbox)
-          return { _tag: "Applied" as const, action: applied.value }
-        }))
       })
     })
   })

@@ -26,7 +26,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Crypto, DispatchRules, Organisations, type StorageError } from "@parley/core/internal"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { skipLocked } from "../store/Dialect.js"
 import { storage } from "../store/rows.js"
@@ -148,6 +148,18 @@ export const DispatcherLive = Layer.scopedDiscard(
         return yield* batches.commit(worker, send, now, modified)
       })
 
+    /** A real provider's row: its lease held past one slow request, its answer recorded the moment it comes. */
+    const hooks = (modified: string): RealProviders.SubmitHooks => ({
+      hold: (row, until) =>
+        storage("dispatch.hold")(Effect.map(
+          sql`UPDATE actions SET lease_until = ${until}
+              WHERE id = ${Number(row.id)} AND lease_owner = ${worker} AND status = ${row.status} RETURNING id`,
+          (rows) => rows.length > 0
+        )),
+      record: (row, change) =>
+        storage("dispatch.record")(sql.withTransaction(batches.apply(worker, [transition(row, change, modified)])))
+    })
+
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */
     const work = (claimed: ReadonlyArray<ClaimedRow>, now: number): Effect.Effect<void, StorageError> =>
       Effect.gen(function*() {
@@ -156,27 +168,21 @@ export const DispatcherLive = Layer.scopedDiscard(
         const committed = yield* storage("dispatch.commit")(commitDue(phase("commit"), now, modified))
         const toSubmit = [...phase("submit"), ...committed]
         yield* yieldToEventLoop
-        const routed = yield* realProviders.submit(toSubmit, now)
+        // Real providers' rows are sent and recorded one by one (hooks); the rest goes to the simulator as a batch.
+        const toSimulate = yield* realProviders.submit(toSubmit, now, hooks(modified))
         const receipts = yield* providers.submit(
-          routed.simulated.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
+          toSimulate.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
         )
         yield* yieldToEventLoop
         // What a real provider has is rechecked with it; the rest is the simulator's next step.
-        const rechecked = yield* realProviders.recheck(phase("advance"), now)
-        const toAdvance = rechecked.simulated
+        const toAdvance = yield* realProviders.recheck(phase("advance"), now, hooks(modified))
         const botName = yield* botNames(toAdvance)
         const transitions = [
-          ...toSubmit.flatMap((row) => {
-            const real = routed.changes.get(String(row.id))
-            if (real !== undefined) return [transition(row, real, modified)]
+          ...toSimulate.flatMap((row) => {
             const receipt = receipts.get(String(row.id))
             return receipt === undefined ? [] : [transition(row, afterSubmit(row, receipt, now, config.simStepMs), modified)]
           }),
-          ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified)),
-          ...phase("advance").flatMap((row) => {
-            const real = rechecked.changes.get(String(row.id))
-            return real === undefined ? [] : [transition(row, real, modified)]
-          })
+          ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified))
         ]
         yield* storage("dispatch.transition")(sql.withTransaction(batches.apply(worker, transitions)))
       })
@@ -201,9 +207,17 @@ export const DispatcherLive = Layer.scopedDiscard(
 
     const loop = Effect.gen(function*() {
       while (true) {
+        // A defect in one round (a stored secret that no longer opens, say) must not stop sending for good.
         const count = yield* round.pipe(
-          Effect.catchAll((error) =>
-            Effect.as(Effect.logWarning(`dispatcher round failed: ${error.operation}`), 0)
+          Effect.catchAllCause((cause) =>
+            Effect.as(
+              Effect.logWarning(
+                `dispatcher round failed: ${
+                  Cause.failureOption(cause).pipe(Option.match({ onNone: () => "unexpected failure", onSome: (e) => e.operation }))
+                }`
+              ),
+              0
+            )
           )
         )
         if (count < BATCH) {

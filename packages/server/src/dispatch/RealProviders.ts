@@ -3,12 +3,18 @@
  * WhatsApp, Vapi for its AI calls, when it has connected them (`parley
  * providers set`); everything else stays with the simulator.
  *
- * A submission is journalled (provider_submissions) before each attempt. An
- * attempt whose outcome is unknown — the process died, the connection dropped
- * after the request left — is reconciled with the provider (did it create the
- * message or call?) before anything is sent again, so a retry never sends
- * twice. After the provider accepts, its callbacks drive the action
- * (ProviderReports); the dispatcher no longer times it.
+ * A submission is journalled (provider_submissions) before each attempt, with
+ * its outcome after it. An attempt whose outcome is unknown — the process
+ * died, the connection dropped after the request left, a 5xx — is reconciled
+ * with the provider (did it create the message or call?) before anything is
+ * sent again, so a retry never sends twice; an attempt known not to have sent
+ * (a 429, a refused connection) is simply made again. A provider's id already
+ * recorded on another action is never adopted. Each row's lease is extended
+ * before its request and each answer is recorded at once, in its own
+ * transaction, so a slow provider can neither let another replica take the
+ * row mid-request nor lose an answer with the rest of the batch. After the
+ * provider accepts, its callbacks drive the action (ProviderReports), with a
+ * recheck in case they are lost.
  *
  * What the provider answers:
  * - accepted: the provider's id and status are recorded, the action waits for callbacks;
@@ -39,8 +45,10 @@ import type { Change, ClaimedRow } from "./ClaimedAction.js"
 export const MAX_ATTEMPTS = 16
 const BASE_BACKOFF_MS = 1_000
 const MAX_BACKOFF_MS = 15 * 60_000
-/** How far before the first attempt a reconciliation looks (clock skew between Parley and the provider). */
-const RECONCILE_SLACK_MS = 5 * 60_000
+/** After an unknown outcome, the provider may still be creating the message or call: wait before looking. */
+const UNKNOWN_OUTCOME_WAIT_MS = 30_000
+/** How long a row handed to a real provider stays leased to this worker (a request and a reconciliation). */
+export const PROVIDER_LEASE_MS = 5 * 60_000
 /** How long Parley keeps asking a provider about an action whose reports stopped: two days. */
 const MAX_TRACKING_MS = 48 * 3_600_000
 /** Requests to one provider at once from one process. */
@@ -49,17 +57,33 @@ const CONCURRENCY = 8
 export const backoffMs = (attempts: number, retryAfterMs: number | null): number =>
   Math.max(retryAfterMs ?? 0, Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1)))
 
-const Journal = Schema.Struct({ action_id: Schema.String, attempts: DbInt, first_attempt_at: DbInt })
+const Journal = Schema.Struct({
+  action_id: Schema.String,
+  attempts: DbInt,
+  first_attempt_at: DbInt,
+  last_outcome: Schema.String
+})
 const decodeJournal = Schema.decodeUnknown(Schema.Array(Journal))
 
-type Failure = Twilio.TwilioSendError | Vapi.VapiCallError
+/** What became of the last attempt: in flight (or its process died), accepted, known not sent, or unknown. */
+type Outcome = "pending" | "accepted" | "not_sent" | "unknown"
 
-interface Routed {
-  /** Rows whose organisation has no real provider for their kind. */
-  readonly simulated: ReadonlyArray<ClaimedRow>
-  /** The change each real submission makes, by action id. */
-  readonly changes: ReadonlyMap<string, Change>
+interface Attempt {
+  readonly attempts: number
+  readonly firstAt: number
+  /** Whether an earlier attempt may have reached the provider: look before sending again. */
+  readonly reconcile: boolean
 }
+
+/** What the dispatcher lends the submissions: its lease on a row, and recording a row's change at once. */
+export interface SubmitHooks {
+  /** Extends this worker's lease on the row; false when it was lost (another worker has the row). */
+  readonly hold: (row: ClaimedRow, until: number) => Effect.Effect<boolean, StorageError>
+  /** Applies the row's change in its own transaction. */
+  readonly record: (row: ClaimedRow, change: Change) => Effect.Effect<void, StorageError>
+}
+
+type Failure = Twilio.TwilioSendError | Vapi.VapiCallError
 
 const failed = (errorMessage: string, providerStatus?: string): Change => ({
   status: "Failed",
@@ -74,27 +98,40 @@ export const make = (config: ServerSettings) =>
     const accounts = yield* ProviderAccounts
     const organisations = yield* Organisations.Organisations
 
-    /** Counts an attempt before it is made; answers how many there have been and when the first was. */
-    const journal = (rows: ReadonlyArray<{ readonly id: string; readonly provider: string }>, now: number) =>
-      rows.length === 0
-        ? Effect.succeed(new Map<string, { attempts: number; firstAt: number }>())
-        : Effect.map(
-          Effect.flatMap(
-            sql`INSERT INTO provider_submissions ${
-              sql.insert(rows.map((r) => ({
-                action_id: r.id,
-                provider: r.provider,
-                attempts: 1,
-                first_attempt_at: now,
-                last_attempt_at: now
-              })))
-            } ON CONFLICT (action_id) DO UPDATE SET attempts = provider_submissions.attempts + 1,
-                last_attempt_at = excluded.last_attempt_at
-              RETURNING action_id, attempts, first_attempt_at`,
-            decodeJournal
-          ),
-          (journalled) => new Map(journalled.map((j) => [j.action_id, { attempts: j.attempts, firstAt: j.first_attempt_at }]))
+    /** Counts an attempt before it is made (outcome pending); answers the attempt with what the last one left. */
+    const journal = (id: string, provider: string, now: number) =>
+      storage("providers.journal")(Effect.gen(function*() {
+        const [previous] = yield* Effect.flatMap(
+          sql`SELECT action_id, attempts, first_attempt_at, last_outcome FROM provider_submissions WHERE action_id = ${id}`,
+          decodeJournal
         )
+        const [current] = yield* Effect.flatMap(
+          sql`INSERT INTO provider_submissions ${
+            sql.insert({ action_id: id, provider, attempts: 1, first_attempt_at: now, last_attempt_at: now, last_outcome: "pending" })
+          } ON CONFLICT (action_id) DO UPDATE SET attempts = provider_submissions.attempts + 1,
+              last_attempt_at = excluded.last_attempt_at, last_outcome = 'pending'
+            RETURNING action_id, attempts, first_attempt_at, last_outcome`,
+          decodeJournal
+        )
+        return {
+          attempts: current?.attempts ?? 1,
+          firstAt: current?.first_attempt_at ?? now,
+          reconcile: previous !== undefined && (previous.last_outcome === "pending" || previous.last_outcome === "unknown")
+        } satisfies Attempt
+      }))
+
+    const settleOutcome = (id: string, outcome: Outcome) =>
+      storage("providers.outcome")(sql`UPDATE provider_submissions SET last_outcome = ${outcome} WHERE action_id = ${id}`)
+
+    /** A provider id already recorded on another action is not this action's: never adopt it. */
+    const takenByAnother = (row: ClaimedRow, sid: string) =>
+      storage("providers.sidTaken")(Effect.map(
+        sql`SELECT id FROM actions WHERE org_id = ${row.org_id} AND sid = ${sid} AND id <> ${Number(row.id)}`,
+        (rows) => rows.length > 0
+      ))
+
+    /** Whether a failed attempt may have reached the provider. */
+    const mayHaveSent = (error: Failure) => error.reason === "unknown_outcome" || (error.status !== null && error.status >= 500)
 
     /** What an unsuccessful answer does to the action. */
     const afterFailure = (
@@ -116,10 +153,15 @@ export const make = (config: ServerSettings) =>
             "failed"
           )
         default: {
-          if (attempts >= MAX_ATTEMPTS) {
+          const unknown = mayHaveSent(error)
+          // An attempt that may have sent is never given up on unseen: the next one looks first.
+          if (attempts >= (unknown ? 2 * MAX_ATTEMPTS : MAX_ATTEMPTS)) {
             return failed(`${provider} did not accept it after ${attempts} attempts (last: ${code}${error.message}).`)
           }
-          return { status: row.status, workAt: now + backoffMs(attempts, error.retryAfterMs) }
+          const wait = backoffMs(attempts, error.retryAfterMs)
+          // Never later than a recheck would look (PARLEY_PROVIDER_RECHECK_MS, which tests shorten).
+          const unknownWait = Math.min(UNKNOWN_OUTCOME_WAIT_MS, config.providerRecheckMs)
+          return { status: row.status, workAt: now + (unknown ? Math.max(wait, unknownWait) : wait) }
         }
       }
     }
@@ -148,6 +190,18 @@ export const make = (config: ServerSettings) =>
       return { status, workAt: recheck("ai_call", status, now), sid: call.id, providerStatus: call.status }
     }
 
+    interface Submitted {
+      readonly change: Change
+      readonly outcome: Outcome
+    }
+    const accepted = (change: Change): Submitted => ({ change, outcome: "accepted" })
+    const answered = (change: Change, error: Failure): Submitted => ({
+      change,
+      outcome: mayHaveSent(error) ? "unknown" : "not_sent"
+    })
+    /** Refused before any request: Failed, nothing sent. */
+    const notSent = (errorMessage: string): Submitted => ({ change: failed(errorMessage), outcome: "not_sent" })
+
     const twilioAddress = (row: ClaimedRow, number: string) => row.type === "WhatsApp" ? `whatsapp:${number}` : number
 
     const twilioAccount = (account: TwilioAccountSettings): Twilio.TwilioAccount => ({
@@ -158,7 +212,7 @@ export const make = (config: ServerSettings) =>
       apiKeySecret: account.apiKeySecret
     })
 
-    const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: { attempts: number; firstAt: number }, now: number) =>
+    const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: Attempt, now: number) =>
       Effect.gen(function*() {
         const client = twilioAccount(account)
         const id = String(row.id)
@@ -166,15 +220,17 @@ export const make = (config: ServerSettings) =>
         const sender = account.messagingServiceSid !== undefined && row.type !== "WhatsApp"
           ? { messagingServiceSid: account.messagingServiceSid }
           : { from: twilioAddress(row, row.line) }
-        if (attempt.attempts > 1) {
+        if (attempt.reconcile) {
           // An earlier attempt may have reached Twilio: look before sending again.
           const earlier = yield* Twilio.findMessage(client, {
             to,
             ...sender,
-            since: attempt.firstAt - RECONCILE_SLACK_MS,
+            since: attempt.firstAt,
             ...(row.wa_content_sid === null ? { body: row.body } : { contentSid: row.wa_content_sid })
           })
-          if (Option.isSome(earlier)) return textChange(earlier.value, now)
+          if (Option.isSome(earlier) && !(yield* takenByAnother(row, earlier.value.sid))) {
+            return accepted(textChange(earlier.value, now))
+          }
         }
         const sent = yield* Twilio.sendMessage(client, {
           to,
@@ -187,20 +243,20 @@ export const make = (config: ServerSettings) =>
             }),
           statusCallback: twilioStatusCallback(config, row.org_id, id)
         })
-        return textChange(sent, now)
+        return accepted(textChange(sent, now))
       }).pipe(
         Effect.catchTag("TwilioSendError", (error) =>
-          Effect.succeed(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now)))
+          Effect.succeed(answered(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now), error)))
       )
 
-    const startCall = (account: VapiAccountSettings, row: ClaimedRow, attempt: { attempts: number; firstAt: number }, now: number) =>
+    const startCall = (account: VapiAccountSettings, row: ClaimedRow, attempt: Attempt, now: number) =>
       Effect.gen(function*() {
         const client: Vapi.VapiAccount = { apiBase: account.apiBase, apiKey: account.apiKey }
         const id = String(row.id)
         const number = (yield* organisations.listNumbers(row.org_id)).find((n) => n.phoneNumber === row.line)
         const phoneNumberId = number?.providerIds?.find((p) => !p.startsWith("PN"))
         if (phoneNumberId === undefined) {
-          return failed(
+          return notSent(
             `The number ${row.line} has no Vapi phone number id: add it with ` +
               `\`parley numbers add --org ${row.org_id} --sid ${number?.sid ?? "SID"} … --provider-id <Vapi phone number id>\`.`
           )
@@ -208,18 +264,16 @@ export const make = (config: ServerSettings) =>
         const bot = (yield* organisations.listBots(row.org_id)).find((b) => b.id === row.bot_id)
         const assistantId = bot?.providerId ?? null
         if (assistantId === null) {
-          return failed(
+          return notSent(
             `The bot ${row.bot_id ?? ""} has no Vapi assistant id: add it with ` +
               `\`parley bots add --org ${row.org_id} --id ${row.bot_id ?? "BOT"} … --provider-id <Vapi assistant id>\`.`
           )
         }
-        if (attempt.attempts > 1) {
-          const earlier = yield* Vapi.findCall(client, {
-            phoneNumberId,
-            since: attempt.firstAt - RECONCILE_SLACK_MS,
-            parleyActionId: id
-          })
-          if (Option.isSome(earlier)) return callChange(earlier.value, now)
+        if (attempt.reconcile) {
+          const earlier = yield* Vapi.findCall(client, { phoneNumberId, since: attempt.firstAt, parleyActionId: id })
+          if (Option.isSome(earlier) && !(yield* takenByAnother(row, earlier.value.id))) {
+            return accepted(callChange(earlier.value, now))
+          }
         }
         const call = yield* Vapi.createCall(client, {
           assistantId,
@@ -231,16 +285,33 @@ export const make = (config: ServerSettings) =>
           },
           metadata: { parleyActionId: id, parleyOrgId: row.org_id }
         })
-        return callChange(call, now)
+        return accepted(callChange(call, now))
       }).pipe(
         Effect.catchTag("VapiCallError", (error) =>
-          Effect.succeed(afterFailure("Vapi", row.org_id, row, error, attempt.attempts, now)))
+          Effect.succeed(answered(afterFailure("Vapi", row.org_id, row, error, attempt.attempts, now), error)))
       )
 
-    /** Sends what goes to real providers; answers what stays with the simulator and each real submission's change. */
-    const submit = (rows: ReadonlyArray<ClaimedRow>, now: number): Effect.Effect<Routed, StorageError> =>
+    /** Journalled rows among these: handed to a real provider at least once. */
+    const journalled = (rows: ReadonlyArray<ClaimedRow>) =>
+      rows.length === 0
+        ? Effect.succeed(new Map<string, typeof Journal.Type>())
+        : storage("providers.journalRead")(Effect.map(
+          Effect.flatMap(
+            sql`SELECT action_id, attempts, first_attempt_at, last_outcome FROM provider_submissions
+                WHERE action_id IN ${sql.in(rows.map((r) => String(r.id)))}`,
+            decodeJournal
+          ),
+          (found) => new Map(found.map((j) => [j.action_id, j]))
+        ))
+
+    /**
+     * Sends what goes to real providers, recording each answer as it comes; answers the rows that stay with
+     * the simulator. A row whose organisation removed its account after an attempt (the outcome unknown to
+     * Parley) fails, saying so, rather than being simulated.
+     */
+    const submit = (rows: ReadonlyArray<ClaimedRow>, now: number, hooks: SubmitHooks) =>
       Effect.gen(function*() {
-        if (rows.length === 0) return { simulated: [], changes: new Map() }
+        if (rows.length === 0) return rows
         const twilio = new Map<string, Option.Option<TwilioAccountSettings>>()
         const vapi = new Map<string, Option.Option<VapiAccountSettings>>()
         for (const orgId of new Set(rows.map((r) => r.org_id))) {
@@ -248,7 +319,7 @@ export const make = (config: ServerSettings) =>
           if (rows.some((r) => r.org_id === orgId && r.kind === "ai_call")) vapi.set(orgId, yield* accounts.vapi(orgId))
         }
         const simulated: Array<ClaimedRow> = []
-        const real: Array<{ row: ClaimedRow; send: (attempt: { attempts: number; firstAt: number }) => Effect.Effect<Change, StorageError>; provider: string }> = []
+        const real: Array<{ row: ClaimedRow; provider: string; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }> = []
         for (const row of rows) {
           if (row.kind === "message") {
             const account = twilio.get(row.org_id) ?? Option.none()
@@ -260,15 +331,32 @@ export const make = (config: ServerSettings) =>
             else real.push({ row, provider: "vapi", send: (attempt) => startCall(account.value, row, attempt, now) })
           }
         }
-        const attempts = yield* storage("providers.journal")(
-          journal(real.map(({ provider, row }) => ({ id: String(row.id), provider })), now)
-        )
-        const changes = new Map<string, Change>()
-        yield* Effect.forEach(real, ({ row, send }) =>
-          Effect.map(send(attempts.get(String(row.id)) ?? { attempts: 1, firstAt: now }), (change) => {
-            changes.set(String(row.id), change)
-          }), { concurrency: CONCURRENCY, discard: true })
-        return { simulated, changes }
+        const orphans = yield* journalled(simulated)
+        for (const row of simulated.filter((r) => orphans.has(String(r.id)))) {
+          yield* hooks.record(row, failed(
+            `The organisation's ${row.kind === "message" ? "Twilio" : "Vapi"} account was removed after Parley handed ` +
+              "this to it; whether it was sent is unknown to Parley."
+          ))
+        }
+        yield* Effect.forEach(real, ({ provider, row, send }) =>
+          Effect.gen(function*() {
+            // The lease covers this request and a reconciliation; a row another worker took is left to it.
+            if (!(yield* hooks.hold(row, now + PROVIDER_LEASE_MS))) return
+            const id = String(row.id)
+            const attempt = yield* journal(id, provider, now)
+            const { change, outcome } = yield* send(attempt)
+            yield* settleOutcome(id, outcome)
+            yield* hooks.record(row, change)
+          }).pipe(
+            // One row's storage failure leaves its lease to lapse (its attempt stays pending: reconciled next time).
+            Effect.catchAll((error) =>
+              Effect.annotateLogs(Effect.logWarning("provider submission not recorded; it will be reconciled"), {
+                action: String(row.id),
+                cause: error._tag
+              })
+            )
+          ), { concurrency: CONCURRENCY, discard: true })
+        return simulated.filter((r) => !orphans.has(String(r.id)))
       })
 
     /**
@@ -276,29 +364,31 @@ export const make = (config: ServerSettings) =>
      * lost or late. Asks the provider for the status and applies it if it moves the action on; otherwise
      * looks again later, until the action is final or MAX_TRACKING_MS old.
      */
-    const recheckAll = (rows: ReadonlyArray<ClaimedRow>, now: number) =>
+    const recheckAll = (rows: ReadonlyArray<ClaimedRow>, now: number, hooks: SubmitHooks) =>
       Effect.gen(function*() {
-        const changes = new Map<string, Change>()
-        if (rows.length === 0) return { simulated: rows, changes }
-        const journalled = new Map(
-          (yield* storage("providers.journalRead")(Effect.flatMap(
-            sql`SELECT action_id, attempts, first_attempt_at FROM provider_submissions
-                WHERE action_id IN ${sql.in(rows.map((r) => String(r.id)))}`,
-            decodeJournal
-          ))).map((j) => [j.action_id, j.first_attempt_at])
-        )
-        const simulated = rows.filter((r) => !journalled.has(String(r.id)))
-        const real = rows.filter((r) => journalled.has(String(r.id)))
-        yield* Effect.forEach(real, (row) =>
-          Effect.map(recheckOne(row, journalled.get(String(row.id)) ?? now, now), (change) => {
-            changes.set(String(row.id), change)
-          }), { concurrency: CONCURRENCY, discard: true })
-        return { simulated, changes }
+        if (rows.length === 0) return rows
+        const known = yield* journalled(rows)
+        yield* Effect.forEach(rows.filter((r) => known.has(String(r.id))), (row) =>
+          Effect.gen(function*() {
+            if (!(yield* hooks.hold(row, now + PROVIDER_LEASE_MS))) return
+            yield* hooks.record(row, yield* recheckOne(row, known.get(String(row.id))?.first_attempt_at ?? now, now))
+          }).pipe(
+            Effect.catchAll((error) =>
+              Effect.annotateLogs(Effect.logWarning("provider recheck not recorded; it will be tried again"), {
+                action: String(row.id),
+                cause: error._tag
+              })
+            )
+          ), { concurrency: CONCURRENCY, discard: true })
+        return rows.filter((r) => !known.has(String(r.id)))
       })
+
+    /** When to look again at an action the provider has: after the recheck interval, for two days at most. */
+    const laterFor = (firstAt: number, now: number) => now - firstAt > MAX_TRACKING_MS ? null : now + config.providerRecheckMs
 
     const recheckOne = (row: ClaimedRow, firstAt: number, now: number): Effect.Effect<Change, StorageError> =>
       Effect.gen(function*() {
-        const later = now - firstAt > MAX_TRACKING_MS ? null : now + config.providerRecheckMs
+        const later = laterFor(firstAt, now)
         const unchanged: Change = { status: row.status, workAt: later }
         if (row.sid === null) return unchanged
         if (row.kind === "message") {
@@ -332,8 +422,8 @@ export const make = (config: ServerSettings) =>
           : { status, workAt: later, providerStatus: call.status }
       }).pipe(
         Effect.catchTags({
-          TwilioSendError: () => Effect.succeed<Change>({ status: row.status, workAt: now + config.providerRecheckMs }),
-          VapiCallError: () => Effect.succeed<Change>({ status: row.status, workAt: now + config.providerRecheckMs })
+          TwilioSendError: () => Effect.succeed<Change>({ status: row.status, workAt: laterFor(firstAt, now) }),
+          VapiCallError: () => Effect.succeed<Change>({ status: row.status, workAt: laterFor(firstAt, now) })
         })
       )
 

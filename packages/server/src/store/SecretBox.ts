@@ -4,9 +4,10 @@
  * with AES-256-GCM under the installation's secret key, so a copy of the
  * database alone (a backup, a stolen disk) reveals none of them.
  *
- * The key is `PARLEY_SECRET_KEY` (32 random bytes, base64 or hex) or, when
- * that is unset, the file `secret.key` beside the SQLite database, created
- * with mode 0600 on first start. Sealed values read
+ * The key is `PARLEY_SECRET_KEY` (32 random bytes, base64 or hex; required on
+ * Postgres, where replicas must share it) or, when that is unset, the file
+ * `secret.key` beside the SQLite database, created with mode 0600 on first
+ * start. Sealed values read
  * `enc:v1:<key id>:<base64url(iv ‖ ciphertext ‖ tag)>`; the key id (the first
  * 8 hex digits of the key's SHA-256) lets a rotation name the old key in
  * `PARLEY_PREVIOUS_SECRET_KEYS` while `resealSecrets` moves every stored value
@@ -127,6 +128,13 @@ const keyFromFile = (dataDir: string): Buffer => {
 
 export const fromSettings = (config: ServerSettings): Effect.Effect<SecretBoxService, SecretKeyError> =>
   Effect.gen(function*() {
+    if (Option.isSome(config.databaseUrl) && Option.isNone(config.secretKey)) {
+      // A key file is local to one machine: replicas each making their own could not open each other's secrets.
+      return yield* new SecretKeyError({
+        message: "PARLEY_SECRET_KEY is required with DATABASE_URL: every replica (and the CLI) must seal secrets " +
+          "with the same key. Generate one with `openssl rand -base64 32` and give it to each of them."
+      })
+    }
     const current = yield* Option.match(config.secretKey, {
       onNone: () =>
         Effect.try({

@@ -291,9 +291,9 @@ const webhookEventTypes = Effect.gen(function*() {
  *   is what `parley providers show` may print;
  * - numbers.provider_ids (JSON array: the Twilio phone number sid and/or the Vapi phone number id),
  *   bots.provider_id (the Vapi assistant id);
- * - provider_submissions: one row per action handed to a real provider, written before each attempt, so
- *   that an attempt whose outcome is unknown (a crash, a timeout) is reconciled with the provider before
- *   anything is sent again.
+ * - provider_submissions: one row per action handed to a real provider, written before each attempt and
+ *   given its outcome after it (pending, accepted, not_sent, unknown), so that an attempt whose outcome is
+ *   unknown (a crash, a timeout, a 5xx) is reconciled with the provider before anything is sent again.
  */
 const providers = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -313,8 +313,11 @@ const providers = Effect.gen(function*() {
     provider TEXT NOT NULL,
     attempts INTEGER NOT NULL,
     first_attempt_at BIGINT NOT NULL,
-    last_attempt_at BIGINT NOT NULL
+    last_attempt_at BIGINT NOT NULL,
+    last_outcome TEXT NOT NULL
   )`
+  // A provider's id is adopted by one action only (reconciliation checks it).
+  yield* sql`CREATE INDEX actions_by_sid ON actions (org_id, sid)`
 })
 
 export const migrations = {

@@ -80,8 +80,9 @@ export class TestServer {
     return {
       ...inherited,
       LOG_LEVEL: "warn",
-      ...this.env,
+      // The store's settings first: a test may override one (its own PARLEY_SECRET_KEY, say).
       ...this.db.env,
+      ...this.env,
       PORT: String(this.port),
       PARLEY_DATA_DIR: this.dataDir
     }

@@ -79,7 +79,8 @@ const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
   }
   return {
     kind: "postgres",
-    env: { DATABASE_URL: url },
+    // Replicas of one database share its secret key, as the README asks of every Postgres deployment.
+    env: { DATABASE_URL: url, PARLEY_SECRET_KEY: randomBytes(32).toString("base64") },
     dataDir,
     query: async <Row extends object>(text: string, params: ReadonlyArray<unknown> = []) => {
       const result = await connection().query(numbered(text), [...params])

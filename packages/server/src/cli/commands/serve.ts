@@ -7,6 +7,7 @@ import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
 import { RetentionLive } from "../../store/Retention.js"
+import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
 
 const withDemo = Options.boolean("demo").pipe(
@@ -16,6 +17,9 @@ const withDemo = Options.boolean("demo").pipe(
 export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
+    // Every stored secret opens with the keys given (or the server does not start), and is sealed under the
+    // current one: after a rotation, the old key is needed only until this has run on one server.
+    yield* SecretBox.resealSecrets
     if (demo) {
       const summary = yield* Demo.seedDemo()
       yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
