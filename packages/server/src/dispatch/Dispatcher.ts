@@ -20,8 +20,10 @@
  * their events, so every status change and its event commit together. The
  * event loop gets a turn between these steps. A process that dies mid-step
  * leaves leases that lapse; another process (or the same one restarted)
- * redoes the step. The provider is asked with the action id as
- * its idempotency key, so a redone submission never sends twice. Nothing is
+ * redoes the step: the simulator answers a repeated action id with its first
+ * outcome, and a real provider's attempt whose outcome is unknown is looked
+ * up at the provider before anything is sent again (RealProviders), so a
+ * redone submission never sends twice. Nothing is
  * kept in memory per action: 100,000 scheduled actions cost 100,000 rows.
  */
 import { SqlClient } from "@effect/sql"
