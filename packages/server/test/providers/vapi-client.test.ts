@@ -205,6 +205,19 @@ describe("reconciling an unknown outcome", () => {
     expect(Option.isNone(later)).toBe(true)
   })
 
+  it("finds the call behind more than a page of newer calls from the same number", async () => {
+    const since = Date.now()
+    const req = request()
+    const actionId = req.metadata["parleyActionId"]!
+    fake.dropNextAfterAccept()
+    expect((await failure(req)).reason).toBe("unknown_outcome")
+    const made = fake.calls.at(-1)!
+    for (let i = 0; i < 120; i++) await created(request())
+    const found = await Effect.runPromise(findCall(account, { phoneNumberId: PHONE_NUMBER, since, parleyActionId: actionId }))
+    expect(Option.map(found, (call) => call.id)).toEqual(Option.some(made.id))
+    expect(fake.requests.filter((r) => r.method === "GET" && r.path === "/call").length).toBeGreaterThan(1)
+  })
+
   it("a failed read is unavailable (safe to ask again); a wrong key is auth_failed", async () => {
     const query = { phoneNumberId: PHONE_NUMBER, since: Date.now(), parleyActionId: "act_x" }
     await fake.down()

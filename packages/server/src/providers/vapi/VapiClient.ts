@@ -22,6 +22,8 @@ export const VAPI_TIMEOUT_MS = 15_000
 /** How far before `since` findCall still looks (Parley's clock against Vapi's). */
 export const VAPI_CLOCK_SKEW_MS = 60_000
 const FIND_LIMIT = 100
+/** Pages findCall reads at most (newest first): 1,000 calls from one number in the window. */
+const FIND_MAX_PAGES = 10
 
 export interface VapiAccount {
   /** Default VAPI_API_BASE; a local fake otherwise. */
@@ -243,38 +245,53 @@ export const findCall = Effect.fn("VapiClient.findCall")(function*(
   query: VapiFindQuery,
   options: VapiCallOptions = {}
 ) {
-  const params = new URLSearchParams({
-    phoneNumberId: query.phoneNumberId,
-    createdAtGe: new Date(query.since - VAPI_CLOCK_SKEW_MS).toISOString(),
-    limit: String(FIND_LIMIT)
-  })
-  const answer = yield* exchange({
-    method: "GET",
-    url: endpoint(account, `/call?${params.toString()}`),
-    headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
-    timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
-  })
-  // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
-  if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-  if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
-  const calls = decodeCalls(parseJson(answer.body))
-  if (Option.isNone(calls)) {
-    return yield* new VapiCallError({
-      reason: "unavailable",
-      status: answer.status,
-      message: "Vapi answered the call list with a body that is not a list of calls.",
-      retryAfterMs: null
+  const since = new Date(query.since - VAPI_CLOCK_SKEW_MS).toISOString()
+  // Newest first, a page at a time: a busy number can place more calls in the window than one page holds,
+  // so each next page asks for calls no newer than the oldest seen (calls made in the same millisecond are
+  // not skipped; those already seen are), until a page brings nothing new or FIND_MAX_PAGES ends.
+  let before: string | null = null
+  const seen = new Set<string>()
+  for (let page = 0; page < FIND_MAX_PAGES; page++) {
+    const params = new URLSearchParams({
+      phoneNumberId: query.phoneNumberId,
+      createdAtGe: since,
+      limit: String(FIND_LIMIT),
+      ...(before === null ? {} : { createdAtLe: before })
     })
+    const answer = yield* exchange({
+      method: "GET",
+      url: endpoint(account, `/call?${params.toString()}`),
+      headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
+      timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
+    })
+    // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
+    if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
+    if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+    const calls = decodeCalls(parseJson(answer.body))
+    if (Option.isNone(calls)) {
+      return yield* new VapiCallError({
+        reason: "unavailable",
+        status: answer.status,
+        message: "Vapi answered the call list with a body that is not a list of calls.",
+        retryAfterMs: null
+      })
+    }
+    const ours = calls.value.filter((json) =>
+      json.assistantOverrides?.metadata?.["parleyActionId"] === query.parleyActionId &&
+      (json.phoneNumberId === null || json.phoneNumberId === query.phoneNumberId)
+    )
+    const newest = ours.reduce<CallJson | undefined>(
+      (best, json) => (best === undefined || createdAt(json) > createdAt(best) ? json : best),
+      undefined
+    )
+    if (newest !== undefined) return Option.some(toCall(newest))
+    const fresh = calls.value.filter((json) => !seen.has(json.id))
+    for (const json of fresh) seen.add(json.id)
+    const oldest = calls.value.reduce<number>((min, json) => Math.min(min, createdAt(json)), Number.POSITIVE_INFINITY)
+    if (calls.value.length < FIND_LIMIT || fresh.length === 0 || !Number.isFinite(oldest)) break
+    before = new Date(oldest).toISOString()
   }
-  const ours = calls.value.filter((json) =>
-    json.assistantOverrides?.metadata?.["parleyActionId"] === query.parleyActionId &&
-    (json.phoneNumberId === null || json.phoneNumberId === query.phoneNumberId)
-  )
-  const newest = ours.reduce<CallJson | undefined>(
-    (best, json) => (best === undefined || createdAt(json) > createdAt(best) ? json : best),
-    undefined
-  )
-  return Option.map(Option.fromNullable(newest), toCall)
+  return Option.none<VapiCall>()
 })
 
 const header = (headers: Readonly<Record<string, string | undefined>>, name: string): string | undefined => {
