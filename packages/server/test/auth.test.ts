@@ -7,12 +7,8 @@
 import { ApiKeys } from "@parley/core/domain"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { expectError, readJson } from "./support/wire.js"
 
-interface ErrorDetail {
-  readonly code: string
-  readonly message: string
-  readonly requestId: string
-}
 interface CreationAck {
   readonly id: string
   readonly status: string
@@ -66,24 +62,6 @@ let phoneCounter = 0
 const freshPhone = () => `+1202555${String(1000 + ++phoneCounter).padStart(4, "0")}`
 let idemCounter = 0
 const idem = () => `auth-${Date.now()}-${++idemCounter}`
-
-const readJson = async <A>(response: Response, status: number): Promise<A> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as A
-}
-
-/** The spec's error body, with `error.requestId` equal to the `X-Request-ID` header. */
-const expectError = async (response: Response, status: number, code: string): Promise<ErrorDetail> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  const body = JSON.parse(text) as { readonly error: ErrorDetail }
-  expect(Object.keys(body)).toEqual(["error"])
-  expect(body.error.code, text).toBe(code)
-  expect(body.error.message.length).toBeGreaterThan(0)
-  expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
-  return body.error
-}
 
 describe("authentication and authorisation", () => {
   let server: TestServer

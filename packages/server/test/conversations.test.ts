@@ -8,12 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { expectError, readJson } from "./support/wire.js"
 
-interface ErrorDetail {
-  readonly code: string
-  readonly message: string
-  readonly requestId: string
-}
 interface CreationAck {
   readonly id: string
   readonly status: string
@@ -66,23 +62,6 @@ const A = "+15035550101"
 const B = "+15035550102"
 const C = "+15035550103"
 const counterpartOf = (i: number) => [A, A, A, B, B, C][i % 6] ?? A
-
-const readJson = async <A>(response: Response, status: number): Promise<A> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as A
-}
-
-/** The spec's error body, with `error.requestId` equal to the `X-Request-ID` header. */
-const expectError = async (response: Response, status: number, code: string): Promise<ErrorDetail> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  const body = JSON.parse(text) as { readonly error: ErrorDetail }
-  expect(body.error.code, text).toBe(code)
-  expect(body.error.message.length).toBeGreaterThan(0)
-  expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
-  return body.error
-}
 
 /** Newest first: action ids are numeric strings. */
 const byIdDescending = (a: { readonly id: string }, b: { readonly id: string }) => {

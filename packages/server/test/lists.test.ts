@@ -10,12 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { expectError, readJson } from "./support/wire.js"
 
-interface ErrorDetail {
-  readonly code: string
-  readonly message: string
-  readonly requestId: string
-}
 interface ActionRecord {
   readonly id: string
   readonly status?: string | null
@@ -40,22 +36,6 @@ const PN2_PHONE = "+14155550101"
 const ON_PN1 = 60
 const ON_PN2 = 10
 const CANCELLED = 5
-
-const readJson = async <A>(response: Response, status: number): Promise<A> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as A
-}
-
-const expectError = async (response: Response, status: number, code: string): Promise<ErrorDetail> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  const body = JSON.parse(text) as { readonly error: ErrorDetail }
-  expect(body.error.code, text).toBe(code)
-  expect(body.error.message.length).toBeGreaterThan(0)
-  expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
-  return body.error
-}
 
 const byIdDescending = (a: string, b: string) => (BigInt(a) === BigInt(b) ? 0 : BigInt(a) > BigInt(b) ? -1 : 1)
 

@@ -6,12 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { expectError, readJson } from "./support/wire.js"
 
-interface ErrorDetail {
-  readonly code: string
-  readonly message: string
-  readonly requestId: string
-}
 interface CreationAck {
   readonly id: string
   readonly status: string
@@ -58,21 +54,6 @@ const freshPhone = () => `+1606555${String(1000 + ++phoneCounter).padStart(4, "0
 let idemCounter = 0
 const idem = () => `restart-${Date.now()}-${++idemCounter}`
 const later = () => new Date(Date.now() + 30 * 60_000).toISOString()
-
-const readJson = async <A>(response: Response, status: number): Promise<A> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as A
-}
-
-const expectError = async (response: Response, status: number, code: string): Promise<ErrorDetail> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  const body = JSON.parse(text) as { readonly error: ErrorDetail }
-  expect(body.error.code, text).toBe(code)
-  expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
-  return body.error
-}
 
 /**
  * The fields of a record that never change once it has been sent, whatever dispatch does to its status

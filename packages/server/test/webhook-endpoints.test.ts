@@ -10,12 +10,8 @@ import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { expectError, readJson } from "./support/wire.js"
 
-interface ErrorDetail {
-  readonly code: string
-  readonly message: string
-  readonly requestId: string
-}
 interface Endpoint {
   readonly id: string
   readonly url: string
@@ -74,22 +70,6 @@ class Receiver {
   close() {
     return new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
-}
-
-const readJson = async <A>(response: Response, status: number): Promise<A> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  return JSON.parse(text) as A
-}
-
-const expectError = async (response: Response, status: number, code: string): Promise<ErrorDetail> => {
-  const text = await response.text()
-  expect(response.status, text).toBe(status)
-  const body = JSON.parse(text) as { readonly error: ErrorDetail }
-  expect(body.error.code, text).toBe(code)
-  expect(body.error.message.length).toBeGreaterThan(0)
-  expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
-  return body.error
 }
 
 describe("webhook endpoints", () => {

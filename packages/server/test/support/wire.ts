@@ -24,6 +24,7 @@ export const expectError = async (response: Response, status: number, code: stri
   const text = await response.text()
   expect(response.status, text).toBe(status)
   const body = JSON.parse(text) as { readonly error: ErrorDetail }
+  expect(Object.keys(body)).toEqual(["error"])
   expect(body.error.code, text).toBe(code)
   expect(body.error.message.length).toBeGreaterThan(0)
   expect(body.error.requestId).toBe(response.headers.get("x-request-id"))
