@@ -75,6 +75,12 @@ interface Attempt {
   readonly reconcile: boolean
 }
 
+/** An organisation's numbers and bots, for their Vapi ids. */
+interface VapiDirectory {
+  readonly numbers: ReadonlyArray<Organisations.NumberRow>
+  readonly bots: ReadonlyArray<Organisations.BotRow>
+}
+
 /** What the dispatcher lends the submissions: its lease on a row, and recording a row's change at once. */
 export interface SubmitHooks {
   /** Extends this worker's lease on the row; false when it was lost (another worker has the row). */
@@ -249,11 +255,11 @@ export const make = (config: ServerSettings) =>
           Effect.succeed(answered(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now), error)))
       )
 
-    const startCall = (account: VapiAccountSettings, row: ClaimedRow, attempt: Attempt, now: number) =>
+    const startCall = (account: VapiAccountSettings, directory: VapiDirectory, row: ClaimedRow, attempt: Attempt, now: number) =>
       Effect.gen(function*() {
         const client: Vapi.VapiAccount = { apiBase: account.apiBase, apiKey: account.apiKey }
         const id = String(row.id)
-        const number = (yield* organisations.listNumbers(row.org_id)).find((n) => n.phoneNumber === row.line)
+        const number = directory.numbers.find((n) => n.phoneNumber === row.line)
         const phoneNumberId = number?.providerIds?.find((p) => !p.startsWith("PN"))
         if (phoneNumberId === undefined) {
           return notSent(
@@ -261,7 +267,7 @@ export const make = (config: ServerSettings) =>
               `\`parley numbers add --org ${row.org_id} --sid ${number?.sid ?? "SID"} … --provider-id <Vapi phone number id>\`.`
           )
         }
-        const bot = (yield* organisations.listBots(row.org_id)).find((b) => b.id === row.bot_id)
+        const bot = directory.bots.find((b) => b.id === row.bot_id)
         const assistantId = bot?.providerId ?? null
         if (assistantId === null) {
           return notSent(
@@ -312,11 +318,22 @@ export const make = (config: ServerSettings) =>
     const submit = (rows: ReadonlyArray<ClaimedRow>, now: number, hooks: SubmitHooks) =>
       Effect.gen(function*() {
         if (rows.length === 0) return rows
+        // Each organisation's accounts (and, for Vapi, its numbers and bots) once per batch, not per row.
         const twilio = new Map<string, Option.Option<TwilioAccountSettings>>()
         const vapi = new Map<string, Option.Option<VapiAccountSettings>>()
-        for (const orgId of new Set(rows.map((r) => r.org_id))) {
-          if (rows.some((r) => r.org_id === orgId && r.kind === "message")) twilio.set(orgId, yield* accounts.twilio(orgId))
-          if (rows.some((r) => r.org_id === orgId && r.kind === "ai_call")) vapi.set(orgId, yield* accounts.vapi(orgId))
+        const directories = new Map<string, VapiDirectory>()
+        for (const row of rows) {
+          if (row.kind === "message" && !twilio.has(row.org_id)) twilio.set(row.org_id, yield* accounts.twilio(row.org_id))
+          if (row.kind === "ai_call" && !vapi.has(row.org_id)) {
+            const account = yield* accounts.vapi(row.org_id)
+            vapi.set(row.org_id, account)
+            if (Option.isSome(account)) {
+              directories.set(row.org_id, {
+                numbers: yield* organisations.listNumbers(row.org_id),
+                bots: yield* organisations.listBots(row.org_id)
+              })
+            }
+          }
         }
         const simulated: Array<ClaimedRow> = []
         const real: Array<{ row: ClaimedRow; provider: string; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }> = []
@@ -328,7 +345,10 @@ export const make = (config: ServerSettings) =>
           } else {
             const account = vapi.get(row.org_id) ?? Option.none()
             if (Option.isNone(account)) simulated.push(row)
-            else real.push({ row, provider: "vapi", send: (attempt) => startCall(account.value, row, attempt, now) })
+            else {
+              const directory = directories.get(row.org_id) ?? { numbers: [], bots: [] }
+              real.push({ row, provider: "vapi", send: (attempt) => startCall(account.value, directory, row, attempt, now) })
+            }
           }
         }
         const orphans = yield* journalled(simulated)

@@ -17,9 +17,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
-  type ApiError,
   CrmUnavailable,
-  CurrentRequestId,
   Inbound,
   InvalidRequest,
   NotFound,
@@ -27,12 +25,12 @@ import {
   SetupUnavailable,
   Unauthorized
 } from "@parley/core/internal"
-import { Effect, FiberRef, Option, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { requestUrl, TWILIO_INBOUND_PATH } from "../providers/CallbackUrls.js"
 import { verifyTwilioSignature } from "../providers/twilio/TwilioSignature.js"
 import { ProviderAccounts } from "../store/SqlProviderAccounts.js"
-import { errorResponse } from "./ErrorResponses.js"
+import { refusal } from "./ErrorResponses.js"
 
 export const CARRIER_INBOUND_PATH = "/carrier/inbound"
 
@@ -44,7 +42,6 @@ export { twilioSignature } from "../providers/twilio/TwilioSignature.js"
 
 const taken = () => HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
 
-const refused = (error: ApiError) => Effect.map(FiberRef.get(CurrentRequestId), (id) => errorResponse(error, id))
 
 const parse = (address: string) => {
   const whatsApp = address.startsWith("whatsapp:")
@@ -65,7 +62,7 @@ export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
       const from = parse(field("From"))
       const to = parse(field("To"))
       if (!E164.test(from.number) || !E164.test(to.number)) {
-        return yield* refused(new InvalidRequest({ message: "From and To must be E.164 numbers." }))
+        return yield* refusal(new InvalidRequest({ message: "From and To must be E.164 numbers." }))
       }
       const [line] = yield* organisations.findNumbersByPhone(to.number)
       // The organisation's own Twilio account signs its inbound traffic; otherwise the server-wide token, if any.
@@ -78,10 +75,10 @@ export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
       if (Option.isSome(token)) {
         const url = requestUrl(config, request.headers.host, request.url)
         if (!verifyTwilioSignature(token.value, url, params, request.headers["x-twilio-signature"])) {
-          return yield* refused(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
+          return yield* refusal(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
         }
       }
-      if (line === undefined) return yield* refused(new NotFound({ message: `${to.number} is not a Parley number.` }))
+      if (line === undefined) return yield* refusal(new NotFound({ message: `${to.number} is not a Parley number.` }))
       const sid = field("MessageSid")
       yield* inbound.receive({
         orgId: line.orgId,
@@ -93,11 +90,11 @@ export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
       })
       return taken()
     }).pipe(
-      Effect.catchTag("InboundRejected", (rejected) => refused(new InvalidRequest({ message: rejected.message }))),
+      Effect.catchTag("InboundRejected", (rejected) => refusal(new InvalidRequest({ message: rejected.message }))),
       Effect.catchTag("StorageError", () =>
-        refused(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))),
-      Effect.catchTag("CrmError", () => refused(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))),
-      Effect.catchAll(() => refused(new InvalidRequest({ message: "The body must be form-encoded." })))
+        refusal(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))),
+      Effect.catchTag("CrmError", () => refusal(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))),
+      Effect.catchAll(() => refusal(new InvalidRequest({ message: "The body must be form-encoded." })))
     )
     // The provider-named path is the one to paste into Twilio's console; the first stays for existing set-ups.
     yield* router.post(CARRIER_INBOUND_PATH, receive)

@@ -6,8 +6,8 @@
  * turns infrastructure failures into their contract errors.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { type ApiError, Crm, CrmUnavailable, errorStatusAndCode, SetupUnavailable, StorageError } from "@parley/core/internal"
-import { Effect } from "effect"
+import { type ApiError, Crm, CrmUnavailable, CurrentRequestId, errorStatusAndCode, SetupUnavailable, StorageError } from "@parley/core/internal"
+import { Effect, FiberRef } from "effect"
 
 /** The spec's error body and its status, for every writer of errors (the app's responses and raw socket answers). */
 export const errorBody = (error: ApiError, requestId: string) => {
@@ -25,6 +25,9 @@ export const errorResponse = (
 }
 
 /** A short, secret-free description of a failure's cause for the log: its class and code, never its message or SQL. */
+/** A refusal answered outside the contract's handlers (the provider webhooks), with the request's id. */
+export const refusal = (error: ApiError) => Effect.map(FiberRef.get(CurrentRequestId), (id) => errorResponse(error, id))
+
 export const describeCause = (cause: unknown): string => {
   const inner = cause instanceof StorageError || cause instanceof Crm.CrmError ? cause.cause : cause
   const nested = typeof inner === "object" && inner !== null && "cause" in inner ? inner.cause : inner

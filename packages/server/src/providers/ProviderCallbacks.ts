@@ -16,8 +16,6 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
-  type ApiError,
-  CurrentRequestId,
   CrmUnavailable,
   InvalidRequest,
   NotFound,
@@ -25,16 +23,15 @@ import {
   SetupUnavailable,
   Unauthorized
 } from "@parley/core/internal"
-import { Clock, Effect, Either, FiberRef, Option, Predicate } from "effect"
+import { Clock, Effect, Either, Option, Predicate } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { errorResponse } from "../http/ErrorResponses.js"
+import { refusal } from "../http/ErrorResponses.js"
 import { ProviderAccounts } from "../store/SqlProviderAccounts.js"
 import { requestUrl, TWILIO_STATUS_PATH, VAPI_EVENTS_PATH } from "./CallbackUrls.js"
 import * as Twilio from "./twilio/TwilioClient.js"
 import * as Vapi from "./vapi/VapiClient.js"
 import { callMetadata, toCallReport } from "./vapi/VapiReports.js"
 
-const refused = (error: ApiError) => Effect.map(FiberRef.get(CurrentRequestId), (id) => errorResponse(error, id))
 const done = () => HttpServerResponse.empty({ status: 204 })
 
 const queryOf = (url: string) => new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "")
@@ -45,10 +42,10 @@ const twilioError = (code: string): string => `${code}: see https://www.twilio.c
 /** Storage and CRM outages ask the provider to retry (503, 502); anything else the callback got wrong is a 400. */
 const answerFailure = (error: unknown) =>
   Predicate.isTagged(error, "StorageError")
-    ? refused(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))
+    ? refusal(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))
     : Predicate.isTagged(error, "CrmError")
-    ? refused(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))
-    : refused(new InvalidRequest({ message: "The callback could not be read." }))
+    ? refusal(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))
+    : refusal(new InvalidRequest({ message: "The callback could not be read." }))
 
 export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
@@ -65,12 +62,12 @@ export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
         const actionId = query.get("action") ?? ""
         const account = orgId === "" ? Option.none() : yield* accounts.twilio(orgId)
         if (Option.isNone(account)) {
-          return yield* refused(new NotFound({ message: "No Twilio account is connected for this callback." }))
+          return yield* refusal(new NotFound({ message: "No Twilio account is connected for this callback." }))
         }
         const params = (yield* request.urlParamsBody).map(([k, v]) => [k, v] as const)
         const url = requestUrl(config, request.headers.host, request.url)
         if (!Twilio.verifyTwilioSignature(account.value.authToken, url, params, request.headers["x-twilio-signature"])) {
-          return yield* refused(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
+          return yield* refusal(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
         }
         const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
         const raw = field("MessageStatus") || field("SmsStatus")
@@ -87,7 +84,7 @@ export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
           errorMessage: errorCode === "" || errorCode === "0" ? undefined : twilioError(errorCode),
           recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
         })
-        if (outcome._tag === "NotFound") return yield* refused(new NotFound({ message: `No message ${actionId}.` }))
+        if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No message ${actionId}.` }))
         return done()
       }).pipe(Effect.catchAll(answerFailure))
     )
@@ -99,16 +96,16 @@ export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
         const raw = yield* request.text
         const json = yield* Effect.try(() => JSON.parse(raw) as unknown)
         const decoded = Vapi.decodeServerMessage(json)
-        if (Either.isLeft(decoded)) return yield* refused(new InvalidRequest({ message: "Not a Vapi server message." }))
+        if (Either.isLeft(decoded)) return yield* refusal(new InvalidRequest({ message: "Not a Vapi server message." }))
         const message = decoded.right
         const metadata = callMetadata(message)
         const orgId = queryOf(request.url).get("org") ?? metadata["parleyOrgId"] ?? ""
         const account = orgId === "" ? Option.none() : yield* accounts.vapi(orgId)
         if (Option.isNone(account)) {
-          return yield* refused(new NotFound({ message: "No Vapi account is connected for this organisation." }))
+          return yield* refusal(new NotFound({ message: "No Vapi account is connected for this organisation." }))
         }
         if (!Vapi.verifyVapiSecret(account.value.webhookSecret, request.headers, raw)) {
-          return yield* refused(new Unauthorized({ message: "The Vapi secret does not match." }))
+          return yield* refusal(new Unauthorized({ message: "The Vapi secret does not match." }))
         }
         const actionId = metadata["parleyActionId"] ?? ""
         const report = toCallReport(message)
@@ -120,7 +117,7 @@ export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
           ...report,
           recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
         })
-        if (outcome._tag === "NotFound") return yield* refused(new NotFound({ message: `No AI call ${actionId}.` }))
+        if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No AI call ${actionId}.` }))
         return HttpServerResponse.unsafeJson({})
       }).pipe(Effect.catchAll(answerFailure))
     )
