@@ -125,6 +125,10 @@ export const layer = Layer.effect(
       update: (orgId, patch) =>
         storage("organisations.update")(
           sql.withTransaction(Effect.gen(function*() {
+            // Write first, so the transaction takes the write lock (waiting its turn) before it reads: on SQLite a
+            // read-then-write transaction whose snapshot a concurrent writer made stale fails at once with BUSY
+            // (the dispatcher writes all the time), and on Postgres the row lock keeps concurrent patches apart.
+            yield* sql`UPDATE organisations SET id = id WHERE id = ${orgId}`
             const current = yield* get(orgId)
             if (Option.isNone(current)) return Option.none()
             const next = { ...current.value, ...patch }
