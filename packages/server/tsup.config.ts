@@ -20,8 +20,8 @@ export default defineConfig({
   // A package matched by noExternal is bundled even when `external` names it, hence the pattern.
   noExternal: [/^(?!better-sqlite3$|pg-native$)/],
   external: ["better-sqlite3", "pg-native"],
-  minifyWhitespace: true,
-  minifySyntax: true,
+  minifyWhitespace: process.env["PARLEY_BUNDLE_READABLE"] === undefined,
+  minifySyntax: process.env["PARLEY_BUNDLE_READABLE"] === undefined,
   sourcemap: true,
   splitting: false,
   clean: true,

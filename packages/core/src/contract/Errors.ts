@@ -170,6 +170,11 @@ export const errorStatusAndCode = (error: ApiError): { readonly status: number; 
   return { status: entry.status, code: entry.code }
 }
 
+/** Whether a value is one of the contract's errors (an instance of a catalogued class). */
+export const isApiError = (value: unknown): value is ApiError =>
+  typeof value === "object" && value !== null && "_tag" in value && typeof value._tag === "string" &&
+  Object.hasOwn(catalog, value._tag) && value instanceof catalog[value._tag as keyof Catalog].errorClass
+
 /** All codes with status and description, for documentation. */
 export const errorCodes: ReadonlyArray<{ readonly code: ErrorCode; readonly status: number; readonly description: string }> =
   Object.values(catalog).map(({ code, status, description }) => ({ code, status, description }))

@@ -4,20 +4,16 @@
  * rate-limit headers (IETF draft `RateLimit-Policy` / `RateLimit`, and
  * `Retry-After` on 429) onto whatever response the request ends with.
  */
-import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Authenticator, Authorization, RateLimiter } from "@parley/core/internal"
 import { Effect, Layer, Redacted } from "effect"
 import { infrastructureErrors } from "./ErrorResponses.js"
+import { setResponseHeaders } from "./ResponseHeaders.js"
 
 const rateLimitHeaders = (limit: number, windowSeconds: number, remaining: number, resetSeconds: number) =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(
-      HttpServerResponse.setHeaders(response, {
-        "ratelimit-policy": `${limit};w=${windowSeconds}`,
-        "ratelimit": `limit=${limit}, remaining=${remaining}, reset=${resetSeconds}`
-      })
-    )
-  )
+  setResponseHeaders({
+    "ratelimit-policy": `${limit};w=${windowSeconds}`,
+    "ratelimit": `limit=${limit}, remaining=${remaining}, reset=${resetSeconds}`
+  })
 
 export const AuthorizationLive = Layer.effect(
   Authorization,
@@ -35,9 +31,7 @@ export const AuthorizationLive = Layer.effect(
             const retryAfter = error.retryAfterSeconds ?? policy.windowSeconds
             return Effect.zipRight(
               rateLimitHeaders(policy.limit, policy.windowSeconds, 0, retryAfter),
-              HttpApp.appendPreResponseHandler((_request, response) =>
-                Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(retryAfter)))
-              )
+              setResponseHeaders({ "retry-after": String(retryAfter) })
             )
           }),
           infrastructureErrors

@@ -15,7 +15,7 @@
  * `requestId`). The request pipeline reads the body first (form-encoded, under
  * the size limit: 413 otherwise), as for /api/v1.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
   CrmUnavailable,
   Inbound,
@@ -31,6 +31,7 @@ import { requestUrl, TWILIO_INBOUND_PATH } from "../providers/CallbackUrls.js"
 import { verifyTwilioSignature } from "../providers/twilio/TwilioSignature.js"
 import { ProviderAccounts } from "../store/SqlProviderAccounts.js"
 import { refusal } from "./ErrorResponses.js"
+import type { PlainRoute } from "./PlainRoutes.js"
 
 export const CARRIER_INBOUND_PATH = "/carrier/inbound"
 
@@ -48,56 +49,56 @@ const parse = (address: string) => {
   return { channel: whatsApp ? "WhatsApp" as const : "SMS" as const, number: whatsApp ? address.slice(9) : address }
 }
 
-export const CarrierInboundLive = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const config = yield* ServerConfig
-    const organisations = yield* Organisations.Organisations
-    const inbound = yield* Inbound.Inbound
-    const accounts = yield* ProviderAccounts
-    const receive = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const form = yield* request.urlParamsBody
-      const params = form.map(([k, v]) => [k, v] as const)
-      const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
-      const from = parse(field("From"))
-      const to = parse(field("To"))
-      if (!E164.test(from.number) || !E164.test(to.number)) {
-        return yield* refusal(new InvalidRequest({ message: "From and To must be E.164 numbers." }))
+export const carrierInboundRoutes = Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const organisations = yield* Organisations.Organisations
+  const inbound = yield* Inbound.Inbound
+  const accounts = yield* ProviderAccounts
+  const receive = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const form = yield* request.urlParamsBody
+    const params = form.map(([k, v]) => [k, v] as const)
+    const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
+    const from = parse(field("From"))
+    const to = parse(field("To"))
+    if (!E164.test(from.number) || !E164.test(to.number)) {
+      return yield* refusal(new InvalidRequest({ message: "From and To must be E.164 numbers." }))
+    }
+    const [line] = yield* organisations.findNumbersByPhone(to.number)
+    // The organisation's own Twilio account signs its inbound traffic; otherwise the server-wide token, if any.
+    const token = line === undefined
+      ? Option.map(config.carrierAuthToken, Redacted.value)
+      : Option.orElse(
+        Option.map(yield* accounts.twilio(line.orgId), (account) => account.authToken),
+        () => Option.map(config.carrierAuthToken, Redacted.value)
+      )
+    if (Option.isSome(token)) {
+      const url = requestUrl(config, request.headers.host, request.url)
+      if (!verifyTwilioSignature(token.value, url, params, request.headers["x-twilio-signature"])) {
+        return yield* refusal(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
       }
-      const [line] = yield* organisations.findNumbersByPhone(to.number)
-      // The organisation's own Twilio account signs its inbound traffic; otherwise the server-wide token, if any.
-      const token = line === undefined
-        ? Option.map(config.carrierAuthToken, Redacted.value)
-        : Option.orElse(
-          Option.map(yield* accounts.twilio(line.orgId), (account) => account.authToken),
-          () => Option.map(config.carrierAuthToken, Redacted.value)
-        )
-      if (Option.isSome(token)) {
-        const url = requestUrl(config, request.headers.host, request.url)
-        if (!verifyTwilioSignature(token.value, url, params, request.headers["x-twilio-signature"])) {
-          return yield* refusal(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
-        }
-      }
-      if (line === undefined) return yield* refusal(new NotFound({ message: `${to.number} is not a Parley number.` }))
-      const sid = field("MessageSid")
-      yield* inbound.receive({
-        orgId: line.orgId,
-        from: from.number,
-        to: to.number,
-        body: field("Body"),
-        channel: to.channel === "WhatsApp" || from.channel === "WhatsApp" ? "WhatsApp" : "SMS",
-        sid: sid === "" ? undefined : sid
-      })
-      return taken()
-    }).pipe(
-      Effect.catchTag("InboundRejected", (rejected) => refusal(new InvalidRequest({ message: rejected.message }))),
-      Effect.catchTag("StorageError", () =>
-        refusal(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))),
-      Effect.catchTag("CrmError", () => refusal(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))),
-      Effect.catchAll(() => refusal(new InvalidRequest({ message: "The body must be form-encoded." })))
-    )
-    // The provider-named path is the one to paste into Twilio's console; the first stays for existing set-ups.
-    yield* router.post(CARRIER_INBOUND_PATH, receive)
-    yield* router.post(TWILIO_INBOUND_PATH, receive)
-  })
-)
+    }
+    if (line === undefined) return yield* refusal(new NotFound({ message: `${to.number} is not a Parley number.` }))
+    const sid = field("MessageSid")
+    yield* inbound.receive({
+      orgId: line.orgId,
+      from: from.number,
+      to: to.number,
+      body: field("Body"),
+      channel: to.channel === "WhatsApp" || from.channel === "WhatsApp" ? "WhatsApp" : "SMS",
+      sid: sid === "" ? undefined : sid
+    })
+    return taken()
+  }).pipe(
+    Effect.catchTag("InboundRejected", (rejected) => refusal(new InvalidRequest({ message: rejected.message }))),
+    Effect.catchTag("StorageError", () =>
+      refusal(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))),
+    Effect.catchTag("CrmError", () => refusal(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))),
+    Effect.catchAll(() => refusal(new InvalidRequest({ message: "The body must be form-encoded." })))
+  )
+  // The provider-named path is the one to paste into Twilio's console; the first stays for existing set-ups.
+  return [
+    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive },
+    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive }
+  ] satisfies ReadonlyArray<PlainRoute>
+})

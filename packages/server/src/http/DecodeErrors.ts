@@ -1,11 +1,8 @@
 /**
- * Schema failures of a request (path, query, headers, body) as the contract's
- * INVALID_REQUEST, naming the field. Runs inside the API, so the contract
- * encodes the result.
+ * Schema failures of a request (path, query, headers, body) in words for the
+ * contract's INVALID_REQUEST, naming the field.
  */
-import { HttpApiBuilder, HttpApiError } from "@effect/platform"
-import { InvalidRequest, ParleyApi } from "@parley/core"
-import { Cause, Effect, Option } from "effect"
+import type { ParseResult } from "effect"
 
 const MAX_ISSUES = 3
 const MAX_MESSAGE = 200
@@ -50,10 +47,10 @@ const unknownField = (field: string, message: string): string => {
  * body is never echoed back. An optional field that fails reports twice (its
  * own rule, then "Expected undefined"); only the rule is kept.
  */
-const describeIssues = (error: HttpApiError.HttpApiDecodeError): string => {
+export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): string => {
   const lines = new Map<string, string>()
   const fallback = new Map<string, string>()
-  for (const issue of error.issues) {
+  for (const issue of issues) {
     const field = issue.path.map(String).join(".")
     if (issue._tag === "Unexpected" && field !== "") {
       if (!lines.has(field)) lines.set(field, unknownField(field, issue.message))
@@ -72,11 +69,3 @@ const describeIssues = (error: HttpApiError.HttpApiDecodeError): string => {
   const more = all.length > MAX_ISSUES ? ` (and ${all.length - MAX_ISSUES} more)` : ""
   return all.slice(0, MAX_ISSUES).join("; ") + more
 }
-
-export const DecodeErrorsLive = HttpApiBuilder.middleware(ParleyApi, (app) =>
-  Effect.catchAllCause(app, (cause) => {
-    const failure: Option.Option<unknown> = Cause.failureOption(cause)
-    return Option.isSome(failure) && failure.value instanceof HttpApiError.HttpApiDecodeError
-      ? Effect.fail(new InvalidRequest({ message: describeIssues(failure.value) }))
-      : Effect.failCause(cause)
-  }))

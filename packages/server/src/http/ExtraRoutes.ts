@@ -2,32 +2,54 @@
  * Routes beside /api/v1: the OpenAPI document, the documentation page (Scalar,
  * served inline so it works offline) and the load balancers' health check.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpServerResponse } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiBuilder,
+  HttpApiScalar,
+  HttpRouter,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { openApiDocument } from "@parley/core"
-import { Effect, Layer } from "effect"
+import { openApiDocument, ParleyApi } from "@parley/core"
+import { Context, Effect, Layer } from "effect"
+import type { PlainRoute } from "./PlainRoutes.js"
 
-const OpenApiRoute = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const document = HttpServerResponse.unsafeJson(openApiDocument())
-    yield* router.get("/api/v1/openapi.json", Effect.succeed(document))
-  })
-)
+/**
+ * The documentation page as the platform's Scalar integration renders it for the contract, rendered once
+ * at start (it depends on nothing but the contract).
+ */
+const renderDocs: Effect.Effect<HttpServerResponse.HttpServerResponse> = Effect.gen(function*() {
+  const router = yield* HttpApiBuilder.Router.router
+  const app = yield* HttpRouter.toHttpApp(router)
+  const request = HttpServerRequest.fromWeb(new Request("http://parley.local/docs"))
+  return yield* Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
+}).pipe(
+  Effect.scoped,
+  Effect.provide(
+    HttpApiScalar.layer({ path: "/docs" }).pipe(
+      Layer.provideMerge(HttpApiBuilder.Router.Live),
+      Layer.provide(Layer.succeed(HttpApi.Api, { api: ParleyApi as unknown as HttpApi.Api["Type"]["api"], context: Context.empty() }))
+    )
+  ),
+  Effect.orDie
+) as Effect.Effect<HttpServerResponse.HttpServerResponse>
 
-/** Healthy when the database answers; 503 otherwise, so a balancer stops sending traffic here. */
-const HealthRoute = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* router.get(
-      "/healthz",
-      sql`SELECT 1 AS ok`.pipe(
+export const extraRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const document = HttpServerResponse.unsafeJson(openApiDocument())
+  const docs = yield* renderDocs
+  return [
+    { method: "GET", path: "/api/v1/openapi.json", handler: Effect.succeed(document) },
+    { method: "GET", path: "/docs", handler: Effect.succeed(docs) },
+    {
+      // Healthy when the database answers; 503 otherwise, so a balancer stops sending traffic here.
+      method: "GET",
+      path: "/healthz",
+      handler: sql`SELECT 1 AS ok`.pipe(
         Effect.as(HttpServerResponse.unsafeJson({ status: "ok" })),
         Effect.catchAll(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable" }, { status: 503 })))
       )
-    )
-  })
-)
-
-const DocsRoute = HttpApiScalar.layer({ path: "/docs" })
-
-export const ExtraRoutesLive = Layer.mergeAll(OpenApiRoute, HealthRoute, DocsRoute)
+    }
+  ]
+})

@@ -1,57 +1,66 @@
 /**
- * The HTTP server: /api/v1 from the contract, its handlers and middleware,
- * the extra routes, and the request pipeline around all of it, on node:http.
+ * The HTTP server: /api/v1 compiled from the contract with its handlers, the
+ * plain routes beside it, all behind the one request pipeline, on node:http.
  */
-import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
 import { Effect, Layer } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { providerCallbackRoutes } from "../providers/ProviderCallbacks.js"
+import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
-import { CarrierInboundLive } from "./CarrierInbound.js"
-import { DecodeErrorsLive } from "./DecodeErrors.js"
-import { ExtraRoutesLive } from "./ExtraRoutes.js"
-import { makeHttpListener } from "./HttpListener.js"
+import { carrierInboundRoutes } from "./CarrierInbound.js"
+import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
 import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
 import { WebhookEndpointsHandlers } from "./handlers/WebhookEndpointsHandlers.js"
-import { requestPipeline } from "./RequestPipeline.js"
-import { ProviderCallbacksLive } from "../providers/ProviderCallbacks.js"
+import { makeHttpListener } from "./HttpListener.js"
+import { makeRequestPipeline } from "./RequestPipeline.js"
 
-const ApiLive = HttpApiBuilder.api(ParleyApi).pipe(
-  Layer.provide([ResourcesHandlers, ConversationsHandlers, MessagesHandlers, AiCallsHandlers, WebhookEndpointsHandlers]),
-  Layer.provide(AuthorizationLive)
+const HandlersLive = Layer.mergeAll(
+  ResourcesHandlers,
+  ConversationsHandlers,
+  MessagesHandlers,
+  AiCallsHandlers,
+  WebhookEndpointsHandlers,
+  AuthorizationLive
 )
 
-/**
- * The request pipeline wraps the app itself, not the server: a middleware
- * given to the server sees responses only after they have been written.
- *
- * The platform's per-request `http.server` span is turned off: Parley exports
- * no traces, and that span (URL parsing, header redaction, a dozen attributes)
- * cost about 40 Effect operations a request, a sixth of a health check.
- */
-const ServeLive = Layer.unwrapEffect(
+const listen = (server: Server, port: number) =>
+  Effect.async<void, Error>((resume) => {
+    const onError = (cause: Error) => resume(Effect.fail(cause))
+    server.once("error", onError)
+    server.listen({ port }, () => {
+      server.off("error", onError)
+      resume(Effect.void)
+    })
+  })
+
+const close = (server: Server) =>
+  Effect.async<void>((resume) => {
+    if (!server.listening) return resume(Effect.void)
+    server.close(() => resume(Effect.void))
+    server.closeIdleConnections()
+  })
+
+const ServeLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const config = yield* ServerConfig
-    const app = yield* HttpApiBuilder.httpApp
-    return HttpServer.serve(requestPipeline({ maxBodyBytes: config.maxBodyBytes })(app))
+    const context = yield* Effect.context<never>()
+    const runtime = yield* Effect.runtime<never>()
+    const contract = compileContract(ParleyApi, context)
+    const plain = [...(yield* extraRoutes), ...(yield* carrierInboundRoutes), ...(yield* providerCallbackRoutes)]
+    const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
+    const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
+    server.on("request", pipeline)
+    yield* listen(server, config.port).pipe(Effect.orDie)
+    const address = server.address()
+    const where = typeof address === "object" && address !== null
+      ? `http://${address.address === "::" ? "0.0.0.0" : address.address}:${address.port}`
+      : String(address)
+    yield* Effect.log(`Listening on ${where}`)
   })
-).pipe(
-  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
-  Layer.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
 )
 
-export const HttpServerLive = Layer.unwrapEffect(
-  Effect.map(ServerConfig, (config) =>
-    ServeLive.pipe(
-      Layer.provide(ExtraRoutesLive),
-      Layer.provide(CarrierInboundLive),
-      Layer.provide(ProviderCallbacksLive),
-      Layer.provide(DecodeErrorsLive),
-      Layer.provide(ApiLive),
-      HttpServer.withLogAddress,
-      Layer.provide(NodeHttpServer.layer(makeHttpListener, { port: config.port }))
-    ))
-)
+export const HttpServerLive = ServeLive.pipe(Layer.provide(HandlersLive))

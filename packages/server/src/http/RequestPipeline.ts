@@ -1,9 +1,9 @@
 /**
- * The outermost HTTP middleware, around the contract-derived app:
+ * The one request path, for every route (the contract's and the plain ones):
  * - gives every request its id (a safe incoming `X-Request-ID` of ≤ 128
  *   characters is reused) and puts it on every response, errors included;
  * - reads a body only for the routes that take one (the contract's POST
- *   routes, the carrier webhook): anything else is answered without waiting
+ *   routes, the provider webhooks): anything else is answered without waiting
  *   for its body, and a large or chunked unread body closes the connection
  *   rather than being drained;
  * - refuses bodies over the limit (413, by Content-Length up front and while
@@ -12,71 +12,73 @@
  * - answers unknown routes (404), wrong methods (405 with `Allow`), malformed
  *   JSON (400) and unexpected failures (500, nothing internal in the body) in
  *   the spec's error shape;
- * - writes one structured log line per request, with no key, token or body.
+ * - runs the route's work as an Effect program on the application's runtime
+ *   (one fiber per request), then writes the answer with `node:http` directly;
+ * - writes one structured log line per request at Info, with no key, token or body.
  */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Headers, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import {
-  HttpApi,
-  HttpApp,
-  HttpServerError,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
-import {
+  type ApiError,
   Crypto,
   CurrentRequestId,
   Internal,
   InvalidRequest,
   MethodNotAllowed,
   NotFound,
-  ParleyApi,
   PayloadTooLarge,
   RequestTimeout,
   UnsupportedMediaType
 } from "@parley/core/internal"
-import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
+import { Cause, Effect, type Exit, LogLevel, Runtime } from "effect"
+import { type ContractAnswer, type ContractRoute, matchRoute } from "./ApiRouter.js"
 import {
   acceptsMediaType,
   type BodyKind,
   containsNul,
   encodesNul,
-  isPlainJsonType,
   MAX_JSON_DEPTH,
   nestsDeeperThan,
   parseJson
 } from "./BodyRules.js"
-import { TWILIO_INBOUND_PATH, TWILIO_STATUS_PATH, VAPI_EVENTS_PATH } from "../providers/CallbackUrls.js"
-import { CARRIER_INBOUND_PATH } from "./CarrierInbound.js"
-import { describeCause, errorResponse } from "./ErrorResponses.js"
+import { describeCause, errorBody } from "./ErrorResponses.js"
+import type { PlainRoute } from "./PlainRoutes.js"
 import { DISCARD_LIMIT_BYTES, readBody } from "./RequestBody.js"
+import { CurrentResponseHeaders } from "./ResponseHeaders.js"
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** Routes of the contract as (method, pattern), to tell a wrong method (405) from an unknown path (404). */
-const contractRoutes: ReadonlyArray<{ readonly method: string; readonly pattern: RegExp }> = (() => {
-  const routes: Array<{ method: string; pattern: RegExp }> = []
-  HttpApi.reflect(ParleyApi, {
-    onGroup: () => undefined,
-    onEndpoint: ({ endpoint }) => {
-      const source = endpoint.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:\w+/g, "[^/]+")
-      routes.push({ method: endpoint.method, pattern: new RegExp(`^${source}/?$`) })
-    }
-  })
-  return routes
-})()
+export interface PipelineOptions {
+  readonly maxBodyBytes: number
+  readonly logLevel: LogLevel.LogLevel
+}
 
-const allowedMethods = (path: string): ReadonlyArray<string> =>
-  [...new Set(contractRoutes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
+interface CompiledPlainRoute {
+  readonly method: string
+  readonly segments: ReadonlyArray<string | null>
+  readonly params: ReadonlyArray<string | null>
+  readonly route: PlainRoute
+}
 
-/** The body a route takes, if any: JSON on the contract's routes that take one, form fields on the carrier webhook. */
-const bodyKindOf = (method: string, path: string): BodyKind | undefined => {
-  if (method !== "POST") return undefined // every route that takes a body is a POST
-  if (path === CARRIER_INBOUND_PATH || path === TWILIO_INBOUND_PATH || path === TWILIO_STATUS_PATH) return "form"
-  if (path === VAPI_EVENTS_PATH) return "json"
-  return contractRoutes.some((r) => r.method === method && r.pattern.test(path)) ? "json" : undefined
+type Matched =
+  | { readonly _tag: "Contract"; readonly route: ContractRoute; readonly params: Record<string, string> }
+  | { readonly _tag: "Plain"; readonly route: PlainRoute }
+
+/** What the pipeline writes: status, headers and a body (JSON text, bytes, or nothing). */
+interface Answer {
+  readonly status: number
+  readonly headers: Record<string, string>
+  readonly body: string | Uint8Array | undefined
+}
+
+const splitPath = (path: string): Array<string> => {
+  // A trailing slash names the same resource (`/api/v1/numbers/`), as the platform's router took it.
+  const trimmed = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path
+  return trimmed.split("/").slice(1)
 }
 
 /** Whether the request announces a body (a length above zero, or chunks). */
-const announcesBody = (request: HttpServerRequest.HttpServerRequest) =>
+const announcesBody = (request: IncomingMessage) =>
   request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? "0") > 0
 
 /**
@@ -84,110 +86,17 @@ const announcesBody = (request: HttpServerRequest.HttpServerRequest) =>
  * is left of a request after its answer, to keep the connection. A 10 MB body
  * sent to an unknown route would be received in full; closing stops that.
  */
-const unreadBodyTooLargeToDrain = (request: HttpServerRequest.HttpServerRequest) =>
+const unreadBodyTooLargeToDrain = (request: IncomingMessage) =>
   request.headers["transfer-encoding"] !== undefined ||
   Number(request.headers["content-length"] ?? "0") > DISCARD_LIMIT_BYTES
 
-export interface PipelineOptions {
-  readonly maxBodyBytes: number
-}
-
-const pathOf = (url: string) => {
-  const q = url.indexOf("?")
-  return q === -1 ? url : url.slice(0, q)
-}
-
-export const requestPipeline = (options: PipelineOptions) => <E, R>(app: HttpApp.Default<E, R>) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const incoming = request.headers["x-request-id"]
-    const requestId = incoming !== undefined && SAFE_REQUEST_ID.test(incoming) ? incoming : Crypto.newId("req")
-    const started = performance.now()
-    const path = pathOf(request.url)
-    yield* HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
-    )
-
-    /** Answers before (or without) reading the announced body: close the connection if draining it would cost. */
-    const unread = (response: HttpServerResponse.HttpServerResponse) =>
-      announcesBody(request) && unreadBodyTooLargeToDrain(request)
-        ? HttpServerResponse.setHeader(response, "connection", "close")
-        : response
-
-    let bodyRead = false
-    const respond = Effect.gen(function*() {
-      let served = app
-      if (encodesNul(request.url)) {
-        return errorResponse(new InvalidRequest({ message: "path and query must not contain NUL characters (%00)." }), requestId)
-      }
-      const kind = bodyKindOf(request.method, path)
-      if (kind !== undefined) {
-        const contentType = request.headers["content-type"] ?? ""
-        if (announcesBody(request) && !acceptsMediaType(kind, contentType)) {
-          return errorResponse(unsupportedMediaType(kind), requestId)
-        }
-        const body = yield* readBody(request, options.maxBodyBytes, {
-          ...(kind === "json" && !isPlainJsonType(contentType) ? { contentType: "application/json" } : {})
-        })
-        bodyRead = true
-        if (body._tag === "TooLarge") {
-          return errorResponse(tooLarge(options.maxBodyBytes), requestId, body.closeConnection ? { connection: "close" } : {})
-        }
-        if (body._tag === "Unreadable") {
-          const error = body.timedOut
-            ? new RequestTimeout({ message: "The request body did not arrive in time." })
-            : new InvalidRequest({ message: "body: could not be read." })
-          return errorResponse(error, requestId, { connection: "close" })
-        }
-        if (kind === "json" && nestsDeeperThan(body.text, MAX_JSON_DEPTH)) {
-          return errorResponse(
-            new InvalidRequest({ message: `body: nested deeper than ${MAX_JSON_DEPTH} levels.` }),
-            requestId
-          )
-        }
-        if (kind === "json" && body.text !== "") {
-          const parsed = parseJson(body.text)
-          if (parsed._tag === "NotJson") {
-            return errorResponse(new InvalidRequest({ message: "body: not valid JSON." }), requestId)
-          }
-          if (containsNul(parsed.value)) return errorResponse(nulInBody, requestId)
-        }
-        if (kind === "form" && encodesNul(body.text)) return errorResponse(nulInBody, requestId)
-        served = Effect.provideService(app, HttpServerRequest.HttpServerRequest, body.request)
-      }
-      const response = yield* served
-      // The platform answers routing and body-parsing failures itself, with an empty body; give those the
-      // contract's error body.
-      return response.status >= 400 && response.body._tag === "Empty"
-        ? yield* emptyErrorResponse(response.status, request.method, path, requestId, options.maxBodyBytes)
-        : response
-    }).pipe(
-      Effect.catchAllCause((cause) => failureResponse(cause, request.method, path, requestId))
-    )
-
-    // Every request runs in a fiber of its own, so setting the id needs no restoring afterwards.
-    yield* FiberRef.set(CurrentRequestId, requestId)
-    const answered = yield* respond
-    const response = bodyRead ? answered : unread(answered)
-    // Below Info (LOG_LEVEL=warn) the line is not even assembled: annotating it cost ~26 Effect operations a
-    // request, a tenth of a health check, for a line nobody would see.
-    yield* Effect.whenLogLevel(
-      Effect.annotateLogs(Effect.logInfo("request"), {
-        requestId,
-        method: request.method,
-        path,
-        status: response.status,
-        durationMs: Math.round((performance.now() - started) * 10) / 10
-      }),
-      LogLevel.Info
-    )
-    return response
-  })
-
 const nulInBody = new InvalidRequest({ message: "body: text must not contain NUL characters (U+0000)." })
+const nulInUrl = new InvalidRequest({ message: "path and query must not contain NUL characters (%00)." })
+const notJson = new InvalidRequest({ message: "body: not valid JSON." })
+const tooDeep = new InvalidRequest({ message: `body: nested deeper than ${MAX_JSON_DEPTH} levels.` })
+const internal = new Internal({ message: "Something went wrong on our side; retry with the same Idempotency-Key." })
 
-const tooLarge = (max: number) =>
-  new PayloadTooLarge({ message: `The request body exceeds the limit of ${max} bytes.` })
+const tooLarge = (max: number) => new PayloadTooLarge({ message: `The request body exceeds the limit of ${max} bytes.` })
 
 const unsupportedMediaType = (kind: BodyKind) =>
   new UnsupportedMediaType({
@@ -196,54 +105,202 @@ const unsupportedMediaType = (kind: BodyKind) =>
       : "Send the carrier's fields form-encoded (Content-Type: application/x-www-form-urlencoded)."
   })
 
-const notFoundOrWrongMethod = (method: string, path: string, requestId: string) => {
-  const allowed = allowedMethods(path)
-  return allowed.length > 0 && !allowed.includes(method)
-    ? errorResponse(
-      new MethodNotAllowed({ message: `${method} is not allowed on ${path}; use ${allowed.join(", ")}.` }),
-      requestId,
-      { allow: allowed.join(", ") }
-    )
-    : errorResponse(new NotFound({ message: `No route ${method} ${path}.` }), requestId)
+const errorAnswer = (error: ApiError, requestId: string, headers: Record<string, string> = {}): Answer => {
+  const { body, status } = errorBody(error, requestId)
+  return { status, headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }
 }
 
-const emptyErrorResponse = (status: number, method: string, path: string, requestId: string, maxBodyBytes: number) => {
-  switch (status) {
-    case 404:
-    case 405:
-      return Effect.succeed(notFoundOrWrongMethod(method, path, requestId))
-    case 413:
-      return Effect.succeed(errorResponse(tooLarge(maxBodyBytes), requestId))
+/** The platform's request for a plain route: its headers as sent, its body as read (if any). */
+const platformRequest = (request: IncomingMessage, text: string | undefined): HttpServerRequest.HttpServerRequest => {
+  const url = request.url ?? "/"
+  const method = request.method ?? "GET"
+  const source = new Request(new URL(url, "http://parley.local"), {
+    method,
+    ...(text === undefined || method === "GET" || method === "HEAD" ? {} : { body: text })
+  })
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined || name === "transfer-encoding" || name === "content-length") continue
+    headers[name] = Array.isArray(value) ? value.join(", ") : value
+  }
+  return HttpServerRequest.fromWeb(source).modify({ headers: Headers.fromInput(headers) })
+}
+
+/** A platform response as the pipeline writes it (plain routes answer JSON, text, HTML or nothing). */
+const fromPlatformResponse = (response: HttpServerResponse.HttpServerResponse): Answer | null => {
+  const headers: Record<string, string> = { ...response.headers }
+  switch (response.body._tag) {
+    case "Empty":
+      return { status: response.status, headers, body: undefined }
+    case "Uint8Array":
+      headers["content-type"] = response.body.contentType
+      return { status: response.status, headers, body: response.body.body }
     default:
-      return status < 500
-        ? Effect.succeed(errorResponse(new InvalidRequest({ message: "body: not valid JSON." }), requestId))
-        : failureResponse(Cause.empty, method, path, requestId)
+      return null
   }
 }
 
-/** Failures the contract did not encode itself: routing, body parsing, and defects. */
-const failureResponse = (
-  cause: Cause.Cause<unknown>,
-  method: string,
-  path: string,
-  requestId: string
-): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
-  const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value
-    if (error instanceof HttpServerError.RouteNotFound) {
-      return Effect.succeed(notFoundOrWrongMethod(method, path, requestId))
-    }
-    if (error instanceof HttpServerError.RequestError && error.reason === "Decode") {
-      return Effect.succeed(errorResponse(new InvalidRequest({ message: "body: not valid JSON." }), requestId))
+export const makeRequestPipeline = <R>(
+  options: PipelineOptions,
+  runtime: Runtime.Runtime<R>,
+  contract: ReadonlyArray<ContractRoute>,
+  plain: ReadonlyArray<PlainRoute>
+) => {
+  const run = Runtime.runCallback(runtime)
+  const logsRequests = LogLevel.lessThanEqual(options.logLevel, LogLevel.Info)
+  const contractByMethod = new Map<string, Array<ContractRoute>>()
+  for (const route of contract) contractByMethod.set(route.method, [...(contractByMethod.get(route.method) ?? []), route])
+  const plainRoutes: Array<CompiledPlainRoute> = plain.map((route) => {
+    const parts = splitPath(route.path)
+    return { method: route.method, segments: parts, params: parts.map(() => null), route }
+  })
+
+  const match = (method: string, parts: ReadonlyArray<string>): Matched | "malformed" | null => {
+    const found = matchRoute(contractByMethod.get(method) ?? [], parts)
+    if (found === "malformed") return found
+    if (found !== null) return { _tag: "Contract", route: found.route, params: found.params }
+    const other = matchRoute(plainRoutes.filter((route) => route.method === method), parts)
+    return other === null || other === "malformed" ? other : { _tag: "Plain", route: other.route.route }
+  }
+
+  const notFoundOrWrongMethod = (method: string, path: string, parts: ReadonlyArray<string>, requestId: string) => {
+    // In the contract's order, as the platform's router listed them.
+    const allowed = [...new Set(contract.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method))]
+    return allowed.length > 0 && !allowed.includes(method)
+      ? errorAnswer(
+        new MethodNotAllowed({ message: `${method} is not allowed on ${path}; use ${allowed.join(", ")}.` }),
+        requestId,
+        { allow: allowed.join(", ") }
+      )
+      : errorAnswer(new NotFound({ message: `No route ${method} ${path}.` }), requestId)
+  }
+
+  /** Unexpected: log what kind of failure it was, never its details, and answer a bare 500. */
+  const unexpected = (cause: unknown, requestId: string): Effect.Effect<Answer> =>
+    Effect.as(
+      Effect.annotateLogs(Effect.logError("unexpected failure"), {
+        requestId,
+        cause: describeCause(Cause.isCause(cause) ? Cause.squash(cause) : cause)
+      }),
+      errorAnswer(internal, requestId)
+    )
+
+  const contractAnswer = (answer: ContractAnswer, requestId: string): Effect.Effect<Answer> => {
+    switch (answer._tag) {
+      case "Success":
+        return Effect.succeed({
+          status: answer.status,
+          headers: answer.body === undefined ? {} : { "content-type": "application/json" },
+          body: answer.body
+        })
+      case "Failure":
+        return Effect.succeed(errorAnswer(answer.error, requestId))
+      case "Defect":
+        return unexpected(answer.cause, requestId)
     }
   }
-  // Unexpected: log what kind of failure it was, never its details, and answer a bare 500.
-  return Effect.as(
-    Effect.annotateLogs(Effect.logError("unexpected failure"), { requestId, cause: describeCause(Cause.squash(cause)) }),
-    errorResponse(
-      new Internal({ message: "Something went wrong on our side; retry with the same Idempotency-Key." }),
-      requestId
+
+  const plainAnswer = (route: PlainRoute, request: IncomingMessage, text: string | undefined, requestId: string) =>
+    Effect.flatMap(
+      Effect.provideService(route.handler, HttpServerRequest.HttpServerRequest, platformRequest(request, text)),
+      (response) => {
+        const answer = fromPlatformResponse(response)
+        return answer === null ? unexpected(new Error(`unsupported response body ${response.body._tag}`), requestId) : Effect.succeed(answer)
+      }
     )
-  )
+
+  return (request: IncomingMessage, response: ServerResponse): void => {
+    const started = performance.now()
+    const incoming = request.headers["x-request-id"]
+    const requestId = typeof incoming === "string" && SAFE_REQUEST_ID.test(incoming) ? incoming : Crypto.newId("req")
+    const method = request.method ?? "GET"
+    const url = request.url ?? "/"
+    const q = url.indexOf("?")
+    const path = q === -1 ? url : url.slice(0, q)
+    const query = q === -1 ? "" : url.slice(q + 1)
+    let bodyRead = false
+
+    const write = (answer: Answer, extra?: Record<string, string>) => {
+      if (response.headersSent || response.destroyed) return
+      const headers: Record<string, string | number> = { ...answer.headers, ...extra, "x-request-id": requestId }
+      // Answered before (or without) reading an announced body: close the connection if draining it would cost.
+      if (!bodyRead && announcesBody(request) && unreadBodyTooLargeToDrain(request)) headers["connection"] = "close"
+      if (answer.body !== undefined) headers["content-length"] = Buffer.byteLength(answer.body)
+      response.writeHead(answer.status, headers)
+      response.end(answer.body)
+      if (logsRequests) {
+        run(Effect.annotateLogs(Effect.logInfo("request"), {
+          requestId,
+          method,
+          path,
+          status: answer.status,
+          durationMs: Math.round((performance.now() - started) * 10) / 10
+        }))
+      }
+    }
+
+    /** Runs a route's program on the runtime, with the request's id and response headers in its fiber. */
+    const serve = (program: Effect.Effect<Answer>) => {
+      const headers: Record<string, string> = {}
+      run(
+        program.pipe(
+          Effect.locally(CurrentResponseHeaders, headers),
+          Effect.locally(CurrentRequestId, requestId)
+        ),
+        {
+          onExit: (exit: Exit.Exit<Answer>) => {
+            if (exit._tag === "Success") write(exit.value, headers)
+            else write(errorAnswer(internal, requestId), headers)
+          }
+        }
+      )
+    }
+
+    if (encodesNul(url)) return write(errorAnswer(nulInUrl, requestId))
+    const parts = splitPath(path)
+    const matched = match(method, parts)
+    if (matched === "malformed") {
+      return write(errorAnswer(new InvalidRequest({ message: "path: malformed percent-encoding." }), requestId))
+    }
+    if (matched === null) return write(notFoundOrWrongMethod(method, path, parts, requestId))
+
+    const kind: BodyKind | undefined = matched._tag === "Contract"
+      ? (matched.route.method === "POST" ? "json" : undefined)
+      : matched.route.body
+
+    const proceed = (text: string | undefined, payload: unknown) => {
+      if (matched._tag === "Plain") return serve(plainAnswer(matched.route, request, text, requestId))
+      const input = { params: matched.params, query, headers: request.headers, payload }
+      return serve(Effect.flatMap(matched.route.run(input), (answer) => contractAnswer(answer, requestId)))
+    }
+
+    if (kind === undefined) return proceed(undefined, undefined)
+    const contentType = request.headers["content-type"] ?? ""
+    if (announcesBody(request) && !acceptsMediaType(kind, contentType)) {
+      return write(errorAnswer(unsupportedMediaType(kind), requestId))
+    }
+    readBody(request, response, options.maxBodyBytes, (body) => {
+      bodyRead = true
+      if (body._tag === "TooLarge") {
+        return write(
+          errorAnswer(tooLarge(options.maxBodyBytes), requestId, body.closeConnection ? { connection: "close" } : {})
+        )
+      }
+      if (body._tag === "Unreadable") {
+        const error = body.timedOut
+          ? new RequestTimeout({ message: "The request body did not arrive in time." })
+          : new InvalidRequest({ message: "body: could not be read." })
+        return write(errorAnswer(error, requestId, { connection: "close" }))
+      }
+      if (kind === "form") {
+        return encodesNul(body.text) ? write(errorAnswer(nulInBody, requestId)) : proceed(body.text, undefined)
+      }
+      if (body.text === "") return proceed(body.text, null)
+      if (nestsDeeperThan(body.text, MAX_JSON_DEPTH)) return write(errorAnswer(tooDeep, requestId))
+      const parsed = parseJson(body.text)
+      if (parsed._tag === "NotJson") return write(errorAnswer(notJson, requestId))
+      if (containsNul(parsed.value)) return write(errorAnswer(nulInBody, requestId))
+      return proceed(body.text, parsed.value)
+    })
+  }
 }

@@ -14,7 +14,7 @@
  * /api/v1; a report that changes nothing is still a success (the provider
  * must not retry it).
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
   CrmUnavailable,
   InvalidRequest,
@@ -26,6 +26,7 @@ import {
 import { Clock, Effect, Either, Option, Predicate } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { refusal } from "../http/ErrorResponses.js"
+import type { PlainRoute } from "../http/PlainRoutes.js"
 import { ProviderAccounts } from "../store/SqlProviderAccounts.js"
 import { requestUrl, TWILIO_STATUS_PATH, VAPI_EVENTS_PATH } from "./CallbackUrls.js"
 import * as Twilio from "./twilio/TwilioClient.js"
@@ -47,79 +48,76 @@ const answerFailure = (error: unknown) =>
     ? refusal(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))
     : refusal(new InvalidRequest({ message: "The callback could not be read." }))
 
-export const ProviderCallbacksLive = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const config = yield* ServerConfig
-    const accounts = yield* ProviderAccounts
-    const reports = yield* ProviderReports.ProviderReports
+export const providerCallbackRoutes = Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const accounts = yield* ProviderAccounts
+  const reports = yield* ProviderReports.ProviderReports
 
-    yield* router.post(
-      TWILIO_STATUS_PATH,
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const query = queryOf(request.url)
-        const orgId = query.get("org") ?? ""
-        const actionId = query.get("action") ?? ""
-        const account = orgId === "" ? Option.none() : yield* accounts.twilio(orgId)
-        if (Option.isNone(account)) {
-          return yield* refusal(new NotFound({ message: "No Twilio account is connected for this callback." }))
-        }
-        const params = (yield* request.urlParamsBody).map(([k, v]) => [k, v] as const)
-        const url = requestUrl(config, request.headers.host, request.url)
-        if (!Twilio.verifyTwilioSignature(account.value.authToken, url, params, request.headers["x-twilio-signature"])) {
-          return yield* refusal(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
-        }
-        const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
-        const raw = field("MessageStatus") || field("SmsStatus")
-        const status = ProviderReports.twilioMessageStatus(raw)
-        if (status === null || !/^\d+$/.test(actionId)) return done()
-        const errorCode = field("ErrorCode")
-        const outcome = yield* reports.report({
-          orgId,
-          actionId,
-          kind: "message",
-          status,
-          providerStatus: raw,
-          sid: field("MessageSid") || undefined,
-          errorMessage: errorCode === "" || errorCode === "0" ? undefined : twilioError(errorCode),
-          recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
-        })
-        if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No message ${actionId}.` }))
-        return done()
-      }).pipe(Effect.catchAll(answerFailure))
-    )
+  const twilioStatus = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const query = queryOf(request.url)
+    const orgId = query.get("org") ?? ""
+    const actionId = query.get("action") ?? ""
+    const account = orgId === "" ? Option.none() : yield* accounts.twilio(orgId)
+    if (Option.isNone(account)) {
+      return yield* refusal(new NotFound({ message: "No Twilio account is connected for this callback." }))
+    }
+    const params = (yield* request.urlParamsBody).map(([k, v]) => [k, v] as const)
+    const url = requestUrl(config, request.headers.host, request.url)
+    if (!Twilio.verifyTwilioSignature(account.value.authToken, url, params, request.headers["x-twilio-signature"])) {
+      return yield* refusal(new Unauthorized({ message: "X-Twilio-Signature does not match." }))
+    }
+    const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
+    const raw = field("MessageStatus") || field("SmsStatus")
+    const status = ProviderReports.twilioMessageStatus(raw)
+    if (status === null || !/^\d+$/.test(actionId)) return done()
+    const errorCode = field("ErrorCode")
+    const outcome = yield* reports.report({
+      orgId,
+      actionId,
+      kind: "message",
+      status,
+      providerStatus: raw,
+      sid: field("MessageSid") || undefined,
+      errorMessage: errorCode === "" || errorCode === "0" ? undefined : twilioError(errorCode),
+      recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
+    })
+    if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No message ${actionId}.` }))
+    return done()
+  }).pipe(Effect.catchAll(answerFailure))
 
-    yield* router.post(
-      VAPI_EVENTS_PATH,
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const raw = yield* request.text
-        const json = yield* Effect.try(() => JSON.parse(raw) as unknown)
-        const decoded = Vapi.decodeServerMessage(json)
-        if (Either.isLeft(decoded)) return yield* refusal(new InvalidRequest({ message: "Not a Vapi server message." }))
-        const message = decoded.right
-        const metadata = callMetadata(message)
-        const orgId = queryOf(request.url).get("org") ?? metadata["parleyOrgId"] ?? ""
-        const account = orgId === "" ? Option.none() : yield* accounts.vapi(orgId)
-        if (Option.isNone(account)) {
-          return yield* refusal(new NotFound({ message: "No Vapi account is connected for this organisation." }))
-        }
-        if (!Vapi.verifyVapiSecret(account.value.webhookSecret, request.headers, raw)) {
-          return yield* refusal(new Unauthorized({ message: "The Vapi secret does not match." }))
-        }
-        const actionId = metadata["parleyActionId"] ?? ""
-        const report = toCallReport(message)
-        if (report === null || !/^\d+$/.test(actionId)) return HttpServerResponse.unsafeJson({})
-        const outcome = yield* reports.report({
-          orgId,
-          actionId,
-          kind: "ai_call",
-          ...report,
-          recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
-        })
-        if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No AI call ${actionId}.` }))
-        return HttpServerResponse.unsafeJson({})
-      }).pipe(Effect.catchAll(answerFailure))
-    )
-  })
-)
+  const vapiEvents = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const raw = yield* request.text
+    const json = yield* Effect.try(() => JSON.parse(raw) as unknown)
+    const decoded = Vapi.decodeServerMessage(json)
+    if (Either.isLeft(decoded)) return yield* refusal(new InvalidRequest({ message: "Not a Vapi server message." }))
+    const message = decoded.right
+    const metadata = callMetadata(message)
+    const orgId = queryOf(request.url).get("org") ?? metadata["parleyOrgId"] ?? ""
+    const account = orgId === "" ? Option.none() : yield* accounts.vapi(orgId)
+    if (Option.isNone(account)) {
+      return yield* refusal(new NotFound({ message: "No Vapi account is connected for this organisation." }))
+    }
+    if (!Vapi.verifyVapiSecret(account.value.webhookSecret, request.headers, raw)) {
+      return yield* refusal(new Unauthorized({ message: "The Vapi secret does not match." }))
+    }
+    const actionId = metadata["parleyActionId"] ?? ""
+    const report = toCallReport(message)
+    if (report === null || !/^\d+$/.test(actionId)) return HttpServerResponse.unsafeJson({})
+    const outcome = yield* reports.report({
+      orgId,
+      actionId,
+      kind: "ai_call",
+      ...report,
+      recheckAt: (yield* Clock.currentTimeMillis) + config.providerRecheckMs
+    })
+    if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No AI call ${actionId}.` }))
+    return HttpServerResponse.unsafeJson({})
+  }).pipe(Effect.catchAll(answerFailure))
+
+  return [
+    { method: "POST", path: TWILIO_STATUS_PATH, body: "form", handler: twilioStatus },
+    { method: "POST", path: VAPI_EVENTS_PATH, body: "json", handler: vapiEvents }
+  ] satisfies ReadonlyArray<PlainRoute>
+})

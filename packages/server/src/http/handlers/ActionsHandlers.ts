@@ -2,14 +2,13 @@
  * POST/GET/cancel for /messages and /ai-calls, and their lists. A replayed creation carries
  * `Idempotent-Replayed: true`, as Stripe's does.
  */
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Actions, IdempotencyKeyRequired, ParleyApi, RecordLists } from "@parley/core/internal"
 import { Effect } from "effect"
+import * as ApiHandlers from "../ApiHandlers.js"
+import { setResponseHeaders } from "../ResponseHeaders.js"
 import { guarded } from "./guard.js"
 
-const markReplayed = HttpApp.appendPreResponseHandler((_request, response) =>
-  Effect.succeed(HttpServerResponse.setHeader(response, "idempotent-replayed", "true"))
-)
+const markReplayed = setResponseHeaders({ "idempotent-replayed": "true" })
 
 /** Absent header: the contract's own 400 rather than a schema failure (see IdempotencyHeaders). */
 const idempotencyKey = (
@@ -28,7 +27,7 @@ const idempotencyKey = (
 const acknowledge = ({ ack, replayed }: Actions.CreationResult) =>
   replayed ? Effect.as(markReplayed, ack) : Effect.succeed(ack)
 
-export const MessagesHandlers = HttpApiBuilder.group(ParleyApi, "messages", (handlers) =>
+export const MessagesHandlers = ApiHandlers.group(ParleyApi, "messages", (handlers) =>
   Effect.gen(function*() {
     const actions = yield* Actions.Actions
     const lists = yield* RecordLists.RecordLists
@@ -47,7 +46,7 @@ export const MessagesHandlers = HttpApiBuilder.group(ParleyApi, "messages", (han
         guarded("messages.cancelMessage", (caller) => actions.cancel(caller, "message", path.id)))
   }))
 
-export const AiCallsHandlers = HttpApiBuilder.group(ParleyApi, "aiCalls", (handlers) =>
+export const AiCallsHandlers = ApiHandlers.group(ParleyApi, "aiCalls", (handlers) =>
   Effect.gen(function*() {
     const actions = yield* Actions.Actions
     const lists = yield* RecordLists.RecordLists

@@ -1,10 +1,10 @@
 /** GET /conversations and /conversations/{id}. */
-import { HttpApiBuilder } from "@effect/platform"
 import { Conversations, ParleyApi } from "@parley/core/internal"
 import { Effect } from "effect"
+import * as ApiHandlers from "../ApiHandlers.js"
 import { guarded } from "./guard.js"
 
-export const ConversationsHandlers = HttpApiBuilder.group(ParleyApi, "conversations", (handlers) =>
+export const ConversationsHandlers = ApiHandlers.group(ParleyApi, "conversations", (handlers) =>
   Effect.gen(function*() {
     const conversations = yield* Conversations.Conversations
     return handlers

@@ -1,10 +1,10 @@
 /** GET /numbers, /bots, /templates. */
-import { HttpApiBuilder } from "@effect/platform"
 import { Directory, ParleyApi } from "@parley/core/internal"
 import { Effect } from "effect"
+import * as ApiHandlers from "../ApiHandlers.js"
 import { guarded } from "./guard.js"
 
-export const ResourcesHandlers = HttpApiBuilder.group(ParleyApi, "resources", (handlers) =>
+export const ResourcesHandlers = ApiHandlers.group(ParleyApi, "resources", (handlers) =>
   Effect.gen(function*() {
     const directory = yield* Directory.Directory
     return handlers

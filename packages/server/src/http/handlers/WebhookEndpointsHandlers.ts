@@ -1,10 +1,10 @@
 /** POST/GET /webhook-endpoints and GET/DELETE /webhook-endpoints/{id}. */
-import { HttpApiBuilder } from "@effect/platform"
 import { ParleyApi, WebhookEndpoints } from "@parley/core/internal"
 import { Effect } from "effect"
+import * as ApiHandlers from "../ApiHandlers.js"
 import { guarded } from "./guard.js"
 
-export const WebhookEndpointsHandlers = HttpApiBuilder.group(ParleyApi, "webhookEndpoints", (handlers) =>
+export const WebhookEndpointsHandlers = ApiHandlers.group(ParleyApi, "webhookEndpoints", (handlers) =>
   Effect.gen(function*() {
     const endpoints = yield* WebhookEndpoints.WebhookEndpoints
     return handlers
