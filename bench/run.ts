@@ -27,7 +27,7 @@ import {
   sleep,
   START_NODE_FLAGS
 } from "./lib/processes.js"
-import { fmtLatency, fmtMs, fmtNumber, type RunReport, type Target, textTable, writeMarkdown } from "./lib/report.js"
+import { cpuMicrosPerUnit, fmtLatency, fmtMs, fmtNumber, type RunReport, type Target, textTable, writeMarkdown } from "./lib/report.js"
 import { type DemoSummary, orgContext } from "./lib/demo.js"
 import { DB_FILE, type OrgContext, seedConversations, snapshot, unlimitedTexts } from "./lib/seed.js"
 import { type LoadResult, type LoadSpec, percentile, type ScenarioRow } from "./lib/types.js"
@@ -154,7 +154,7 @@ const measure = async (
     details: result
   }
   if (errors > 0) notes.push(`${name}: ${errors} errors (status codes ${JSON.stringify(result.statusCodes)}, socket errors ${result.socketErrors}, timeouts ${result.timeouts}).`)
-  step(`  → ${fmtNumber(row.rate)} req/s, p50 ${fmtMs(row.p50)} ms, p99 ${fmtMs(row.p99)} ms, errors ${errors}, peak RSS ${fmtNumber(row.peakRssMb, 1)} MB, server CPU ${fmtNumber(row.cpuPercent)}%${
+  step(`  → ${fmtNumber(row.rate)} req/s, p50 ${fmtMs(row.p50)} ms, p99 ${fmtMs(row.p99)} ms, errors ${errors}, peak RSS ${fmtNumber(row.peakRssMb, 1)} MB, server CPU ${fmtNumber(row.cpuPercent)}% (${fmtNumber(cpuMicrosPerUnit(row))} µs each)${
     row.ratio === null ? "" : `, ${row.ratio.toFixed(2)}× baseline`
   }`)
   rows.push(row)

@@ -51,7 +51,15 @@ export const fmtLatency = (row: ScenarioRow, value: number | null): string =>
 
 const fmtRatio = (value: number | null): string => (value === null ? DASH : `${value.toFixed(2)}×`)
 
-const HEADERS = ["scenario", "rate", "p50 ms", "p95 ms", "p99 ms", "errors", "peak RSS MB", "server CPU", "vs baseline"]
+/**
+ * The server's CPU time per request (or per action): its CPU use over the load divided by the rate. Ratios of
+ * rates carry from machine to machine; this says what each request costs, so a busy machine (which lowers
+ * every rate) cannot hide a regression.
+ */
+export const cpuMicrosPerUnit = (row: Pick<ScenarioRow, "cpuPercent" | "rate">): number | null =>
+  row.cpuPercent === null || row.rate === null || row.rate <= 0 ? null : (row.cpuPercent / 100 / row.rate) * 1e6
+
+const HEADERS = ["scenario", "rate", "p50 ms", "p95 ms", "p99 ms", "errors", "peak RSS MB", "server CPU", "CPU µs each", "vs baseline"]
 
 const cells = (row: ScenarioRow): Array<string> => [
   row.name,
@@ -62,6 +70,7 @@ const cells = (row: ScenarioRow): Array<string> => [
   fmtNumber(row.errors),
   fmtNumber(row.peakRssMb, 1),
   row.cpuPercent === null ? DASH : `${row.cpuPercent.toFixed(0)}%`,
+  fmtNumber(cpuMicrosPerUnit(row)),
   fmtRatio(row.ratio)
 ]
 

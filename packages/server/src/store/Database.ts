@@ -20,10 +20,11 @@ import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
+import { SqliteMigrator } from "@effect/sql-sqlite-node"
 import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { ServerConfig, type ServerSettings } from "../config/ServerConfig.js"
 import { migrations } from "./migrations.js"
+import * as SqliteDriver from "./SqliteDriver.js"
 
 export const DATABASE_FILE = "parley.db"
 
@@ -50,7 +51,7 @@ const prepareDataDir = (dataDir: string): string => {
 }
 
 const sqlite = (config: ServerSettings) => {
-  const client = SqliteClient.layer({ filename: prepareDataDir(config.dataDir) })
+  const client = SqliteDriver.layer(prepareDataDir(config.dataDir))
   const migrate = SqliteMigrator.layer({ loader: SqliteMigrator.fromRecord(migrations) }).pipe(
     Layer.provide(NodeContext.layer)
   )
@@ -84,7 +85,10 @@ const postgres = (config: ServerSettings, url: NonNullable<Option.Option.Value<S
   return migrate.pipe(Layer.provideMerge(client))
 }
 
-/** The SqlClient, connected and migrated. */
+/**
+ * The SqlClient, connected and migrated. On SQLite the context also holds the connection itself
+ * (SqliteDriver.SqliteHandle), which the settings cache reads; on Postgres it does not.
+ */
 export const DatabaseLive: Layer.Layer<SqlClient.SqlClient, unknown, ServerConfig> = Layer.unwrapEffect(
   Effect.map(ServerConfig, (config): Layer.Layer<SqlClient.SqlClient, unknown> =>
     Option.match(config.databaseUrl, {

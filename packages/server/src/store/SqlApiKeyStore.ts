@@ -9,6 +9,7 @@ import { ApiKeyStore, Crm, KeyMode, Scope } from "@parley/core/internal"
 import { Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
 import { ConnectionRow, toConnection } from "./SqlCrm.js"
+import { SettingsCache } from "./SettingsCache.js"
 import { OrganisationRow, toOrganisation } from "./SqlOrganisations.js"
 
 const KeyRow = Schema.Struct({
@@ -85,6 +86,7 @@ export const layer = Layer.effect(
   ApiKeyStore.ApiKeyStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const cache = yield* SettingsCache
     const byHash = (hash: string) =>
       Effect.flatMap(
         sql`SELECT k.*, ${sql.literal(`${ORGANISATION.select}, ${CONNECTION.select}`)} FROM api_keys k
@@ -121,7 +123,7 @@ export const layer = Layer.effect(
             revoked_at: k.revokedAt
           })
         }`),
-      findByHash: (hash) => storage("apiKeys.findByHash")(byHash(hash)),
+      findByHash: (hash) => cache.cached(`key:${hash}`, storage("apiKeys.findByHash")(byHash(hash))),
       get: (id) => storage("apiKeys.get")(Effect.map(byId(id), Option.map(toKey))),
       list: (orgId) => storage("apiKeys.list")(Effect.map(byOrg(orgId), (rows) => rows.map(toKey))),
       revoke: (id, at) =>

@@ -3,6 +3,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Organisations } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, DbBool, DbInt, DbJson, NullableString, storage } from "./rows.js"
+import { SettingsCache } from "./SettingsCache.js"
 
 export const OrganisationRow = Schema.Struct({
   id: Schema.String,
@@ -78,6 +79,7 @@ export const layer = Layer.effect(
   Organisations.Organisations,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const cache = yield* SettingsCache
 
     const findOrg = SqlSchema.findOne({
       Request: Schema.String,
@@ -174,7 +176,10 @@ export const layer = Layer.effect(
           whatsapp = excluded.whatsapp, voice_outbound_bot_id = excluded.voice_outbound_bot_id,
           provider_ids = excluded.provider_ids`),
       listNumbers: (orgId) =>
-        storage("organisations.listNumbers")(Effect.map(listNumbers(orgId), (rows) => rows.map(toNumber))),
+        cache.cachedValue(
+          `numbers:${orgId}`,
+          storage("organisations.listNumbers")(Effect.map(listNumbers(orgId), (rows) => rows.map(toNumber)))
+        ),
       findNumbersByPhone: (phone) =>
         storage("organisations.findNumbersByPhone")(Effect.map(numbersByPhone(phone), (rows) => rows.map(toNumber))),
       upsertBot: (b) =>

@@ -320,6 +320,37 @@ const providers = Effect.gen(function*() {
   yield* sql`CREATE INDEX actions_by_sid ON actions (org_id, sid)`
 })
 
+/** The tables SettingsCache serves from memory; a change to any of them bumps `settings_version`. */
+export const CACHED_SETTINGS_TABLES = ["api_keys", "organisations", "crm_connections", "numbers", "bots"] as const
+
+/**
+ * The version SettingsCache compares on every read. On SQLite triggers keep it, in the transaction that
+ * makes the change. An organisation row changes on every text sent when its allowance is counted; a
+ * no-op update (an unlimited allowance "taken", the lock-taking `SET id = id`) does not bump it, so the
+ * trigger compares every column — generated here from the table as it is now, and the test
+ * settings-cache.test.ts fails when a later migration adds a column without recreating it.
+ * Postgres keeps the table but no triggers: nothing is cached there.
+ */
+const settingsVersion = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE settings_version (id INTEGER PRIMARY KEY, value BIGINT NOT NULL)`
+  yield* sql`INSERT INTO settings_version (id, value) VALUES (1, 0)`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        for (const table of CACHED_SETTINGS_TABLES) {
+          yield* sql.unsafe(`CREATE TRIGGER ${table}_inserted AFTER INSERT ON ${table} BEGIN ${bump} END`)
+          yield* sql.unsafe(`CREATE TRIGGER ${table}_deleted AFTER DELETE ON ${table} BEGIN ${bump} END`)
+          const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info(${table})`
+          const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
+          yield* sql.unsafe(`CREATE TRIGGER ${table}_updated AFTER UPDATE ON ${table} WHEN ${changed} BEGIN ${bump} END`)
+        }
+      }),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -327,5 +358,6 @@ export const migrations = {
   "0004_conversation_indexes": conversationIndexes,
   "0005_hardening": hardening,
   "0006_webhook_event_types": webhookEventTypes,
-  "0007_providers": providers
+  "0007_providers": providers,
+  "0008_settings_version": settingsVersion
 }

@@ -1,0 +1,135 @@
+/**
+ * The settings cache on the embedded SQLite store (SettingsCache): a warm
+ * read of an API key or an organisation's numbers runs no SQL statement, and
+ * a change made through another connection (the CLI is another process) is
+ * seen by the very next read. The end-to-end form — revoke through the CLI,
+ * the next request is 401 — is in auth.test.ts.
+ */
+import { ApiKeyStore, Organisations } from "@parley/core/domain"
+import Database from "better-sqlite3"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ServerConfig } from "../src/config/ServerConfig.js"
+import { DatabaseLive } from "../src/store/Database.js"
+import { CACHED_SETTINGS_TABLES } from "../src/store/migrations.js"
+import * as SettingsCache from "../src/store/SettingsCache.js"
+import * as SqlApiKeyStore from "../src/store/SqlApiKeyStore.js"
+import { SqliteHandle } from "../src/store/SqliteDriver.js"
+import * as SqlOrganisations from "../src/store/SqlOrganisations.js"
+import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
+
+const HASH = "a".repeat(64)
+
+describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
+  let db: TestDatabase
+  let other: Database.Database
+  let runtime: ManagedRuntime.ManagedRuntime<
+    Organisations.Organisations | ApiKeyStore.ApiKeyStore | SqliteHandle,
+    unknown
+  >
+
+  const statements = () => runtime.runPromise(Effect.map(SqliteHandle, (handle) => handle.statements()))
+  const numbers = () =>
+    runtime.runPromise(Effect.flatMap(Organisations.Organisations, (o) => o.listNumbers("org_cache")))
+  const key = () => runtime.runPromise(Effect.flatMap(ApiKeyStore.ApiKeyStore, (k) => k.findByHash(HASH)))
+
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
+    const store = Layer.mergeAll(SqlOrganisations.layer, SqlApiKeyStore.layer).pipe(
+      Layer.provide(SettingsCache.layer),
+      Layer.provideMerge(DatabaseLive)
+    )
+    runtime = ManagedRuntime.make(
+      store.pipe(Layer.provide(ServerConfig.layer), Layer.provide(Layer.setConfigProvider(config)))
+    ) as typeof runtime
+    await runtime.runPromise(Effect.gen(function*() {
+      const organisations = yield* Organisations.Organisations
+      yield* organisations.insert({
+        id: "org_cache",
+        name: "Cache",
+        subscriptionActive: true,
+        seatActive: true,
+        pilotOpen: true,
+        aiCallsEnabled: true,
+        timezone: "UTC",
+        sendingHours: "always",
+        smsAllowance: null,
+        callAllowance: null,
+        botsManagementUrl: null,
+        templatesManagementUrl: null,
+        createdAt: new Date().toISOString()
+      })
+      yield* (yield* ApiKeyStore.ApiKeyStore).insert({
+        id: "key_cache",
+        orgId: "org_cache",
+        name: "cached",
+        mode: "live",
+        hash: HASH,
+        prefix: "parley_live_aaaa",
+        scopes: ["messages:read"],
+        numberSids: [],
+        botIds: [],
+        createdAt: new Date().toISOString(),
+        expiresAt: null,
+        revokedAt: null
+      })
+    }))
+    // Another connection to the same file, as the CLI (another process) has.
+    other = new Database(join(db.dataDir, "parley.db"))
+  }, 60_000)
+
+  afterAll(async () => {
+    other?.close()
+    await runtime?.dispose()
+    await db?.drop()
+  })
+
+  it("serves a warm key and a warm number list without running a statement", async () => {
+    expect(Option.isSome(await key())).toBe(true)
+    expect(await numbers()).toEqual([])
+    const before = await statements()
+    for (let i = 0; i < 5; i++) {
+      expect(Option.map(await key(), (k) => k.id)).toEqual(Option.some("key_cache"))
+      expect(await numbers()).toEqual([])
+    }
+    expect(await statements()).toBe(before)
+  })
+
+  it("sees a change made through another connection on the very next read", async () => {
+    await key()
+    other.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = 'key_cache'").run(new Date().toISOString())
+    expect(Option.map(await key(), (k) => k.revokedAt !== null)).toEqual(Option.some(true))
+
+    await numbers()
+    other.prepare(
+      `INSERT INTO numbers (org_id, sid, phone_number, friendly_name, sms, voice, whatsapp, voice_outbound_bot_id)
+       VALUES ('org_cache', 'PN1', '+14155550100', 'Line', 1, 1, 0, NULL)`
+    ).run()
+    expect((await numbers()).map((n) => n.sid)).toEqual(["PN1"])
+
+    await key()
+    other.prepare("UPDATE organisations SET subscription_active = 0 WHERE id = 'org_cache'").run()
+    const access = Option.getOrThrow(await key()).access
+    expect(Option.map(access?.organisation ?? Option.none(), (o) => o.subscriptionActive)).toEqual(Option.some(false))
+  })
+
+  it("keeps serving from memory across an update that changes nothing (an unlimited allowance taken)", async () => {
+    await key()
+    const before = await statements()
+    other.prepare("UPDATE organisations SET sms_allowance = sms_allowance - 1 WHERE id = 'org_cache'").run()
+    await key()
+    expect(await statements()).toBe(before)
+  })
+
+  it("bumps the version on a change to any column of the cached tables (a column added later needs its trigger)", () => {
+    for (const table of CACHED_SETTINGS_TABLES) {
+      const trigger = other.prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?")
+        .pluck().get(`${table}_updated`) as string | undefined
+      expect(trigger, `${table}_updated`).toBeDefined()
+      const columns = other.prepare("SELECT name FROM pragma_table_info(?)").pluck().all(table) as Array<string>
+      for (const column of columns) expect(trigger, `${table}.${column}`).toContain(`OLD."${column}" IS NOT NEW."${column}"`)
+    }
+  })
+})
