@@ -4,13 +4,16 @@
  * carry the column set Parley itself writes (`fromAction` in
  * packages/server/src/store/SqlActionStore.ts), so the server reads them like its own.
  */
-import { mkdirSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import Database from "better-sqlite3"
 
 export const DB_FILE = "parley.db"
 
 /** A consistent copy of a (possibly live, WAL-mode) database into a fresh data directory. */
+/** The data directory's key file (SecretBox), which a copy of its database needs beside it. */
+const SECRET_KEY_FILE = "secret.key"
+
 export const snapshot = (sourceDir: string, destinationDir: string): string => {
   mkdirSync(destinationDir, { recursive: true })
   const destination = join(destinationDir, DB_FILE)
@@ -20,6 +23,9 @@ export const snapshot = (sourceDir: string, destinationDir: string): string => {
   } finally {
     source.close()
   }
+  // The key the database's secrets are sealed with (SecretBox): without it a server on the copy refuses to start.
+  const key = join(sourceDir, SECRET_KEY_FILE)
+  if (existsSync(key)) copyFileSync(key, join(destinationDir, SECRET_KEY_FILE))
   return destination
 }
 

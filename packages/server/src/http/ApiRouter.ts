@@ -24,6 +24,7 @@ import { Cause, Context, Effect, Either, Option, ParseResult, Redacted, Schema }
 import type * as AST from "effect/SchemaAST"
 import { describeIssues } from "./DecodeErrors.js"
 import { type GroupHandlers, groupHandlersTag } from "./ApiHandlers.js"
+import type { RequestState } from "./RequestState.js"
 
 type Decoder = (input: unknown) => Either.Either<unknown, ParseResult.ParseError>
 
@@ -42,7 +43,8 @@ export interface ContractRoute {
   readonly segments: ReadonlyArray<string | null>
   readonly params: ReadonlyArray<string | null>
   readonly takesBody: boolean
-  readonly run: (input: ContractInput) => Effect.Effect<ContractAnswer>
+  /** Answers the request; `state` is the request's (RequestState), which security fills with what it provides. */
+  readonly run: (input: ContractInput, state: RequestState) => Effect.Effect<ContractAnswer>
 }
 
 export interface ContractInput {
@@ -202,11 +204,13 @@ const compile = (
     return Either.right(request)
   }
 
-  const handle = (input: ContractInput, services: Context.Context<never>): Effect.Effect<ContractAnswer> => {
+  const handle = (input: ContractInput): Effect.Effect<ContractAnswer> => {
     const decoded = decodeInput(input)
     if (Either.isLeft(decoded)) return Effect.succeed({ _tag: "Failure", error: invalid(decoded.left) })
+    // The handlers' own services were taken when they were built; what the request adds (the Caller) is in
+    // the request's state (RequestState), so the application's context is not copied per request.
     const work = item.handler(decoded.right as never) as Effect.Effect<unknown, unknown, never>
-    return Effect.matchCause(Effect.provide(work, Context.merge(handlers.context, services)), {
+    return Effect.matchCause(work, {
       onFailure: failed,
       onSuccess: (value): ContractAnswer => {
         const encoded = encodeSuccess(value)
@@ -222,17 +226,20 @@ const compile = (
   }
 
   // Security first, as HttpApiBuilder orders it: a request without a valid key learns nothing about its body.
-  const run = (input: ContractInput): Effect.Effect<ContractAnswer> => {
-    let authorized: Effect.Effect<Context.Context<never>, unknown> = Effect.succeed(Context.empty())
+  const run = (input: ContractInput, state: RequestState): Effect.Effect<ContractAnswer> => {
+    let authorized: Effect.Effect<void, unknown> = Effect.void
     for (const { check, security } of authorize) {
       const provides = security.tag.provides as Context.Tag<unknown, unknown> | undefined
-      authorized = Effect.flatMap(authorized, (current) =>
-        Effect.map(check(security.read(input.headers)), (provided) =>
-          provides === undefined ? current : Context.add(current, provides, provided) as Context.Context<never>))
+      authorized = Effect.zipRight(
+        authorized,
+        Effect.map(check(security.read(input.headers)), (value) => {
+          if (provides !== undefined) state.provided = Context.add(state.provided, provides, value) as Context.Context<never>
+        })
+      )
     }
     return Effect.matchCauseEffect(authorized, {
       onFailure: (cause) => Effect.succeed(failed(cause)),
-      onSuccess: (services) => handle(input, services)
+      onSuccess: () => handle(input)
     })
   }
 

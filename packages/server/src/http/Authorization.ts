@@ -7,7 +7,7 @@
 import { Authenticator, Authorization, RateLimiter } from "@parley/core/internal"
 import { Effect, Layer, Redacted } from "effect"
 import { infrastructureErrors } from "./ErrorResponses.js"
-import { setResponseHeaders } from "./ResponseHeaders.js"
+import { setResponseHeaders } from "./RequestState.js"
 
 const rateLimitHeaders = (limit: number, windowSeconds: number, remaining: number, resetSeconds: number) =>
   setResponseHeaders({

@@ -30,7 +30,7 @@ import {
   RequestTimeout,
   UnsupportedMediaType
 } from "@parley/core/internal"
-import { Cause, Effect, type Exit, LogLevel, Runtime } from "effect"
+import { Cause, Context, Effect, type Exit, FiberRef, LogLevel, Runtime } from "effect"
 import { type ContractAnswer, type ContractRoute, matchRoute } from "./ApiRouter.js"
 import {
   acceptsMediaType,
@@ -44,7 +44,7 @@ import {
 import { describeCause, errorBody } from "./ErrorResponses.js"
 import type { PlainRoute } from "./PlainRoutes.js"
 import { DISCARD_LIMIT_BYTES, readBody } from "./RequestBody.js"
-import { CurrentResponseHeaders } from "./ResponseHeaders.js"
+import { CurrentRequest, type RequestState } from "./RequestState.js"
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -239,18 +239,21 @@ export const makeRequestPipeline = <R>(
       }
     }
 
-    /** Runs a route's program on the runtime, with the request's id and response headers in its fiber. */
-    const serve = (program: Effect.Effect<Answer>) => {
-      const headers: Record<string, string> = {}
+    /**
+     * Runs a route's program on the runtime, in a fiber of its own holding the request's id and state (set,
+     * not scoped: the fiber ends with the request).
+     */
+    const serve = (program: (state: RequestState) => Effect.Effect<Answer>) => {
+      const state: RequestState = { headers: {}, provided: Context.empty() }
       run(
-        program.pipe(
-          Effect.locally(CurrentResponseHeaders, headers),
-          Effect.locally(CurrentRequestId, requestId)
+        Effect.zipRight(
+          Effect.zipRight(FiberRef.set(CurrentRequestId, requestId), FiberRef.set(CurrentRequest, state)),
+          Effect.suspend(() => program(state))
         ),
         {
           onExit: (exit: Exit.Exit<Answer>) => {
-            if (exit._tag === "Success") write(exit.value, headers)
-            else write(errorAnswer(internal, requestId), headers)
+            if (exit._tag === "Success") write(exit.value, state.headers)
+            else write(errorAnswer(internal, requestId), state.headers)
           }
         }
       )
@@ -269,9 +272,9 @@ export const makeRequestPipeline = <R>(
       : matched.route.body
 
     const proceed = (text: string | undefined, payload: unknown) => {
-      if (matched._tag === "Plain") return serve(plainAnswer(matched.route, request, text, requestId))
+      if (matched._tag === "Plain") return serve(() => plainAnswer(matched.route, request, text, requestId))
       const input = { params: matched.params, query, headers: request.headers, payload }
-      return serve(Effect.flatMap(matched.route.run(input), (answer) => contractAnswer(answer, requestId)))
+      return serve((state) => Effect.flatMap(matched.route.run(input, state), (answer) => contractAnswer(answer, requestId)))
     }
 
     if (kind === undefined) return proceed(undefined, undefined)

@@ -38,14 +38,27 @@ export const layer: Layer.Layer<SettingsCache> = Layer.effect(
   SettingsCache,
   Effect.map(Effect.serviceOption(SqliteHandle), (handle) => {
     if (Option.isNone(handle)) return uncached
-    const db = handle.value.db
+    const { db, writes } = handle.value
     const version = db.prepare("SELECT value FROM settings_version WHERE id = 1").pluck()
     const entries = new Map<string, unknown>()
     let seen: unknown = undefined
+    // One version read per turn of the event loop: what a request handled in this turn can have been sent
+    // after was committed before the turn began, so a read at its first lookup sees it. The shortcut ends
+    // with the turn (setImmediate runs after the I/O callbacks that started this turn's requests) and at
+    // any write on this connection (a change this process makes is seen at once too).
+    let checked = false
+    let writesAtCheck = -1
+    const uncheck = () => {
+      checked = false
+    }
     /** The current version, or undefined when the cache must not be used now. */
     const current = (): unknown => {
       if (db.inTransaction) return undefined
+      if (checked && writes() === writesAtCheck) return seen
       const now = version.get()
+      if (!checked) setImmediate(uncheck)
+      checked = true
+      writesAtCheck = writes()
       if (now !== seen) {
         entries.clear()
         seen = now

@@ -19,12 +19,17 @@ export class SqliteHandle extends Context.Tag("@parley/server/SqliteHandle")<Sql
   readonly db: Sqlite.Database
   /** Statements run through the SqlClient so far (the tests' guard that cached reads run none). */
   readonly statements: () => number
+  /** Statements that may have written, so far (a change here is a reason to read the settings version again). */
+  readonly writes: () => number
 }>() {}
 
 /** Statements are prepared once and kept: the repositories' SQL is a fixed set of texts. */
 const MAX_PREPARED = 500
 
-const makeConnection = (db: Sqlite.Database, count: () => void): SqlConnection.Connection => {
+const makeConnection = (
+  db: Sqlite.Database,
+  count: (writes: boolean) => void
+): SqlConnection.Connection => {
   const prepared = new Map<string, Sqlite.Statement>()
   const prepare = (sql: string): Sqlite.Statement => {
     let statement = prepared.get(sql)
@@ -38,8 +43,8 @@ const makeConnection = (db: Sqlite.Database, count: () => void): SqlConnection.C
   const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean, unprepared = false) =>
     Effect.try({
       try: (): ReadonlyArray<any> => {
-        count()
         const statement = unprepared ? db.prepare(sql) : prepare(sql)
+        count(!statement.reader || !statement.readonly)
         if (statement.reader) return statement.all(...params)
         const result = statement.run(...params)
         return raw ? result as unknown as ReadonlyArray<any> : []
@@ -53,8 +58,8 @@ const makeConnection = (db: Sqlite.Database, count: () => void): SqlConnection.C
     executeValues: (sql, params) =>
       Effect.try({
         try: () => {
-          count()
           const statement = prepare(sql)
+          count(!statement.reader || !statement.readonly)
           if (!statement.reader) {
             statement.run(...params)
             return []
@@ -84,8 +89,10 @@ const make = (filename: string) =>
     )
     db.pragma("journal_mode = WAL")
     let statements = 0
-    const connection = makeConnection(db, () => {
+    let writes = 0
+    const connection = makeConnection(db, (write) => {
       statements++
+      if (write) writes++
     })
     // One connection: statements take turns, and a transaction holds it from BEGIN to COMMIT.
     const semaphore = yield* Effect.makeSemaphore(1)
@@ -105,7 +112,7 @@ const make = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    return Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteHandle, { db, statements: () => statements }))
+    return Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteHandle, { db, statements: () => statements, writes: () => writes }))
   })
 
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHandle> =>

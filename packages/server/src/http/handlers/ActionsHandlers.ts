@@ -5,7 +5,7 @@
 import { Actions, IdempotencyKeyRequired, ParleyApi, RecordLists } from "@parley/core/internal"
 import { Effect } from "effect"
 import * as ApiHandlers from "../ApiHandlers.js"
-import { setResponseHeaders } from "../ResponseHeaders.js"
+import { setResponseHeaders } from "../RequestState.js"
 import { guarded } from "./guard.js"
 
 const markReplayed = setResponseHeaders({ "idempotent-replayed": "true" })

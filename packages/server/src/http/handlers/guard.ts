@@ -3,9 +3,10 @@
  * Authorization middleware provided, enforce the scope the contract names for
  * this endpoint, and turn infrastructure failures into contract errors.
  */
-import { Caller, type CallerInfo, endpointScopes, Scopes } from "@parley/core/internal"
+import { Caller, type CallerInfo, endpointScopes, ScopeMissing } from "@parley/core/internal"
 import { Effect } from "effect"
 import { infrastructureErrors } from "../ErrorResponses.js"
+import { provided } from "../RequestState.js"
 
 export const guarded = <A, E, R>(
   endpoint: string,
@@ -14,7 +15,9 @@ export const guarded = <A, E, R>(
   Effect.gen(function*() {
     const scope = endpointScopes.get(endpoint)
     if (scope === undefined) return yield* Effect.dieMessage(`no scope in the contract for ${endpoint}`)
-    const caller = yield* Caller
-    yield* Scopes.requireScope(scope)
+    const caller = yield* provided(Caller)
+    if (!caller.scopes.has(scope)) {
+      return yield* new ScopeMissing({ message: `This API key lacks the ${scope} scope this endpoint requires.` })
+    }
     return yield* work(caller)
   }).pipe(infrastructureErrors)
