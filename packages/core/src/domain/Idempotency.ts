@@ -39,6 +39,20 @@ export interface IdempotentResult<A> {
   readonly replayed: boolean
 }
 
+/**
+ * The stored response's codec per response schema, built once: `Schema.parseJson` compiles a new
+ * transformation each time it is called, and this runs on every creation.
+ */
+const codecs = new WeakMap<Schema.Schema.Any, Schema.Schema.Any>()
+const storedAs = <A, I>(schema: Schema.Schema<A, I>): Schema.Schema<A, string> => {
+  let codec = codecs.get(schema)
+  if (codec === undefined) {
+    codec = Schema.parseJson(schema)
+    codecs.set(schema, codec)
+  }
+  return codec as Schema.Schema<A, string>
+}
+
 export const fingerprint = (request: IdempotentRequest): string =>
   sha256Hex([request.method.toUpperCase(), request.path, request.keyId, canonicalJson(request.payload)].join("\n"))
 
@@ -87,7 +101,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
           switch (reservation._tag) {
             case "Completed": {
               if (reservation.fingerprint !== print) return yield* reused()
-              const value = yield* Schema.decode(Schema.parseJson(response.schema))(reservation.response.body).pipe(
+              const value = yield* Schema.decode(storedAs(response.schema))(reservation.response.body).pipe(
                 Effect.orDie
               )
               return { value, replayed: true }
@@ -99,7 +113,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
               })
             }
             case "Reserved": {
-              const encode = Schema.encode(Schema.parseJson(response.schema))
+              const encode = Schema.encode(storedAs(response.schema))
               const value = yield* unitOfWork.atomically(
                 Effect.tap(create, (value) =>
                   Effect.flatMap(

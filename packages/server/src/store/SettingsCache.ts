@@ -8,8 +8,10 @@
  * process, the CLI in another process, a test's admin. Every read compares
  * the version (one indexed single-row read on the connection itself, a few
  * microseconds) and drops everything on a change, so a revoked key is refused
- * by the very next request. While a transaction is open on the connection the
- * cache is bypassed (the version it would see may yet be rolled back).
+ * by the very next request. Inside a transaction the version read sees the
+ * transaction's own changes (a write on this connection always reads it again);
+ * one still uncommitted in another fiber's transaction can only make it drop
+ * entries early, since what it loads waits for that transaction to end.
  *
  * On Postgres nothing is cached: replicas would each need their own
  * invalidation (LISTEN/NOTIFY), and there the database is a network away anyway.
@@ -38,27 +40,13 @@ export const layer: Layer.Layer<SettingsCache> = Layer.effect(
   SettingsCache,
   Effect.map(Effect.serviceOption(SqliteHandle), (handle) => {
     if (Option.isNone(handle)) return uncached
-    const { db, writes } = handle.value
+    const { db } = handle.value
     const version = db.prepare("SELECT value FROM settings_version WHERE id = 1").pluck()
     const entries = new Map<string, unknown>()
     let seen: unknown = undefined
-    // One version read per turn of the event loop: what a request handled in this turn can have been sent
-    // after was committed before the turn began, so a read at its first lookup sees it. The shortcut ends
-    // with the turn (setImmediate runs after the I/O callbacks that started this turn's requests) and at
-    // any write on this connection (a change this process makes is seen at once too).
-    let checked = false
-    let writesAtCheck = -1
-    const uncheck = () => {
-      checked = false
-    }
-    /** The current version, or undefined when the cache must not be used now. */
+    /** The current version. */
     const current = (): unknown => {
-      if (db.inTransaction) return undefined
-      if (checked && writes() === writesAtCheck) return seen
       const now = version.get()
-      if (!checked) setImmediate(uncheck)
-      checked = true
-      writesAtCheck = writes()
       if (now !== seen) {
         entries.clear()
         seen = now
@@ -67,7 +55,7 @@ export const layer: Layer.Layer<SettingsCache> = Layer.effect(
     }
     const remember = (key: string, value: unknown, at: unknown) => {
       // Loaded under an older version than the one now current: it may be stale, so it is not kept.
-      if (at === undefined || at !== seen) return
+      if (at !== seen) return
       if (entries.size >= MAX_ENTRIES) entries.clear()
       entries.set(key, value)
     }

@@ -19,17 +19,12 @@ export class SqliteHandle extends Context.Tag("@parley/server/SqliteHandle")<Sql
   readonly db: Sqlite.Database
   /** Statements run through the SqlClient so far (the tests' guard that cached reads run none). */
   readonly statements: () => number
-  /** Statements that may have written, so far (a change here is a reason to read the settings version again). */
-  readonly writes: () => number
 }>() {}
 
 /** Statements are prepared once and kept: the repositories' SQL is a fixed set of texts. */
 const MAX_PREPARED = 500
 
-const makeConnection = (
-  db: Sqlite.Database,
-  count: (writes: boolean) => void
-): SqlConnection.Connection => {
+const makeConnection = (db: Sqlite.Database, count: () => void): SqlConnection.Connection => {
   const prepared = new Map<string, Sqlite.Statement>()
   const prepare = (sql: string): Sqlite.Statement => {
     let statement = prepared.get(sql)
@@ -43,8 +38,8 @@ const makeConnection = (
   const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean, unprepared = false) =>
     Effect.try({
       try: (): ReadonlyArray<any> => {
+        count()
         const statement = unprepared ? db.prepare(sql) : prepare(sql)
-        count(!statement.reader || !statement.readonly)
         if (statement.reader) return statement.all(...params)
         const result = statement.run(...params)
         return raw ? result as unknown as ReadonlyArray<any> : []
@@ -58,8 +53,8 @@ const makeConnection = (
     executeValues: (sql, params) =>
       Effect.try({
         try: () => {
+          count()
           const statement = prepare(sql)
-          count(!statement.reader || !statement.readonly)
           if (!statement.reader) {
             statement.run(...params)
             return []
@@ -89,10 +84,8 @@ const make = (filename: string) =>
     )
     db.pragma("journal_mode = WAL")
     let statements = 0
-    let writes = 0
-    const connection = makeConnection(db, (write) => {
+    const connection = makeConnection(db, () => {
       statements++
-      if (write) writes++
     })
     // One connection: statements take turns, and a transaction holds it from BEGIN to COMMIT.
     const semaphore = yield* Effect.makeSemaphore(1)
@@ -112,7 +105,7 @@ const make = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    return Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteHandle, { db, statements: () => statements, writes: () => writes }))
+    return Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteHandle, { db, statements: () => statements }))
   })
 
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHandle> =>

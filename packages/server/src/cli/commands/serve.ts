@@ -25,5 +25,11 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
       yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
     }
-    return yield* Layer.launch(Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive))
+    // Parley exports no traces: with the tracer off, the spans the core and the SQL client open on every
+    // request and statement are not built (each captured a stack trace and a dozen attributes).
+    return yield* Layer.launch(
+      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive).pipe(
+        Layer.provide(Layer.setTracerEnabled(false))
+      )
+    )
   })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
