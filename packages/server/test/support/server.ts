@@ -39,6 +39,7 @@ const freePort = () =>
 
 export class TestServer {
   private child: ChildProcess | undefined
+  private stopping = false
   output = ""
 
   private constructor(
@@ -93,6 +94,15 @@ export class TestServer {
     this.child = child
     child.stdout?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
     child.stderr?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
+    // A server that dies while the tests still use it says how, instead of leaving only ECONNREFUSED.
+    child.once("exit", (code, signal) => {
+      if (this.stopping) return
+      process.stderr.write(
+        `\nparley server on port ${this.port} exited before the test stopped it (exit code ${code}, signal ${signal ?? "none"}` +
+          `${code === 0 ? "; 0 is a graceful stop: something sent it SIGTERM or SIGINT" : ""}); its last output:\n` +
+          `${this.output.split("\n").slice(-60).join("\n")}\n`
+      )
+    })
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${this.output}`)
@@ -149,6 +159,7 @@ export class TestServer {
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
     const child = this.child
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    this.stopping = true
     await new Promise<void>((resolve) => {
       child.once("exit", () => resolve())
       child.kill(signal)
@@ -157,6 +168,7 @@ export class TestServer {
 
   async restart(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
     await this.stop(signal)
+    this.stopping = false
     await this.boot()
   }
 
