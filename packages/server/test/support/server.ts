@@ -95,8 +95,10 @@ export class TestServer {
     child.stdout?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
     child.stderr?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
     // A server that dies while the tests still use it says how, instead of leaving only ECONNREFUSED.
+    // (An exit during start-up is reported by the error below.)
+    let booted = false
     child.once("exit", (code, signal) => {
-      if (this.stopping) return
+      if (this.stopping || !booted) return
       process.stderr.write(
         `\nparley server on port ${this.port} exited before the test stopped it (exit code ${code}, signal ${signal ?? "none"}` +
           `${code === 0 ? "; 0 is a graceful stop: something sent it SIGTERM or SIGINT" : ""}); its last output:\n` +
@@ -105,10 +107,15 @@ export class TestServer {
     })
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${this.output}`)
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`server exited with ${child.exitCode ?? child.signalCode}: ${this.output}`)
+      }
       try {
         const response = await fetch(`${this.baseUrl}/healthz`)
-        if (response.ok) return
+        if (response.ok) {
+          booted = true
+          return
+        }
       } catch {
         // not listening yet
       }
