@@ -20,6 +20,17 @@ const notices = join(dir, "notices")
 const times = join(dir, "times")
 const env = { ...process.env, PARLEY_TEST_NOTICES: notices, PARLEY_TEST_TIMES: times }
 
+/**
+ * pnpm, on this Node (the pinned one: `pnpm test` runs this script on it). pnpm names itself in
+ * npm_execpath for the scripts it runs; outside pnpm, the `pnpm` on PATH.
+ */
+const pnpm = (args, options) => {
+  const self = process.env.npm_execpath
+  return self !== undefined && /pnpm/.test(self)
+    ? spawnSync(process.execPath, [self, ...args], options)
+    : spawnSync("pnpm", args, options)
+}
+
 const readOr = (file, fallback) => {
   try {
     return readFileSync(file, "utf8")
@@ -30,7 +41,7 @@ const readOr = (file, fallback) => {
 
 /** The workspace's packages in `pnpm -r`'s order, as directories. */
 const packages = () => {
-  const listed = spawnSync("pnpm", ["-r", "--workspace-concurrency=1", "-s", "exec", "node", "-e", "console.log(process.cwd())"], {
+  const listed = pnpm(["-r", "--workspace-concurrency=1", "-s", "exec", "node", "-e", "console.log(process.cwd())"], {
     cwd: root,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"]
@@ -47,7 +58,7 @@ const summary = (rows, totalMs) => {
   const width = Math.max(...rows.map((row) => row.label.length + (row.part ? 4 : 2)), 8)
   const line = (label, ms, note = "") => `${label.padEnd(width)}  ${seconds(ms).padStart(9)}${note}`
   return [
-    "Time per suite (wall clock):",
+    `Time per suite (wall clock, Node ${process.version}):`,
     ...rows.map((row) => line(`${row.part ? "    " : "  "}${row.label}`, row.ms, row.failed ? "  FAILED" : "")),
     line("  total", totalMs)
   ].join("\n")
@@ -63,7 +74,7 @@ try {
     const label = manifest.name ?? relative(root, pkg)
     const reportedBefore = readOr(times, "").length
     const start = Date.now()
-    const run = spawnSync("pnpm", ["run", "test"], { cwd: pkg, stdio: "inherit", env })
+    const run = pnpm(["run", "test"], { cwd: pkg, stdio: "inherit", env })
     const ms = Date.now() - start
     const failed = run.error !== undefined || run.status !== 0
     rows.push({ label, ms, failed })

@@ -47,7 +47,8 @@ export const START_NODE_FLAGS: ReadonlyArray<string> = (() => {
  */
 export const buildServer = () =>
   new Promise<void>((resolve, reject) => {
-    execFile(join(ROOT, "node_modules", ".bin", "tsup"), ["--silent"], { cwd: SERVER_PACKAGE }, (error, _stdout, stderr) =>
+    // tsup's own entry on this Node (the pinned one), not the .bin shim, which runs whatever `node` PATH has.
+    execFile(process.execPath, [join(ROOT, "node_modules", "tsup", "dist", "cli-default.js"), "--silent"], { cwd: SERVER_PACKAGE }, (error, _stdout, stderr) =>
       error === null ? resolve() : reject(new Error(`building the server bundle failed: ${stderr}`)))
   })
 

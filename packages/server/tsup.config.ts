@@ -16,7 +16,7 @@ export default defineConfig({
   format: ["esm"],
   outExtension: () => ({ js: ".mjs" }),
   platform: "node",
-  target: "node20",
+  target: "node24",
   // A package matched by noExternal is bundled even when `external` names it, hence the pattern.
   noExternal: [/^(?!better-sqlite3$|pg-native$)/],
   external: ["better-sqlite3", "pg-native"],

@@ -4,12 +4,13 @@
 // range allows, and the newest it resolves to today), type-checks the programs in ../consumer under
 // `module: nodenext` and `moduleResolution: bundler` with `strict`, and runs them: the Promise client,
 // the Effect client and a CommonJS require against a real Parley server, and the embedded core on its
-// in-memory ports.
-import { execFile } from "node:child_process"
-import { cpSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+// in-memory ports. The programs run on the Node the workspace pins (24) and, where the machine has one
+// on PATH, on an older Node too (the system's): the range in the core's `engines` is what they prove.
+import { execFile, execFileSync } from "node:child_process"
+import { accessSync, appendFileSync, constants, cpSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
+import { delimiter, dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
@@ -25,9 +26,15 @@ interface Ran {
   readonly stderr: string
 }
 
+/**
+ * Every child runs with this Node's folder first on PATH, so a tool started through a `.bin` shim
+ * (tsc, publint, attw) or a script that runs `node` gets the pinned Node too.
+ */
+const childPath = `${dirname(process.execPath)}${delimiter}${process.env["PATH"] ?? ""}`
+
 const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Ran> =>
   new Promise((resolve) => {
-    execFile(command, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(command, args, { cwd, env: { ...process.env, PATH: childPath, ...env }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1
       resolve({ code, stdout, stderr })
     })
@@ -40,6 +47,35 @@ const succeed = async (command: string, args: ReadonlyArray<string>, cwd: string
   }
   return result.stdout
 }
+
+const majorOf = (version: string) => Number(/^v?(\d+)/.exec(version)?.[1] ?? 0)
+
+/** A `node` on PATH older than the one running the tests (the machine's own, behind the pinned one pnpm puts first). */
+const olderNode = (): { readonly path: string; readonly version: string } | undefined => {
+  for (const dir of (process.env["PATH"] ?? "").split(delimiter)) {
+    const path = join(dir, "node")
+    try {
+      accessSync(path, constants.X_OK)
+      const version = execFileSync(path, ["--version"], { encoding: "utf8" }).trim()
+      if (majorOf(version) < majorOf(process.version)) return { path, version }
+    } catch {
+      // Not there, or not a Node.
+    }
+  }
+  return undefined
+}
+
+/** The Nodes the consumer's programs run on: the pinned one, and an older one where the machine has it. */
+const runtimes: ReadonlyArray<{ readonly path: string; readonly version: string }> = (() => {
+  const older = olderNode()
+  if (older === undefined) {
+    const notice = `core-consumer-tests: no Node older than ${process.version} on PATH; the packed @parley/core ran on ${process.version} only, not on the low end of its engines range.`
+    const file = process.env["PARLEY_TEST_NOTICES"]
+    if (file !== undefined) appendFileSync(file, `${notice}\n`)
+    else process.stderr.write(`${notice}\n`)
+  }
+  return [{ path: process.execPath, version: process.version }, ...(older === undefined ? [] : [older])]
+})()
 
 /** The pnpm running this test (pnpm sets npm_execpath for its scripts), else pnpm 10 through npx. */
 const pnpm = (args: ReadonlyArray<string>, cwd: string) => {
@@ -177,9 +213,9 @@ describe.each(ends)("a consumer on the $end end of the peer range", ({ end, pick
     await succeed(tsc, ["-p", "tsconfig.bundler.json"], project())
   })
 
-  it("runs the Promise client against a real server", async () => {
+  it.each(runtimes)("runs the Promise client against a real server on Node $version", async ({ path }) => {
     const env = { PARLEY_URL: server.baseUrl, PARLEY_API_KEY: demo.keys.live }
-    const out = JSON.parse(await succeed(process.execPath, ["dist/promise-client.js"], project(), env))
+    const out = JSON.parse(await succeed(path, ["dist/promise-client.js"], project(), env))
     expect(out).toEqual({
       distinct: true,
       replayed: true,
@@ -192,20 +228,20 @@ describe.each(ends)("a consumer on the $end end of the peer range", ({ end, pick
     })
   })
 
-  it("runs the Effect client and a CommonJS require against the same server", async () => {
+  it.each(runtimes)("runs the Effect client and a CommonJS require against the same server on Node $version", async ({ path }) => {
     const env = { PARLEY_URL: server.baseUrl, PARLEY_API_KEY: demo.keys.live }
-    expect(JSON.parse(await succeed(process.execPath, ["dist/effect-client.js"], project(), env))).toEqual({
+    expect(JSON.parse(await succeed(path, ["dist/effect-client.js"], project(), env))).toEqual({
       bots: demo.bots.filter((bot) => bot.active).length,
       missing: "NotFound"
     })
-    expect(JSON.parse(await succeed(process.execPath, ["dist/require.cjs"], project(), env))).toEqual({
+    expect(JSON.parse(await succeed(path, ["dist/require.cjs"], project(), env))).toEqual({
       numbers: demo.numbers.length,
       cjs: true
     })
   })
 
-  it("runs the embedded core on its in-memory ports", async () => {
-    expect(JSON.parse(await succeed(process.execPath, ["dist/embedded.js"], project()))).toEqual({
+  it.each(runtimes)("runs the embedded core on its in-memory ports on Node $version", async ({ path }) => {
+    expect(JSON.parse(await succeed(path, ["dist/embedded.js"], project()))).toEqual({
       status: "Queued",
       preview: "Hello from an embedded Parley"
     })

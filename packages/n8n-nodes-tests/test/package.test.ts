@@ -2,7 +2,7 @@
 import { execFileSync } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join, relative } from "node:path"
+import { delimiter, dirname, join, relative } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { INode } from "n8n-workflow"
 import { loadPackage, N8nHarness, PACKAGE_DIR, PARLEY_TRIGGER, parleyNode } from "./support/n8n.js"
@@ -145,6 +145,8 @@ describe("n8n-nodes-parley as npm packs it", () => {
     const packed = JSON.parse(
       execFileSync("npm", ["pack", "--json", "--pack-destination", work], {
         cwd: PACKAGE_DIR,
+        // npm on the Node running the tests (the pinned one), whatever else PATH has.
+        env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env["PATH"] ?? ""}` },
         encoding: "utf8",
         stdio: ["ignore", "pipe", "ignore"]
       })

@@ -8,7 +8,7 @@ import { execFile, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { delimiter, dirname, join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
@@ -55,7 +55,9 @@ describe.skipIf(testStore === "postgres")("pnpm start (serve --demo)", () => {
 
 const runQuickstart = (env: Record<string, string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile("bash", [QUICKSTART], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
+    // The script's `node -e` helpers run on the Node running the tests (the pinned one).
+    const PATH = `${dirname(process.execPath)}${delimiter}${process.env["PATH"] ?? ""}`
+    execFile("bash", [QUICKSTART], { env: { ...process.env, PATH, ...env } }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
     })
   })

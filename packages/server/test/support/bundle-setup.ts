@@ -45,7 +45,8 @@ export default async function setup(): Promise<void> {
   if (modifiedMs(join(SERVER, "dist", "parley.mjs")) > newestInput()) return
   const started = Date.now()
   try {
-    await promisify(execFile)(join(ROOT, "node_modules", ".bin", "tsup"), ["--silent"], { cwd: SERVER })
+    // tsup's own entry on this Node (the pinned one), not the .bin shim, which runs whatever `node` PATH has.
+    await promisify(execFile)(process.execPath, [join(ROOT, "node_modules", "tsup", "dist", "cli-default.js"), "--silent"], { cwd: SERVER })
     console.log(`Built the server bundle (dist/parley.mjs) for this run's server processes in ${((Date.now() - started) / 1000).toFixed(1)} s.`)
   } catch (error) {
     const said = error instanceof Error && "stderr" in error ? String(error.stderr).trim().split("\n").slice(-3).join(" ") : String(error)

@@ -39,6 +39,7 @@ const freePort = () =>
 
 export class TestServer {
   private child: ChildProcess | undefined
+  private stopping = false
   output = ""
 
   private constructor(
@@ -93,12 +94,28 @@ export class TestServer {
     this.child = child
     child.stdout?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
     child.stderr?.on("data", (chunk: Buffer) => (this.output += chunk.toString()))
+    // A server that dies while the tests still use it says how, instead of leaving only ECONNREFUSED.
+    // (An exit during start-up is reported by the error below.)
+    let booted = false
+    child.once("exit", (code, signal) => {
+      if (this.stopping || !booted) return
+      process.stderr.write(
+        `\nparley server on port ${this.port} exited before the test stopped it (exit code ${code}, signal ${signal ?? "none"}` +
+          `${code === 0 ? "; 0 is a graceful stop: something sent it SIGTERM or SIGINT" : ""}); its last output:\n` +
+          `${this.output.split("\n").slice(-60).join("\n")}\n`
+      )
+    })
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${this.output}`)
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`server exited with ${child.exitCode ?? child.signalCode}: ${this.output}`)
+      }
       try {
         const response = await fetch(`${this.baseUrl}/healthz`)
-        if (response.ok) return
+        if (response.ok) {
+          booted = true
+          return
+        }
       } catch {
         // not listening yet
       }
@@ -149,6 +166,7 @@ export class TestServer {
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
     const child = this.child
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    this.stopping = true
     await new Promise<void>((resolve) => {
       child.once("exit", () => resolve())
       child.kill(signal)
@@ -157,6 +175,7 @@ export class TestServer {
 
   async restart(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
     await this.stop(signal)
+    this.stopping = false
     await this.boot()
   }
 
