@@ -188,7 +188,7 @@ export const makeRequestPipeline = <R>(
   const contractAnswer = (answer: ContractAnswer, requestId: string): Effect.Effect<Answer> => {
     switch (answer._tag) {
       case "Success":
-        return Effect.succeed({
+        return Effect.succeed<Answer>({
           status: answer.status,
           headers: answer.body === undefined ? {} : { "content-type": "application/json" },
           body: answer.body
