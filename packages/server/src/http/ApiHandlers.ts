@@ -10,11 +10,13 @@ import { type HttpApi, HttpApiBuilder, type HttpApiEndpoint, type HttpApiGroup }
 import { Chunk, Context, Effect, Layer, type Scope } from "effect"
 import { pipeArguments } from "effect/Pipeable"
 
-/** One group's handlers and the context they run in. */
+/**
+ * One group's handlers. They run on the server's runtime, whose context holds every service the layer's
+ * requirements name (the type of `group` keeps them required).
+ */
 export interface GroupHandlers {
   readonly group: string
   readonly items: ReadonlyArray<HttpApiBuilder.Handlers.Item<unknown, unknown>>
-  readonly context: Context.Context<never>
 }
 
 /** Where a group's handlers are found, by group name. */
@@ -76,10 +78,9 @@ export const group = <
   return Layer.effect(
     tag,
     Effect.gen(function*() {
-      const context = yield* Effect.context<never>()
       const result = build(makeHandlers(definition, Chunk.empty()) as never) as unknown
       const handlers = (Effect.isEffect(result) ? yield* (result as Effect.Effect<AnyHandlers>) : result) as AnyHandlers
-      return { group: groupName, items: Chunk.toReadonlyArray(handlers.handlers), context }
+      return { group: groupName, items: Chunk.toReadonlyArray(handlers.handlers) }
     })
   ) as never
 }
