@@ -102,7 +102,7 @@ const rateLimitFields = (response: Response): Readonly<Record<string, number>> =
 describe("errors, request ids and the routes beside /api/v1", () => {
   let server: TestServer
   /** Fresh keys, each used by one test only (5 requests a minute each). */
-  const keys = { rateLimited: "", bystander: "", schema: "", chunked: "" }
+  const keys = { rateLimited: "", bystander: "", schema: "", chunked: "", head: "" }
 
   beforeAll(async () => {
     server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT) } })
@@ -112,6 +112,9 @@ describe("errors, request ids and the routes beside /api/v1", () => {
     keys.bystander = first.keys.test
     keys.schema = second.keys.test
     keys.chunked = second.keys.live
+    keys.head = (await server.adminJson<{ readonly key: string }>(
+      ["keys", "create", "--org", second.orgId, "--name", "head", "--scopes", "all", "--mode", "test"]
+    )).key
   }, CLI_HEAVY)
   afterAll(() => server?.dispose())
 
@@ -197,6 +200,21 @@ describe("errors, request ids and the routes beside /api/v1", () => {
         expect(allow.split(", "), path).not.toContain(method)
         expect(response.headers.get("allow"), `${method} ${path}`).toBe(allow)
         await expectError(response, 405, "METHOD_NOT_ALLOWED")
+      }
+    })
+
+    it("answers HEAD wherever GET is answered, with GET's status and headers and no body", async () => {
+      // Load balancers probe with HEAD; RFC 9110 asks every server to support it where GET is.
+      for (const [path, key] of [["/healthz", undefined], ["/api/v1/numbers", keys.head]] as const) {
+        const get = await server.fetch(path, key === undefined ? {} : { key })
+        const getBody = await get.text()
+        const head = await server.fetch(path, key === undefined ? { method: "HEAD" } : { method: "HEAD", key })
+        expect(head.status, path).toBe(200)
+        expect(get.status, path).toBe(200)
+        expect(head.headers.get("content-type"), path).toBe(get.headers.get("content-type"))
+        expect(head.headers.get("content-length"), path).toBe(String(Buffer.byteLength(getBody)))
+        expect(head.headers.get("x-request-id"), path).toMatch(/^req_/)
+        expect(await head.text(), path).toBe("")
       }
     })
   })

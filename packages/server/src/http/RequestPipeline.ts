@@ -155,12 +155,18 @@ export const makeRequestPipeline = <R>(
     return { method: route.method, segments: parts, params: parts.map(() => null), route }
   })
 
-  const match = (method: string, parts: ReadonlyArray<string>): Matched | "malformed" | null => {
+  const matchMethod = (method: string, parts: ReadonlyArray<string>): Matched | "malformed" | null => {
     const found = matchRoute(contractByMethod.get(method) ?? [], parts)
     if (found === "malformed") return found
     if (found !== null) return { _tag: "Contract", route: found.route, params: found.params }
     const other = matchRoute(plainRoutes.filter((route) => route.method === method), parts)
     return other === null || other === "malformed" ? other : { _tag: "Plain", route: other.route.route }
+  }
+
+  /** HEAD is answered as GET without the body (Node leaves it out), as RFC 9110 asks and the platform did. */
+  const match = (method: string, parts: ReadonlyArray<string>): Matched | "malformed" | null => {
+    const found = matchMethod(method, parts)
+    return found === null && method === "HEAD" ? matchMethod("GET", parts) : found
   }
 
   const notFoundOrWrongMethod = (method: string, path: string, parts: ReadonlyArray<string>, requestId: string) => {
