@@ -15,6 +15,7 @@ import { ServerConfig } from "../src/config/ServerConfig.js"
 import { DatabaseLive } from "../src/store/Database.js"
 import * as SettingsCache from "../src/store/SettingsCache.js"
 import * as SqlOrganisations from "../src/store/SqlOrganisations.js"
+import { openOrganisation } from "./support/organisations.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 
 /** Takes the database's write lock, says so, keeps it 300 ms with an uncommitted change, then commits. */
@@ -43,21 +44,7 @@ describe.skipIf(testStore !== "sqlite")("organisation settings under a concurren
       Layer.provide(Layer.setConfigProvider(config))
     ))
     await runtime.runPromise(Effect.flatMap(Organisations.Organisations, (o) =>
-      o.insert({
-        id: "org_busy",
-        name: "Busy",
-        subscriptionActive: true,
-        seatActive: true,
-        pilotOpen: true,
-        aiCallsEnabled: true,
-        timezone: "UTC",
-        sendingHours: "always",
-        smsAllowance: null,
-        callAllowance: null,
-        botsManagementUrl: null,
-        templatesManagementUrl: null,
-        createdAt: new Date().toISOString()
-      })))
+      o.insert(openOrganisation("org_busy", "Busy"))))
   }, 60_000)
   afterAll(async () => {
     await runtime?.dispose()

@@ -17,6 +17,7 @@ import * as SettingsCache from "../src/store/SettingsCache.js"
 import * as SqlApiKeyStore from "../src/store/SqlApiKeyStore.js"
 import { SqliteHandle } from "../src/store/SqliteDriver.js"
 import * as SqlOrganisations from "../src/store/SqlOrganisations.js"
+import { openOrganisation } from "./support/organisations.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 
 const HASH = "a".repeat(64)
@@ -46,21 +47,7 @@ describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
     ) as typeof runtime
     await runtime.runPromise(Effect.gen(function*() {
       const organisations = yield* Organisations.Organisations
-      yield* organisations.insert({
-        id: "org_cache",
-        name: "Cache",
-        subscriptionActive: true,
-        seatActive: true,
-        pilotOpen: true,
-        aiCallsEnabled: true,
-        timezone: "UTC",
-        sendingHours: "always",
-        smsAllowance: null,
-        callAllowance: null,
-        botsManagementUrl: null,
-        templatesManagementUrl: null,
-        createdAt: new Date().toISOString()
-      })
+      yield* organisations.insert(openOrganisation("org_cache", "Cache"))
       yield* (yield* ApiKeyStore.ApiKeyStore).insert({
         id: "key_cache",
         orgId: "org_cache",

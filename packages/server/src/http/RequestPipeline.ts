@@ -150,16 +150,18 @@ export const makeRequestPipeline = <R>(
   const logsRequests = LogLevel.lessThanEqual(options.logLevel, LogLevel.Info)
   const contractByMethod = new Map<string, Array<ContractRoute>>()
   for (const route of contract) contractByMethod.set(route.method, [...(contractByMethod.get(route.method) ?? []), route])
-  const plainRoutes: Array<CompiledPlainRoute> = plain.map((route) => {
+  const plainByMethod = new Map<string, Array<CompiledPlainRoute>>()
+  for (const route of plain) {
     const parts = splitPath(route.path)
-    return { method: route.method, segments: parts, params: parts.map(() => null), route }
-  })
+    const compiled = { method: route.method, segments: parts, params: parts.map(() => null), route }
+    plainByMethod.set(route.method, [...(plainByMethod.get(route.method) ?? []), compiled])
+  }
 
   const matchMethod = (method: string, parts: ReadonlyArray<string>): Matched | "malformed" | null => {
     const found = matchRoute(contractByMethod.get(method) ?? [], parts)
     if (found === "malformed") return found
     if (found !== null) return { _tag: "Contract", route: found.route, params: found.params }
-    const other = matchRoute(plainRoutes.filter((route) => route.method === method), parts)
+    const other = matchRoute(plainByMethod.get(method) ?? [], parts)
     return other === null || other === "malformed" ? other : { _tag: "Plain", route: other.route.route }
   }
 

@@ -59,23 +59,22 @@ export const layer: Layer.Layer<SettingsCache> = Layer.effect(
       if (entries.size >= MAX_ENTRIES) entries.clear()
       entries.set(key, value)
     }
-    const cachedValue = <A, E, R>(key: string, load: Effect.Effect<A, E, R>) =>
+    /** The entry for `key`, or what `load` gives; `kept` says what of a loaded value to remember (nothing: undefined). */
+    const lookup = <A, B, E, R>(key: string, load: Effect.Effect<A, E, R>, hit: (entry: B) => A, kept: (value: A) => B | undefined) =>
       Effect.suspend(() => {
         const at = current()
-        if (at !== undefined && entries.has(key)) return Effect.succeed(entries.get(key) as A)
-        return Effect.tap(load, (value) => Effect.sync(() => remember(key, value, at)))
+        if (entries.has(key)) return Effect.succeed(hit(entries.get(key) as B))
+        return Effect.tap(load, (value) =>
+          Effect.sync(() => {
+            const entry = kept(value)
+            if (entry !== undefined) remember(key, entry, at)
+          }))
       })
     return {
-      cachedValue,
+      cachedValue: <A, E, R>(key: string, load: Effect.Effect<A, E, R>) =>
+        lookup<A, A, E, R>(key, load, (entry) => entry, (value) => value),
       cached: <A, E, R>(key: string, load: Effect.Effect<Option.Option<A>, E, R>) =>
-        Effect.suspend(() => {
-          const at = current()
-          if (at !== undefined && entries.has(key)) return Effect.succeed(Option.some(entries.get(key) as A))
-          return Effect.tap(load, (value) =>
-            Effect.sync(() => {
-              if (Option.isSome(value)) remember(key, value.value, at)
-            }))
-        })
+        lookup<Option.Option<A>, A, E, R>(key, load, Option.some, Option.getOrUndefined)
     } satisfies SettingsCacheService
   })
 )
