@@ -202,26 +202,33 @@ const apiScenarios = async (): Promise<{ demo: DemoSummary; org: OrgContext; tem
   }
   const numbersText = await (await server.fetch("/api/v1/numbers", key)).text()
 
-  // 1. Read path vs the raw read baseline.
-  const read = await BaselineServer.start("read.ts", { key, routes: { "/api/v1/numbers": numbersText, [messagePath]: messageText } })
+  // 1. Read path vs the raw read baselines: the same work by hand (on a copy of the database as it is now), and HTTP alone.
+  const readDb = snapshot(mainDir, dataDir("read-baseline"))
+  const read = await BaselineServer.start("read.ts", { dbFile: readDb })
+  const constant = await BaselineServer.start("read-constant.ts", { key, routes: { "/api/v1/numbers": numbersText, [messagePath]: messageText } })
   for (const [path, body] of [["/api/v1/numbers", numbersText], [messagePath, messageText]] as const) {
-    const fromBaseline = Buffer.from(await (await fetch(`${read.baseUrl}${path}`, { headers: auth })).arrayBuffer())
     const fromParley = Buffer.from(await (await server.fetch(path, key)).arrayBuffer())
-    if (!fromBaseline.equals(Buffer.from(body)) || !fromParley.equals(fromBaseline)) {
-      notes.push(`Read baseline body for ${path} is not byte-identical to Parley's (${fromBaseline.length} vs ${fromParley.length} bytes).`)
+    for (const baseline of [read, constant]) {
+      const fromBaseline = Buffer.from(await (await fetch(`${baseline.baseUrl}${path}`, { headers: auth })).arrayBuffer())
+      if (!fromBaseline.equals(Buffer.from(body)) || !fromParley.equals(fromBaseline)) {
+        notes.push(`Read baseline body for ${path} is not byte-identical to Parley's (${fromBaseline.length} vs ${fromParley.length} bytes).`)
+      }
     }
   }
   try {
-    await measure("read.numbers.baseline", "baseline: raw node:http GET /numbers", "baseline", read,
+    await measure("read.constant", "reference: raw node:http, constant body (HTTP alone)", "baseline", constant,
+      loadSpec(constant, { method: "GET", path: "/api/v1/numbers", headers: auth }))
+    await measure("read.numbers.baseline", "baseline: node:http + better-sqlite3, GET /numbers by hand", "baseline", read,
       loadSpec(read, { method: "GET", path: "/api/v1/numbers", headers: auth }))
     await measure("read.numbers", "read: GET /numbers", "parley", server,
       loadSpec(server, { method: "GET", path: "/api/v1/numbers", headers: auth }), "read.numbers.baseline")
-    await measure("read.message.baseline", "baseline: raw node:http GET /messages/{id}", "baseline", read,
+    await measure("read.message.baseline", "baseline: node:http + better-sqlite3, GET /messages/{id} by hand", "baseline", read,
       loadSpec(read, { method: "GET", path: messagePath, headers: auth }))
     await measure("read.message", "read: GET /messages/{id}", "parley", server,
       loadSpec(server, { method: "GET", path: messagePath, headers: auth }), "read.message.baseline")
   } finally {
     await read.stop()
+    await constant.stop()
   }
 
   // 5. Idempotent replay: the same request, answered from the stored first result.
@@ -380,6 +387,13 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
     const ratio = r?.ratio ?? null
     return { name, target: `≥ ${min}× baseline`, measured: ratio === null ? "—" : `${ratio.toFixed(2)}×`, met: ratio === null ? null : ratio >= min }
   }
+  /** A ratio printed for reference, with no target: Parley against HTTP alone (the constant-body server). */
+  const referenceRatio = (name: string, id: string, of: string): Target => {
+    const rate = row(id)?.rate ?? null
+    const reference = row(of)?.rate ?? null
+    const ratio = rate === null || reference === null || reference === 0 ? null : rate / reference
+    return { name, target: "(reference)", measured: ratio === null ? "—" : `${ratio.toFixed(2)}×`, met: null }
+  }
   const p95Target = (name: string, id: string): Target => {
     const p95 = row(id)?.p95 ?? null
     return { name, target: "p95 ≤ 10 ms", measured: p95 === null ? "—" : `${fmtMs(p95)} ms`, met: p95 === null ? null : p95 <= 10 }
@@ -398,6 +412,8 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
   return [
     ratioTarget("Read path: GET /numbers", "read.numbers", 0.5),
     ratioTarget("Read path: GET /messages/{id}", "read.message", 0.5),
+    referenceRatio("Read path: GET /numbers against HTTP alone", "read.numbers", "read.constant"),
+    referenceRatio("Read path: GET /messages/{id} against HTTP alone", "read.message", "read.constant"),
     ratioTarget("Write path: POST /messages", "write", 0.5),
     p95Target(`Conversations: first page, 10 connections${datasetNote}`, "conversations.first"),
     p95Target(`Conversations: deep cursor, 10 connections${datasetNote}`, "conversations.deep"),

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
 import { createHash } from "node:crypto"
-import { ALL_SCOPES, ApiKeys, ApiKeyStore } from "../src/internal.js"
+import { ALL_SCOPES, ApiKeys, ApiKeyStore, Crypto } from "../src/internal.js"
 import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
 
 const TEST_TOKEN = /^parley_test_[0-9A-Za-z]{49}$/
@@ -80,7 +80,26 @@ describe("API key format", () => {
     expect(ApiKeys.parseToken(token.slice(0, -6))).toEqual(Option.none())
     expect(ApiKeys.parseToken(token.replace("parley_test_", "parley_live_"))).toEqual(Option.none())
   })
+
+  it("keeps accepting keys minted before: the checksum is the fixed-width base62 of the CRC32's four bytes", () => {
+    // A live key minted by an earlier release (its checksum computed through BigInt base62).
+    expect(ApiKeys.parseToken("parley_live_" + "A".repeat(43) + Crypto.base62(crcBytes("parley_live_" + "A".repeat(43)), 6)))
+      .toEqual(Option.some("live"))
+    for (let i = 0; i < 2_000; i++) {
+      const head = `parley_test_${Crypto.randomBase62(32, 43)}`
+      expect(Crypto.checksum62(head)).toBe(Crypto.base62(crcBytes(head), 6))
+    }
+    for (const crcOf of ["", "a", "parley_live_", "\u00e9"]) {
+      expect(Crypto.checksum62(crcOf)).toBe(Crypto.base62(crcBytes(crcOf), 6))
+    }
+  })
 })
+
+/** The CRC32 of a string as four big-endian bytes. */
+const crcBytes = (input: string): Uint8Array => {
+  const crc = Crypto.crc32(input)
+  return new Uint8Array([(crc >>> 24) & 0xff, (crc >>> 16) & 0xff, (crc >>> 8) & 0xff, crc & 0xff])
+}
 
 describe("API key storage", () => {
   it.effect("stores only the SHA-256 of the token, never the token or its secret part", () =>

@@ -6,6 +6,7 @@ import { AiCallProvider, Carrier, DomainLayer, RateLimiter, RateLimitStore } fro
 import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import { DatabaseLive } from "./store/Database.js"
+import * as DirectReads from "./store/DirectReads.js"
 import * as SecretBox from "./store/SecretBox.js"
 import * as SettingsCache from "./store/SettingsCache.js"
 import * as SqlActionStore from "./store/SqlActionStore.js"
@@ -34,7 +35,9 @@ const RateLimitStoreLive = Layer.unwrapEffect(
  * The migrated database and the key that seals its secrets. The server reseals stored secrets under the
  * current key when it starts (serve); other commands only open them, with the current or a previous key.
  */
-const StoreLive = Layer.mergeAll(SecretBox.layer, SettingsCache.layer).pipe(Layer.provideMerge(DatabaseLive))
+const StoreLive = Layer.mergeAll(SecretBox.layer, SettingsCache.layer, DirectReads.layer).pipe(
+  Layer.provideMerge(DatabaseLive)
+)
 
 /** Every storage port on SQL, plus the simulated carrier and AI-call provider (the embedded defaults). */
 export const SqlPortsLive = Layer.mergeAll(

@@ -7,7 +7,8 @@
  */
 import { ApiKeyStore, Organisations } from "@parley/core/domain"
 import Database from "better-sqlite3"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { SqlClient } from "@effect/sql"
+import { ConfigProvider, Deferred, Effect, Fiber, Layer, ManagedRuntime, Option } from "effect"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.js"
@@ -26,7 +27,7 @@ describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
   let db: TestDatabase
   let other: Database.Database
   let runtime: ManagedRuntime.ManagedRuntime<
-    Organisations.Organisations | ApiKeyStore.ApiKeyStore | SqliteHandle,
+    Organisations.Organisations | ApiKeyStore.ApiKeyStore | SqliteHandle | SqlClient.SqlClient,
     unknown
   >
 
@@ -100,6 +101,32 @@ describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
     other.prepare("UPDATE organisations SET subscription_active = 0 WHERE id = 'org_cache'").run()
     const access = Option.getOrThrow(await key()).access
     expect(Option.map(access?.organisation ?? Option.none(), (o) => o.subscriptionActive)).toEqual(Option.some(false))
+  })
+
+  it("serves nothing from memory while another fiber's transaction holds the connection (its snapshot may be older)", async () => {
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+    const name = await runtime.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = yield* ApiKeyStore.ApiKeyStore
+      const reading = yield* Deferred.make<void>()
+      const proceed = yield* Deferred.make<void>()
+      // Another fiber's transaction, paused between statements with its read snapshot taken.
+      const other_ = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`SELECT value FROM settings_version`
+        yield* Deferred.succeed(reading, undefined)
+        yield* Deferred.await(proceed)
+      })))
+      yield* Deferred.await(reading)
+      // Committed by another connection (the CLI) after that snapshot was taken.
+      other.prepare("UPDATE api_keys SET name = 'renamed' WHERE id = 'key_cache'").run()
+      const lookup = yield* Effect.fork(store.findByHash(HASH))
+      yield* Effect.sleep("20 millis")
+      yield* Deferred.succeed(proceed, undefined)
+      yield* Fiber.join(other_)
+      return Option.map(yield* Fiber.join(lookup), (k) => k.name)
+    }))
+    expect(name).toEqual(Option.some("renamed"))
+    other.prepare("UPDATE api_keys SET name = 'cached' WHERE id = 'key_cache'").run()
   })
 
   it("keeps serving from memory across an update that changes nothing (an unlimited allowance taken)", async () => {

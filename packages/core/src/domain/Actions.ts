@@ -175,14 +175,11 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
 
     /** Finds an action the caller may see; anything else reads as missing. */
     const visibleAction = (caller: CallerInfo, kind: ActionKind, id: string) =>
-      Effect.gen(function*() {
-        const seen = yield* visibility(caller, directory)
-        const found = yield* store.findAction(caller.orgId, id)
-        if (Option.isNone(found) || found.value.kind !== kind || !isVisible(found.value, seen)) {
-          return yield* new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })
-        }
-        return found.value
-      })
+      Effect.flatMap(visibility(caller, directory), (seen) =>
+        Effect.flatMap(store.findAction(caller.orgId, id), (found) =>
+          Option.isNone(found) || found.value.kind !== kind || !isVisible(found.value, seen)
+            ? Effect.fail(new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` }))
+            : Effect.succeed(found.value)))
 
     return Actions.of({
       createMessage: (caller, request, idempotencyKey) =>

@@ -80,23 +80,26 @@ export const layer: Layer.Layer<ApiKeys, never, ApiKeyStore> = Layer.effect(
         yield* store.insert(key)
         return { token, key }
       }),
-      authenticate: Effect.fnUntraced(function*(token) {
-        if (token === "") return yield* unauthorized("Send your API key as `Authorization: Bearer <key>`.")
+      // On every request: plain checks around one store read, no generator (each step costs, and this is
+      // most of a cached GET's work).
+      authenticate: (token) => {
+        if (token === "") return Effect.fail(unauthorized("Send your API key as `Authorization: Bearer <key>`."))
         if (Option.isNone(parseToken(token))) {
-          return yield* unauthorized("The API key is malformed: check that it was copied whole.")
+          return Effect.fail(unauthorized("The API key is malformed: check that it was copied whole."))
         }
         const hash = hashToken(token)
-        const found = yield* store.findByHash(hash)
-        if (Option.isNone(found) || !constantTimeEqual(found.value.hash, hash)) {
-          return yield* unauthorized("The API key is not valid.")
-        }
-        const key = found.value
-        if (key.revokedAt !== null) return yield* unauthorized("The API key has been revoked.")
-        if (key.expiresAt !== null && Date.parse(key.expiresAt) <= (yield* Clock.currentTimeMillis)) {
-          return yield* unauthorized("The API key has expired.")
-        }
-        return key
-      })
+        return Effect.flatMap(store.findByHash(hash), (found) => {
+          if (Option.isNone(found) || !constantTimeEqual(found.value.hash, hash)) {
+            return Effect.fail(unauthorized("The API key is not valid."))
+          }
+          const key = found.value
+          if (key.revokedAt !== null) return Effect.fail(unauthorized("The API key has been revoked."))
+          const expiresAt = key.expiresAt
+          if (expiresAt === null) return Effect.succeed(key)
+          return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Date.parse(expiresAt) <= now ? Effect.fail(unauthorized("The API key has expired.")) : Effect.succeed(key))
+        })
+      }
     })
   })
 )

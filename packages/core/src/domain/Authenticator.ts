@@ -32,12 +32,11 @@ export const layer: Layer.Layer<Authenticator, never, ApiKeys | RateLimiter | Ac
     const limiter = yield* RateLimiter
     const access = yield* Access
     return Authenticator.of({
-      authenticate: Effect.fnUntraced(function*(token) {
-        const key = yield* keys.authenticate(token)
-        const rateLimit = yield* limiter.consume(key.id)
-        const caller = yield* access.resolve(key)
-        return { caller, rateLimit }
-      })
+      // Every request runs this: chained steps rather than a generator (cheaper per step).
+      authenticate: (token) =>
+        Effect.flatMap(keys.authenticate(token), (key) =>
+          Effect.flatMap(limiter.consume(key.id), (rateLimit) =>
+            Effect.map(access.resolve(key), (caller): Authenticated => ({ caller, rateLimit }))))
     })
   })
 )

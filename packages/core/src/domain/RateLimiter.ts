@@ -41,26 +41,29 @@ export const layer: Layer.Layer<RateLimiter, never, RateLimitStore | RateLimitCo
     const policy = yield* RateLimitConfig
     const windowMs = policy.windowSeconds * 1000
     return RateLimiter.of({
-      consume: Effect.fnUntraced(function*(keyId) {
-        const now = yield* Clock.currentTimeMillis
-        const windowStart = now - (now % windowMs)
-        const count = yield* store.hit(keyId, windowStart)
-        const resetSeconds = Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000))
-        const decision: RateLimitDecision = {
-          limit: policy.limit,
-          remaining: Math.max(0, policy.limit - count),
-          resetSeconds,
-          windowSeconds: policy.windowSeconds
-        }
-        if (count > policy.limit) {
-          return yield* new RateLimited({
-            message: `Rate limit of ${policy.limit} requests per ${policy.windowSeconds} seconds exceeded; ` +
-              `retry after ${resetSeconds} seconds.`,
-            retryAfterSeconds: resetSeconds
+      // On every request: two steps (the clock, the count), no generator.
+      consume: (keyId) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const windowStart = now - (now % windowMs)
+          return Effect.flatMap(store.hit(keyId, windowStart), (count) => {
+            const resetSeconds = Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000))
+            if (count > policy.limit) {
+              return Effect.fail(
+                new RateLimited({
+                  message: `Rate limit of ${policy.limit} requests per ${policy.windowSeconds} seconds exceeded; ` +
+                    `retry after ${resetSeconds} seconds.`,
+                  retryAfterSeconds: resetSeconds
+                })
+              )
+            }
+            return Effect.succeed<RateLimitDecision>({
+              limit: policy.limit,
+              remaining: Math.max(0, policy.limit - count),
+              resetSeconds,
+              windowSeconds: policy.windowSeconds
+            })
           })
-        }
-        return decision
-      })
+        })
     })
   })
 )

@@ -24,20 +24,22 @@ export interface Visibility {
 export const visibility = (
   caller: CallerInfo,
   directory: DirectoryService
-): Effect.Effect<Visibility, CrmPermissionDenied | StorageError> =>
-  Effect.gen(function*() {
-    if (caller.account.permissions.actionsView === "none") {
-      return yield* new CrmPermissionDenied({
+): Effect.Effect<Visibility, CrmPermissionDenied | StorageError> => {
+  const view = caller.account.permissions.actionsView
+  if (view === "none") {
+    return Effect.fail(
+      new CrmPermissionDenied({
         message: `The connected CRM account (${caller.account.name}) may not read messages or calls.`
       })
-    }
-    const lines = caller.numberSids.length === 0
-      ? null
-      : (yield* directory.permittedNumbers(caller)).map((n) => n.phoneNumber)
-    const ownerId = caller.account.permissions.actionsView === "own" ? caller.account.id : null
-    const bots = caller.botIds.length === 0 ? null : caller.botIds
-    return { lines, ownerId, bots }
-  })
+    )
+  }
+  const ownerId = view === "own" ? caller.account.id : null
+  const bots = caller.botIds.length === 0 ? null : caller.botIds
+  // Every read of an action runs this: no step at all unless the key is restricted to some numbers.
+  return caller.numberSids.length === 0
+    ? Effect.succeed({ lines: null, ownerId, bots })
+    : Effect.map(directory.permittedNumbers(caller), (numbers) => ({ lines: numbers.map((n) => n.phoneNumber), ownerId, bots }))
+}
 
 export const isVisible = (action: Action, seen: Visibility): boolean =>
   (seen.lines === null || seen.lines.includes(action.line)) &&

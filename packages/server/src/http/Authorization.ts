@@ -4,7 +4,15 @@
  * rate-limit headers (IETF draft `RateLimit-Policy` / `RateLimit`, and
  * `Retry-After` on 429) onto whatever response the request ends with.
  */
-import { Authenticator, Authorization, RateLimiter } from "@parley/core/internal"
+import {
+  Authenticator,
+  Authorization,
+  type Crm,
+  type CrmUnavailable,
+  RateLimiter,
+  type SetupUnavailable,
+  type StorageError
+} from "@parley/core/internal"
 import { Effect, Layer, Redacted } from "effect"
 import { infrastructureErrors } from "./ErrorResponses.js"
 import { setResponseHeaders } from "./RequestState.js"
@@ -15,27 +23,34 @@ const rateLimitHeaders = (limit: number, windowSeconds: number, remaining: numbe
     "ratelimit": `limit=${limit}, remaining=${remaining}, reset=${resetSeconds}`
   })
 
+type Failure = Effect.Effect.Error<ReturnType<Authenticator.AuthenticatorService["authenticate"]>>
+
 export const AuthorizationLive = Layer.effect(
   Authorization,
   Effect.gen(function*() {
     const authenticator = yield* Authenticator.Authenticator
     const policy = yield* RateLimiter.RateLimitConfig
     return Authorization.of({
+      // Every request runs this: one match on the outcome rather than a tap, map and two catches around it.
       bearer: (token) =>
-        authenticator.authenticate(Redacted.value(token)).pipe(
-          Effect.tap(({ rateLimit }) =>
-            rateLimitHeaders(rateLimit.limit, rateLimit.windowSeconds, rateLimit.remaining, rateLimit.resetSeconds)
-          ),
-          Effect.map(({ caller }) => caller),
-          Effect.tapErrorTag("RateLimited", (error) => {
+        Effect.matchEffect(authenticator.authenticate(Redacted.value(token)), {
+          onSuccess: ({ caller, rateLimit }) =>
+            Effect.as(
+              rateLimitHeaders(rateLimit.limit, rateLimit.windowSeconds, rateLimit.remaining, rateLimit.resetSeconds),
+              caller
+            ),
+          onFailure: (error: Failure): Effect.Effect<never, Exclude<Failure, StorageError | Crm.CrmError> | SetupUnavailable | CrmUnavailable> => {
+            if (error._tag !== "RateLimited") return infrastructureErrors(Effect.fail(error))
             const retryAfter = error.retryAfterSeconds ?? policy.windowSeconds
             return Effect.zipRight(
-              rateLimitHeaders(policy.limit, policy.windowSeconds, 0, retryAfter),
-              setResponseHeaders({ "retry-after": String(retryAfter) })
+              Effect.zipRight(
+                rateLimitHeaders(policy.limit, policy.windowSeconds, 0, retryAfter),
+                setResponseHeaders({ "retry-after": String(retryAfter) })
+              ),
+              Effect.fail(error)
             )
-          }),
-          infrastructureErrors
-        )
+          }
+        })
     })
   })
 )

@@ -9,6 +9,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { ActionStore, CallMode, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
 import { type ActionColumn, readActionValues, valuesToObjects } from "./ActionRowReader.js"
+import { DirectReads } from "./DirectReads.js"
 import { DbInt, DbJson, NullableString, storage } from "./rows.js"
 
 export const ActionRow = Schema.Struct({
@@ -186,12 +187,11 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const actionColumns = sql.literal(ACTION_COLUMNS.join(", "))
     const entryColumns = sql.literal(ENTRY_COLUMNS.join(", "))
+    const direct = yield* DirectReads
+    const actionById = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND id = ?`
     const action = ({ id, orgId }: { readonly orgId: string; readonly id: string }) =>
       Effect.map(
-        Effect.flatMap(
-          sql`SELECT ${actionColumns} FROM actions WHERE org_id = ${orgId} AND id = ${id}`.values,
-          readActions
-        ),
+        Effect.flatMap(direct.values(actionById, [orgId, id]), readActions),
         (rows) => Option.fromNullable(rows[0])
       )
     /**

@@ -14,19 +14,25 @@ import { SqlClient, SqlConnection, SqlError, Statement } from "@effect/sql"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Scope } from "effect"
 
-/** The connection every statement of this process runs on, and how many statements the client has run on it. */
+/** The connection every statement of this process runs on, and how many statements have run on it. */
 export class SqliteHandle extends Context.Tag("@parley/server/SqliteHandle")<SqliteHandle, {
   readonly db: Sqlite.Database
-  /** Statements run through the SqlClient so far (the tests' guard that cached reads run none). */
+  /** Statements run so far, through the SqlClient or `values` (the tests' guard of statements per request). */
   readonly statements: () => number
+  /**
+   * Runs a reading statement now, on the connection as it is, and answers its rows as arrays of values. For
+   * DirectReads, which calls it only while no transaction holds the connection.
+   */
+  readonly values: (sql: string, params: ReadonlyArray<unknown>) => ReadonlyArray<ReadonlyArray<unknown>>
 }>() {}
 
 /** Statements are prepared once and kept: the repositories' SQL is a fixed set of texts. */
 const MAX_PREPARED = 500
 
-const makeConnection = (db: Sqlite.Database, count: () => void): SqlConnection.Connection => {
+/** Prepares each statement text once and keeps it. */
+const preparer = (db: Sqlite.Database) => {
   const prepared = new Map<string, Sqlite.Statement>()
-  const prepare = (sql: string): Sqlite.Statement => {
+  return (sql: string): Sqlite.Statement => {
     let statement = prepared.get(sql)
     if (statement === undefined) {
       statement = db.prepare(sql)
@@ -35,6 +41,23 @@ const makeConnection = (db: Sqlite.Database, count: () => void): SqlConnection.C
     }
     return statement
   }
+}
+
+/** A reading statement's rows as arrays of values (raw mode, set for this run only: the statement is shared). */
+const allValues = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>) => {
+  statement.raw(true)
+  try {
+    return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
+  } finally {
+    statement.raw(false)
+  }
+}
+
+const makeConnection = (
+  db: Sqlite.Database,
+  prepare: (sql: string) => Sqlite.Statement,
+  count: () => void
+): SqlConnection.Connection => {
   const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean, unprepared = false) =>
     Effect.try({
       try: (): ReadonlyArray<any> => {
@@ -59,12 +82,7 @@ const makeConnection = (db: Sqlite.Database, count: () => void): SqlConnection.C
             statement.run(...params)
             return []
           }
-          statement.raw(true)
-          try {
-            return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
-          } finally {
-            statement.raw(false)
-          }
+          return allValues(statement, params)
         },
         catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
       }),
@@ -84,9 +102,11 @@ const make = (filename: string) =>
     )
     db.pragma("journal_mode = WAL")
     let statements = 0
-    const connection = makeConnection(db, () => {
+    const count = () => {
       statements++
-    })
+    }
+    const prepare = preparer(db)
+    const connection = makeConnection(db, prepare, count)
     // One connection: statements take turns, and a transaction holds it from BEGIN to COMMIT.
     const semaphore = yield* Effect.makeSemaphore(1)
     const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
@@ -105,7 +125,13 @@ const make = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    return Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteHandle, { db, statements: () => statements }))
+    const values = (sql: string, params: ReadonlyArray<unknown>) => {
+      count()
+      return allValues(prepare(sql), params)
+    }
+    return Context.make(SqlClient.SqlClient, client).pipe(
+      Context.add(SqliteHandle, { db, statements: () => statements, values })
+    )
   })
 
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHandle> =>

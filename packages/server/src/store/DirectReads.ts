@@ -1,0 +1,68 @@
+/**
+ * Reads a request makes through one fixed statement (an action by id), run
+ * straight on the embedded SQLite connection: a prepared statement in one
+ * Effect step, where the SqlClient compiles the statement, takes the
+ * connection's permit and opens a span scope in about a hundred steps, most
+ * of a GET /messages/{id}.
+ *
+ * Straight only while no transaction holds the connection: better-sqlite3 is
+ * synchronous, so the statement runs whole between two steps of other fibers
+ * and reads committed data, as the SqlClient's would. During a transaction —
+ * this fiber's own, or another's that may be between two of its statements —
+ * the read goes through the SqlClient, which uses the transaction's
+ * connection or waits for it. On Postgres it always does.
+ *
+ * Statements are written with `?` placeholders, one per parameter, and no `?`
+ * anywhere else; on Postgres they become `$1`, `$2`, ….
+ */
+import { SqlClient, SqlError } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import { SqliteHandle } from "./SqliteDriver.js"
+
+export type Param = string | number | null
+
+export interface DirectReadsService {
+  /** The statement's rows as arrays of column values, in its column order. */
+  readonly values: (
+    sql: string,
+    params: ReadonlyArray<Param>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError.SqlError>
+}
+
+export class DirectReads extends Context.Tag("@parley/server/DirectReads")<DirectReads, DirectReadsService>() {}
+
+const numbered = (sql: string): string => {
+  let n = 0
+  return sql.replace(/\?/g, () => `$${++n}`)
+}
+
+export const layer: Layer.Layer<DirectReads, never, SqlClient.SqlClient> = Layer.effect(
+  DirectReads,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const handle = yield* Effect.serviceOption(SqliteHandle)
+    const dialectText = new Map<string, string>()
+    const throughClient = (text: string, params: ReadonlyArray<Param>) => {
+      let own = dialectText.get(text)
+      if (own === undefined) {
+        own = Option.isSome(handle) ? text : numbered(text)
+        dialectText.set(text, own)
+      }
+      return sql.unsafe(own, params).values
+    }
+    if (Option.isNone(handle)) return { values: throughClient }
+    const { db, values } = handle.value
+    return {
+      // Decided when the read runs, not when it is built.
+      values: (text, params) =>
+        Effect.suspend(() => {
+          if (db.inTransaction) return throughClient(text, params)
+          try {
+            return Effect.succeed(values(text, params))
+          } catch (cause) {
+            return Effect.fail(new SqlError.SqlError({ cause, message: "Failed to execute statement" }))
+          }
+        })
+    }
+  })
+)
