@@ -226,18 +226,19 @@ const compile = (
   }
 
   // Security first, as HttpApiBuilder orders it: a request without a valid key learns nothing about its body.
+  const authorizeOne = ({ check, security }: typeof authorize[number], input: ContractInput, state: RequestState) => {
+    const provides = security.tag.provides as Context.Tag<unknown, unknown> | undefined
+    return Effect.map(check(security.read(input.headers)), (value) => {
+      if (provides !== undefined) state.provided = Context.add(state.provided, provides, value) as Context.Context<never>
+    })
+  }
   const run = (input: ContractInput, state: RequestState): Effect.Effect<ContractAnswer> => {
-    let authorized: Effect.Effect<void, unknown> = Effect.void
-    for (const { check, security } of authorize) {
-      const provides = security.tag.provides as Context.Tag<unknown, unknown> | undefined
-      authorized = Effect.zipRight(
-        authorized,
-        Effect.map(check(security.read(input.headers)), (value) => {
-          if (provides !== undefined) state.provided = Context.add(state.provided, provides, value) as Context.Context<never>
-        })
-      )
+    let authorized: Effect.Effect<void, unknown> | undefined
+    for (const step of authorize) {
+      const one = authorizeOne(step, input, state)
+      authorized = authorized === undefined ? one : Effect.zipRight(authorized, one)
     }
-    return Effect.matchCauseEffect(authorized, {
+    return Effect.matchCauseEffect(authorized ?? Effect.void, {
       onFailure: (cause) => Effect.succeed(failed(cause)),
       onSuccess: () => handle(input)
     })
