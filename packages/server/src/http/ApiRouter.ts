@@ -25,6 +25,7 @@ import type * as AST from "effect/SchemaAST"
 import { describeIssues } from "./DecodeErrors.js"
 import { type GroupHandlers, groupHandlersTag } from "./ApiHandlers.js"
 import type { RequestState } from "./RequestState.js"
+import { responseEncoder } from "./ResponseEncoder.js"
 
 type Decoder = (input: unknown) => Either.Either<unknown, ParseResult.ParseError>
 
@@ -154,7 +155,7 @@ const compile = (
   const success = endpoint.successSchema as Schema.Schema<unknown, unknown, never>
   const successStatus = HttpApiSchema.getStatusSuccess(success)
   const successIsEmpty = HttpApiSchema.isVoid(success.ast)
-  const encodeSuccess = Schema.encodeUnknownEither(success)
+  const encodeSuccess = responseEncoder(success)
 
   const securities: Array<Security> = []
   const plain: Array<HttpApiMiddleware.TagClassAny> = []
