@@ -5,11 +5,12 @@
  * pages are keyset scans. The `actions` row is defined here once (schema,
  * columns, mappers); the dispatcher's claim and the fast reader use it.
  */
-import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import { SqlClient, SqlError, SqlSchema, type Statement } from "@effect/sql"
 import { ActionStore, CallMode, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
 import { type ActionColumn, readActionValues, valuesToObjects } from "./ActionRowReader.js"
 import { DbInt, DbJson, NullableString, storage } from "./rows.js"
+import { SqliteHandle } from "./SqliteDriver.js"
 
 export const ActionRow = Schema.Struct({
   id: Schema.Union(Schema.Number, Schema.String),
@@ -184,6 +185,25 @@ export const layer = Layer.effect(
   ActionStore.ActionStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const sqlite = yield* Effect.serviceOption(SqliteHandle)
+    /**
+     * A page's rows. On the embedded SQLite store the statement runs straight on the connection
+     * (SqliteHandle.readValues) unless a transaction holds it; otherwise, and on Postgres, through the client.
+     */
+    const pageValues = (statement: Statement.Statement<unknown>) => {
+      if (Option.isNone(sqlite)) return statement.values
+      const { readValues } = sqlite.value
+      return Effect.flatMap(
+        Effect.try({
+          try: () => {
+            const [text, params] = statement.compile()
+            return readValues(text, params)
+          },
+          catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
+        }),
+        (rows) => rows === undefined ? statement.values : Effect.succeed(rows)
+      )
+    }
     const actionColumns = sql.literal(ACTION_COLUMNS.join(", "))
     const entryColumns = sql.literal(ENTRY_COLUMNS.join(", "))
     const action = ({ id, orgId }: { readonly orgId: string; readonly id: string }) =>
@@ -236,19 +256,18 @@ export const layer = Layer.effect(
           sql`line = ${q.conversation.line}`,
           sql`counterpart = ${q.conversation.counterpart}`,
           ...(lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)])
-        ]).values
+        ])
       }
       if (lines !== null && lines.length > 0 && lines.length <= MAX_MERGED_LINES) {
         const [only] = lines
-        if (lines.length === 1 && only !== undefined) return range("actions_by_line", [sql`line = ${only}`]).values
+        if (lines.length === 1 && only !== undefined) return range("actions_by_line", [sql`line = ${only}`])
         const ranges = lines.map((line, i) =>
           sql`SELECT * FROM (${range("actions_by_line", [sql`line = ${line}`])}) AS ${sql.literal(`line${i}`)}`
         )
         return sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(ranges)}) AS merged ORDER BY id DESC LIMIT ${q.limit}`
-          .values
       }
       const index = q.ownerId === null ? "actions_by_org_kind" : "actions_by_owner"
-      return range(index, lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)]).values
+      return range(index, lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)])
     }
     const lastInbound = SqlSchema.findOne({
       Request: Schema.Struct({ orgId: Schema.String, line: Schema.String, counterpart: Schema.String }),
@@ -277,11 +296,11 @@ export const layer = Layer.effect(
         )),
       queryActions: (q) =>
         storage("crm.queryActions")(
-          Effect.map(Effect.flatMap(page(q, actionColumns), readActions), (rows) => rows.map(toAction))
+          Effect.map(Effect.flatMap(pageValues(page(q, actionColumns)), readActions), (rows) => rows.map(toAction))
         ),
       queryConversationEntries: (q) =>
         storage("crm.queryConversationEntries")(
-          Effect.map(Effect.flatMap(page(q, entryColumns), readEntries), (rows) => rows.map(toEntry))
+          Effect.map(Effect.flatMap(pageValues(page(q, entryColumns)), readEntries), (rows) => rows.map(toEntry))
         ),
       cancelAction: (orgId, kind, id, notBefore, at) =>
         storage("crm.cancelAction")(Effect.gen(function*() {
