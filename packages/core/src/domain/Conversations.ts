@@ -97,24 +97,42 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
     /**
      * A conversation's id is a pure function of (organisation, line, counterpart), a list cursor of
      * (organisation, last id), and clients read the same pages again (an inbox polls its first page): tokens
-     * signed recently are kept, oldest dropped first.
+     * signed recently are kept, by organisation then by their parts (no key string built per row), and start
+     * over once there are more than SIGNED_TOKENS_KEPT (checked once a page, so a page may pass it by 51).
      */
-    const signedTokens = new Map<string, string>()
-    const signedToken = (key: string, sign: () => string): string => {
-      const known = signedTokens.get(key)
-      if (known !== undefined) return known
-      const token = sign()
-      if (signedTokens.size >= SIGNED_TOKENS_KEPT) {
-        const oldest = signedTokens.keys().next()
-        if (oldest.done !== true) signedTokens.delete(oldest.value)
-      }
-      signedTokens.set(key, token)
-      return token
+    const conversationIds = new Map<string, Map<string, Map<string, string>>>()
+    const listCursors = new Map<string, Map<string, string>>()
+    let tokensKept = 0
+    const startOverIfFull = () => {
+      if (tokensKept <= SIGNED_TOKENS_KEPT) return
+      conversationIds.clear()
+      listCursors.clear()
+      tokensKept = 0
     }
-    const conversationId = (orgId: string, line: string, counterpart: string): string =>
-      signedToken(`c\u0000${orgId}\u0000${line}\u0000${counterpart}`, () => signer.sign(orgId, { l: line, p: counterpart }))
-    const listCursor = (orgId: string, lastId: string): string =>
-      signedToken(`l\u0000${orgId}\u0000${lastId}`, () => signer.sign(orgId, { k: "list", b: lastId }))
+    const conversationId = (orgId: string, line: string, counterpart: string): string => {
+      let byLine = conversationIds.get(orgId)
+      if (byLine === undefined) conversationIds.set(orgId, byLine = new Map())
+      let byCounterpart = byLine.get(line)
+      if (byCounterpart === undefined) byLine.set(line, byCounterpart = new Map())
+      let id = byCounterpart.get(counterpart)
+      if (id === undefined) {
+        id = signer.sign(orgId, { l: line, p: counterpart })
+        byCounterpart.set(counterpart, id)
+        tokensKept++
+      }
+      return id
+    }
+    const listCursor = (orgId: string, lastId: string): string => {
+      let byId = listCursors.get(orgId)
+      if (byId === undefined) listCursors.set(orgId, byId = new Map())
+      let cursor = byId.get(lastId)
+      if (cursor === undefined) {
+        cursor = signer.sign(orgId, { k: "list", b: lastId })
+        byId.set(lastId, cursor)
+        tokensKept++
+      }
+      return cursor
+    }
 
     const badCursor = () =>
       new InvalidRequest({ message: "cursor: not a cursor this API issued; pass nextCursor back unchanged." })
@@ -158,6 +176,7 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
           }
         }
         const readable = caller.account.permissions.modules
+        startOverIfFull()
         const items = ordered.map((group) =>
           summarise(conversationId(caller.orgId, group.newest.line, group.newest.counterpart), group, readable)
         )
