@@ -20,8 +20,8 @@ import { visibility } from "./Visibility.js"
 
 export const PAGE_SIZE = 50
 const PREVIEW_LENGTH = 160
-/** Conversation ids kept signed; a page signs up to 50 and an HMAC costs a few microseconds. */
-const SIGNED_IDS_KEPT = 4096
+/** Conversation ids and list cursors kept signed; a page signs up to 51 and an HMAC costs a few microseconds. */
+const SIGNED_TOKENS_KEPT = 4096
 
 const ConversationKey = Schema.Struct({ l: Schema.String, p: Schema.String })
 const ListCursor = Schema.Struct({ k: Schema.Literal("list"), b: Schema.String })
@@ -45,28 +45,34 @@ export interface ConversationsService {
 
 export class Conversations extends Context.Tag("@parley/core/Conversations")<Conversations, ConversationsService>() {}
 
-const summarise = (
-  id: string,
-  newest: ConversationEntry,
-  actions: ReadonlyArray<ConversationEntry>,
-  readable: ReadonlyArray<CrmModule>
-): ConversationSummary => {
-  const unreadCount = actions.filter((a) => a.direction === "Inbound" && a.read === null).length
-  const linked = new Map<string, LinkedRecord>()
+/** The actions of one conversation on a page, newest first, and what its summary counts as they are added. */
+interface Group {
+  readonly newest: ConversationEntry
+  readonly actions: Array<ConversationEntry>
+  unreadCount: number
+}
+
+const summarise = (id: string, group: Group, readable: ReadonlyArray<CrmModule>): ConversationSummary => {
+  const { actions, newest, unreadCount } = group
+  // Almost every action links no records: the map is built only for those that do.
+  let linked: Map<string, LinkedRecord> | undefined
+  // Named after a record only the account may read; otherwise by the number, as a phone shows a stranger.
+  let name: string | undefined
   for (const a of actions) {
+    if (name === undefined && a.record !== null && mayRead(readable, a.record.module)) name = a.record.name
+    if (a.linkedRecords.length === 0) continue
+    linked ??= new Map()
     for (const r of a.linkedRecords) {
       linked.set(`${r.module}/${r.id}`, mayRead(readable, r.module) ? r : { module: r.module, id: r.id, name: null })
     }
   }
-  // Named after a record only the account may read; otherwise by the number, as a phone shows a stranger.
-  const named = actions.find((a) => a.record !== null && mayRead(readable, a.record.module))
   // Built from entries the store has already decoded against its row schema, and the response is encoded
   // through ConversationSummary's schema, which checks every field again (E164, Int, the literals): validating
   // here as well would check each summary twice, and cost more than the page's query.
   return ConversationSummary.make({
     id,
     phone: newest.counterpart,
-    name: named?.record?.name ?? newest.counterpart,
+    name: name ?? newest.counterpart,
     preview: newest.body.length > PREVIEW_LENGTH ? `${newest.body.slice(0, PREVIEW_LENGTH - 1)}…` : newest.body,
     at: newest.at,
     unread: unreadCount > 0,
@@ -75,7 +81,7 @@ const summarise = (
     status: newest.status,
     type: newest.type,
     ...(newest.sentBy === null ? {} : { sentBy: newest.sentBy }),
-    linkedRecords: [...linked.values()],
+    linkedRecords: linked === undefined ? [] : [...linked.values()],
     unreadCount,
     line: newest.line
   }, { disableValidation: true })
@@ -89,28 +95,51 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
     const directory = yield* Directory
 
     /**
-     * A conversation's id is a pure function of (organisation, line, counterpart), and clients read the same
-     * pages again (an inbox polls its first page): ids signed recently are kept, oldest dropped first.
+     * A conversation's id is a pure function of (organisation, line, counterpart), a list cursor of
+     * (organisation, last id), and clients read the same pages again (an inbox polls its first page): tokens
+     * signed recently are kept, by organisation then by their parts (no key string built per row), and start
+     * over once there are more than SIGNED_TOKENS_KEPT (checked once a page, so a page may pass it by 51).
      */
-    const signedIds = new Map<string, string>()
-    const signedConversationId = (orgId: string, line: string, counterpart: string): string => {
-      const key = `${orgId}\u0000${line}\u0000${counterpart}`
-      const known = signedIds.get(key)
-      if (known !== undefined) return known
-      const id = signer.sign(orgId, { l: line, p: counterpart })
-      if (signedIds.size >= SIGNED_IDS_KEPT) {
-        const oldest = signedIds.keys().next()
-        if (oldest.done !== true) signedIds.delete(oldest.value)
+    const conversationIds = new Map<string, Map<string, Map<string, string>>>()
+    const listCursors = new Map<string, Map<string, string>>()
+    let tokensKept = 0
+    const startOverIfFull = () => {
+      if (tokensKept <= SIGNED_TOKENS_KEPT) return
+      conversationIds.clear()
+      listCursors.clear()
+      tokensKept = 0
+    }
+    const conversationId = (orgId: string, line: string, counterpart: string): string => {
+      let byLine = conversationIds.get(orgId)
+      if (byLine === undefined) conversationIds.set(orgId, byLine = new Map())
+      let byCounterpart = byLine.get(line)
+      if (byCounterpart === undefined) byLine.set(line, byCounterpart = new Map())
+      let id = byCounterpart.get(counterpart)
+      if (id === undefined) {
+        id = signer.sign(orgId, { l: line, p: counterpart })
+        byCounterpart.set(counterpart, id)
+        tokensKept++
       }
-      signedIds.set(key, id)
       return id
+    }
+    const listCursor = (orgId: string, lastId: string): string => {
+      let byId = listCursors.get(orgId)
+      if (byId === undefined) listCursors.set(orgId, byId = new Map())
+      let cursor = byId.get(lastId)
+      if (cursor === undefined) {
+        cursor = signer.sign(orgId, { k: "list", b: lastId })
+        byId.set(lastId, cursor)
+        tokensKept++
+      }
+      return cursor
     }
 
     const badCursor = () =>
       new InvalidRequest({ message: "cursor: not a cursor this API issued; pass nextCursor back unchanged." })
 
     return Conversations.of({
-      list: Effect.fn("Conversations.list")(function*(caller, cursor) {
+      // Untraced: the page's hot path (a span and a captured stack per call cost more than its grouping).
+      list: Effect.fnUntraced(function*(caller, cursor) {
         const { lines, ownerId } = yield* visibility(caller, directory)
         let beforeId: string | null = null
         if (cursor !== undefined) {
@@ -127,27 +156,32 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
           beforeId,
           limit: PAGE_SIZE + 1
         })
-        const page = rows.slice(0, PAGE_SIZE)
+        const pageLength = Math.min(rows.length, PAGE_SIZE)
         // Rows come newest first, so the first action of each group is its newest.
-        const groups = new Map<string, { readonly newest: ConversationEntry; readonly actions: Array<ConversationEntry> }>()
-        for (const action of page) {
-          const key = `${action.line}\u0000${action.counterpart}`
-          const group = groups.get(key)
-          if (group === undefined) groups.set(key, { newest: action, actions: [action] })
-          else group.actions.push(action)
+        const groups = new Map<string, Map<string, Group>>()
+        const ordered: Array<Group> = []
+        for (let i = 0; i < pageLength; i++) {
+          const action = rows[i] as ConversationEntry
+          const unread = action.direction === "Inbound" && action.read === null ? 1 : 0
+          let byCounterpart = groups.get(action.line)
+          if (byCounterpart === undefined) groups.set(action.line, byCounterpart = new Map())
+          const group = byCounterpart.get(action.counterpart)
+          if (group === undefined) {
+            const created: Group = { newest: action, actions: [action], unreadCount: unread }
+            byCounterpart.set(action.counterpart, created)
+            ordered.push(created)
+          } else {
+            group.actions.push(action)
+            group.unreadCount += unread
+          }
         }
-        const items = [...groups.values()].map(({ actions, newest }) =>
-          summarise(
-            signedConversationId(caller.orgId, newest.line, newest.counterpart),
-            newest,
-            actions,
-            caller.account.permissions.modules
-          )
+        const readable = caller.account.permissions.modules
+        startOverIfFull()
+        const items = ordered.map((group) =>
+          summarise(conversationId(caller.orgId, group.newest.line, group.newest.counterpart), group, readable)
         )
-        const last = page[page.length - 1]
-        const nextCursor = rows.length > PAGE_SIZE && last !== undefined
-          ? signer.sign(caller.orgId, { k: "list", b: last.id })
-          : null
+        const last = rows[pageLength - 1]
+        const nextCursor = rows.length > PAGE_SIZE && last !== undefined ? listCursor(caller.orgId, last.id) : null
         return { items, nextCursor }
       }),
       messages: Effect.fn("Conversations.messages")(function*(caller, conversationId, cursor) {

@@ -1,9 +1,12 @@
 /**
- * Reads a request makes through one fixed statement (an action by id), run
- * straight on the embedded SQLite connection: a prepared statement in one
- * Effect step, where the SqlClient compiles the statement, takes the
- * connection's permit and opens a span scope in about a hundred steps, most
- * of a GET /messages/{id}.
+ * The reads requests make most (an action by id, a page of actions or of
+ * conversations), run straight on the embedded SQLite connection: a prepared
+ * statement in one Effect step, where the SqlClient takes the connection's
+ * permit and opens a span scope in about a hundred steps — most of a
+ * GET /messages/{id} — and, through the permit's semaphore, resumes the
+ * request in a later microtask, so that ten requests in flight interleave and
+ * keep more alive at each garbage collection (a conversations page cost
+ * about twice its CPU so).
  *
  * Straight only while no transaction holds the connection: better-sqlite3 is
  * synchronous, so the statement runs whole between two steps of other fibers
@@ -15,7 +18,7 @@
  * Statements are written with `?` placeholders, one per parameter, and no `?`
  * anywhere else; on Postgres they become `$1`, `$2`, ….
  */
-import { SqlClient, SqlError } from "@effect/sql"
+import { SqlClient, SqlError, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqliteHandle } from "./SqliteDriver.js"
 
@@ -26,6 +29,10 @@ export interface DirectReadsService {
   readonly values: (
     sql: string,
     params: ReadonlyArray<Param>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError.SqlError>
+  /** The same for a statement built with the SqlClient (a page's keyset query), compiled when it runs. */
+  readonly statement: (
+    statement: Statement.Statement<unknown>
   ) => Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError.SqlError>
 }
 
@@ -50,19 +57,28 @@ export const layer: Layer.Layer<DirectReads, never, SqlClient.SqlClient> = Layer
       }
       return sql.unsafe(own, params).values
     }
-    if (Option.isNone(handle)) return { values: throughClient }
+    if (Option.isNone(handle)) return { values: throughClient, statement: (statement) => statement.values }
     const { db, values } = handle.value
+    /** Straight on the connection, or through the client while a transaction holds it (decided when it runs). */
+    const straight = (
+      run: () => ReadonlyArray<ReadonlyArray<unknown>>,
+      otherwise: () => Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError.SqlError>
+    ) =>
+      Effect.suspend(() => {
+        if (db.inTransaction) return otherwise()
+        try {
+          return Effect.succeed(run())
+        } catch (cause) {
+          return Effect.fail(new SqlError.SqlError({ cause, message: "Failed to execute statement" }))
+        }
+      })
     return {
-      // Decided when the read runs, not when it is built.
-      values: (text, params) =>
-        Effect.suspend(() => {
-          if (db.inTransaction) return throughClient(text, params)
-          try {
-            return Effect.succeed(values(text, params))
-          } catch (cause) {
-            return Effect.fail(new SqlError.SqlError({ cause, message: "Failed to execute statement" }))
-          }
-        })
+      values: (text, params) => straight(() => values(text, params), () => throughClient(text, params)),
+      statement: (statement) =>
+        straight(() => {
+          const [text, params] = statement.compile()
+          return values(text, params)
+        }, () => statement.values)
     }
   })
 )

@@ -236,19 +236,18 @@ export const layer = Layer.effect(
           sql`line = ${q.conversation.line}`,
           sql`counterpart = ${q.conversation.counterpart}`,
           ...(lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)])
-        ]).values
+        ])
       }
       if (lines !== null && lines.length > 0 && lines.length <= MAX_MERGED_LINES) {
         const [only] = lines
-        if (lines.length === 1 && only !== undefined) return range("actions_by_line", [sql`line = ${only}`]).values
+        if (lines.length === 1 && only !== undefined) return range("actions_by_line", [sql`line = ${only}`])
         const ranges = lines.map((line, i) =>
           sql`SELECT * FROM (${range("actions_by_line", [sql`line = ${line}`])}) AS ${sql.literal(`line${i}`)}`
         )
         return sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(ranges)}) AS merged ORDER BY id DESC LIMIT ${q.limit}`
-          .values
       }
       const index = q.ownerId === null ? "actions_by_org_kind" : "actions_by_owner"
-      return range(index, lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)]).values
+      return range(index, lines === null ? [] : [lines.length === 0 ? sql`1 = 0` : sql.in("line", lines)])
     }
     const lastInbound = SqlSchema.findOne({
       Request: Schema.Struct({ orgId: Schema.String, line: Schema.String, counterpart: Schema.String }),
@@ -277,11 +276,11 @@ export const layer = Layer.effect(
         )),
       queryActions: (q) =>
         storage("crm.queryActions")(
-          Effect.map(Effect.flatMap(page(q, actionColumns), readActions), (rows) => rows.map(toAction))
+          Effect.map(Effect.flatMap(direct.statement(page(q, actionColumns)), readActions), (rows) => rows.map(toAction))
         ),
       queryConversationEntries: (q) =>
         storage("crm.queryConversationEntries")(
-          Effect.map(Effect.flatMap(page(q, entryColumns), readEntries), (rows) => rows.map(toEntry))
+          Effect.map(Effect.flatMap(direct.statement(page(q, entryColumns)), readEntries), (rows) => rows.map(toEntry))
         ),
       cancelAction: (orgId, kind, id, notBefore, at) =>
         storage("crm.cancelAction")(Effect.gen(function*() {
