@@ -2,7 +2,11 @@
  * The embedded SQLite store's SqlClient: one better-sqlite3 connection behind
  * `@effect/sql`'s client (the repositories' SQL, transactions and migrations
  * are the library's), plus the connection itself as `SqliteHandle` for the
- * few reads on every request that are served from memory (SettingsCache).
+ * few reads on every request that are served from memory (SettingsCache) and
+ * the hot fixed statements of the write path, which run as prepared
+ * statements in one synchronous step each (issue 14: through the client each
+ * statement costs ~50–100 µs of compilation, spans and scopes; the statement
+ * itself a few).
  *
  * Why not `@effect/sql-sqlite-node`: its connection keeps prepared statements
  * in an Effect `Cache` with a time to live, a clock read and a hash-map
@@ -12,13 +16,37 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlConnection, SqlError, Statement } from "@effect/sql"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 
-/** The connection every statement of this process runs on, and how many statements the client has run on it. */
+/** A statement prepared once, on first use; every run counts in `SqliteHandle.statements()`. */
+export interface PreparedStatement {
+  readonly run: (...params: ReadonlyArray<unknown>) => Sqlite.RunResult
+  readonly get: (...params: ReadonlyArray<unknown>) => unknown
+  readonly all: (...params: ReadonlyArray<unknown>) => ReadonlyArray<unknown>
+}
+
+/** The connection every statement of this process runs on, and how many statements have run on it. */
 export class SqliteHandle extends Context.Tag("@parley/server/SqliteHandle")<SqliteHandle, {
   readonly db: Sqlite.Database
-  /** Statements run through the SqlClient so far (the tests' guard that cached reads run none). */
+  /**
+   * Statements run so far, through the SqlClient and through `prepared` alike (the tests' guards: cached
+   * reads run none, an accepted message runs a fixed few).
+   */
   readonly statements: () => number
+  /** A fixed statement of the repositories, prepared on first use and kept. Run it inside `use`. */
+  readonly prepared: (sql: string) => PreparedStatement
+  /**
+   * Runs synchronous work on the connection as one step: inside the fiber's transaction when it has one
+   * (the same connection), otherwise once no other fiber's transaction holds the connection — so a
+   * statement never lands inside someone else's transaction. A thrown error becomes a SqlError.
+   */
+  readonly use: <A>(work: () => A) => Effect.Effect<A, SqlError.SqlError>
+  /**
+   * `sql.withTransaction` for this connection, without its per-transaction scope, span and statement
+   * preparation: BEGIN, the effect (its SqlClient statements join the transaction), COMMIT or ROLLBACK.
+   * Nested in another transaction it is the client's own (a savepoint).
+   */
+  readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
 }>() {}
 
 /** Statements are prepared once and kept: the repositories' SQL is a fixed set of texts. */
@@ -105,7 +133,66 @@ const make = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    return Context.make(SqlClient.SqlClient, client).pipe(Context.add(SqliteHandle, { db, statements: () => statements }))
+    const cache = new Map<string, Sqlite.Statement>()
+    const prepared = (sql: string): PreparedStatement => {
+      const statement = () => {
+        let s = cache.get(sql)
+        if (s === undefined) {
+          s = db.prepare(sql)
+          cache.set(sql, s)
+        }
+        return s
+      }
+      return {
+        run: (...params) => {
+          statements++
+          return statement().run(...params)
+        },
+        get: (...params) => {
+          statements++
+          return statement().get(...params)
+        },
+        all: (...params) => {
+          statements++
+          return statement().all(...params)
+        }
+      }
+    }
+    const attempt = <A>(work: () => A) =>
+      Effect.try({ try: work, catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" }) })
+    const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
+    const use = <A>(work: () => A) =>
+      Effect.flatMap(inTransaction, (inside) => (inside ? attempt(work) : semaphore.withPermits(1)(attempt(work))))
+    const begin = prepared("BEGIN")
+    const commit = prepared("COMMIT")
+    const rollback = prepared("ROLLBACK")
+    const finish = (exit: Exit.Exit<unknown, unknown>) =>
+      Effect.orDie(attempt(() => {
+        if (Exit.isFailure(exit)) return void rollback.run()
+        try {
+          commit.run()
+        } catch (error) {
+          // A failed COMMIT can leave the transaction open; never leave it to the next statement.
+          if (db.inTransaction) rollback.run()
+          throw error
+        }
+      }))
+    const withTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+      Effect.flatMap(inTransaction, (inside) =>
+        inside
+          ? client.withTransaction(effect)
+          : semaphore.withPermits(1)(Effect.uninterruptibleMask((restore) =>
+            Effect.zipRight(
+              attempt(() => begin.run()),
+              Effect.onExit(
+                Effect.provideService(restore(effect), SqlClient.TransactionConnection, [connection, 0] as const),
+                finish
+              )
+            )
+          )))
+    return Context.make(SqlClient.SqlClient, client).pipe(
+      Context.add(SqliteHandle, { db, statements: () => statements, prepared, use, withTransaction })
+    )
   })
 
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHandle> =>
