@@ -23,6 +23,8 @@ export interface PreparedStatement {
   readonly run: (...params: ReadonlyArray<unknown>) => Sqlite.RunResult
   readonly get: (...params: ReadonlyArray<unknown>) => unknown
   readonly all: (...params: ReadonlyArray<unknown>) => ReadonlyArray<unknown>
+  /** The rows as value arrays in the statement's column order (no object per row). */
+  readonly values: (...params: ReadonlyArray<unknown>) => ReadonlyArray<ReadonlyArray<unknown>>
 }
 
 /** The connection every statement of this process runs on, and how many statements have run on it. */
@@ -155,6 +157,15 @@ const make = (filename: string) =>
         all: (...params) => {
           statements++
           return statement().all(...params)
+        },
+        values: (...params) => {
+          statements++
+          const s = statement().raw(true)
+          try {
+            return s.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
+          } finally {
+            s.raw(false)
+          }
         }
       }
     }
