@@ -45,10 +45,13 @@ const BATCH = 500
 const LEASE_MS = 30_000
 /**
  * The shortest pause after a round that drained what was due. Waking for every action of a steady stream
- * would pay a round's fixed cost (claim, rules, two transactions) per action; a few ms lets arrivals
- * gather into one batch at a lateness no sender notices.
+ * would pay a round's fixed cost (claim, rules, provider lookups, two transactions: ~15 statements) per
+ * action; a short pause lets arrivals gather into one batch at a lateness no sender notices. At 5 ms a
+ * stream of ~700 texts a second (what POST /messages sustains) was worked ~5 at a time, and the rounds' fixed
+ * cost was most of the dispatcher's ~600 µs per text; 15 ms about triples the batch (issue 14, see
+ * docs/benchmarks.md).
  */
-const MIN_PAUSE_MS = 5
+export const MIN_PAUSE_MS = 15
 
 /**
  * How long an idle loop sleeps: until the next action falls due, but at most the poll interval (an
