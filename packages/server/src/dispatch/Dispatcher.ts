@@ -164,7 +164,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           else send.push(row)
         }
         if (holds.size > 0 || refused.length > 0) {
-          yield* sql.withTransaction(Effect.gen(function*() {
+          yield* batches.transaction(Effect.gen(function*() {
             for (const [until, held] of holds) yield* batches.hold(worker, until, held)
             yield* batches.apply(worker, refused)
           }))
@@ -182,7 +182,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           (rows) => rows.length > 0
         )),
       record: (row, change) =>
-        storage("dispatch.record")(sql.withTransaction(batches.apply(worker, [transition(row, change, modified)])))
+        storage("dispatch.record")(batches.transaction(batches.apply(worker, [transition(row, change, modified)])))
     })
 
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */
@@ -209,7 +209,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           }),
           ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified))
         ]
-        yield* storage("dispatch.transition")(sql.withTransaction(batches.apply(worker, transitions)))
+        yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions)))
       })
 
     const round = Effect.gen(function*() {

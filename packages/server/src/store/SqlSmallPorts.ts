@@ -7,7 +7,7 @@ import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, storage } from "./rows.js"
 import * as SecretBox from "./SecretBox.js"
-import { SqliteHandle } from "./SqliteDriver.js"
+import { SqliteHandle, transactions } from "./SqliteDriver.js"
 
 /** One statement per request: count it in the current window, or start a new window. */
 export const RateLimitStoreLayer = Layer.effect(
@@ -113,10 +113,8 @@ export const EventOutboxLayer = Layer.effect(
 export const UnitOfWorkLayer = Layer.effect(
   UnitOfWork.UnitOfWork,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const handle = yield* Effect.serviceOption(SqliteHandle)
     // Every accepted creation is one unit of work: on SQLite the connection's own lighter transaction.
-    const withTransaction = Option.isSome(handle) ? handle.value.withTransaction : sql.withTransaction
+    const withTransaction = yield* transactions
     return UnitOfWork.UnitOfWork.of({
       // Repositories already turn their own SQL failures into StorageError; what is left is BEGIN/COMMIT.
       atomically: (effect) =>

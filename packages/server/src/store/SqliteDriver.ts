@@ -206,5 +206,19 @@ const make = (filename: string) =>
     )
   })
 
+/**
+ * How the repositories open a transaction: the SqlClient's, or on the embedded store the connection's
+ * lighter one (`SqliteHandle.withTransaction`); both are the same transaction to the statements inside.
+ */
+export const transactions: Effect.Effect<
+  <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>,
+  never,
+  SqlClient.SqlClient
+> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const handle = yield* Effect.serviceOption(SqliteHandle)
+  return Option.isSome(handle) ? handle.value.withTransaction : sql.withTransaction
+})
+
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHandle> =>
   Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))
