@@ -182,6 +182,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
             : Effect.succeed(found.value)))
 
     return Actions.of({
+      // The creation spans capture no call-site stack (an Error per request, for a trace nobody reads by line).
       createMessage: (caller, request, idempotencyKey) =>
         Effect.gen(function*() {
           return yield* idempotent(caller, "/api/v1/messages", request, idempotencyKey, Effect.gen(function*() {
@@ -253,7 +254,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
               dueAt: schedule.dueAt
             })
           }))
-        }).pipe(Effect.withSpan("Actions.createMessage")),
+        }).pipe(Effect.withSpan("Actions.createMessage", { captureStackTrace: false })),
 
       createAiCall: (caller, request, idempotencyKey) =>
         Effect.gen(function*() {
@@ -289,7 +290,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
               dueAt: schedule.dueAt
             })
           }))
-        }).pipe(Effect.withSpan("Actions.createAiCall")),
+        }).pipe(Effect.withSpan("Actions.createAiCall", { captureStackTrace: false })),
 
       get: (caller, kind, id) =>
         Effect.map(visibleAction(caller, kind, id), (action) => toActionRecord(action, caller.account.permissions.modules)),

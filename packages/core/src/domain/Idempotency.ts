@@ -130,7 +130,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
               return { value, replayed: false }
             }
           }
-        }).pipe(Effect.withSpan("Idempotency.run"))
+        }).pipe(Effect.withSpan("Idempotency.run", { captureStackTrace: false }))
     })
   })
 )

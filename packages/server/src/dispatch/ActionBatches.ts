@@ -11,6 +11,7 @@ import { Effect, type ParseResult, Schema } from "effect"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"
 import { toAction } from "../store/SqlActionStore.js"
+import { transactions } from "../store/SqliteDriver.js"
 import { type ClaimedRow, fail, type Transition } from "./ClaimedAction.js"
 
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(DbInt, Schema.String) })))
@@ -25,6 +26,8 @@ export const granted = (wanted: number, left: number | null): number => (left ==
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  // Two transactions a round at least (commit, status changes): on SQLite the connection's lighter one.
+  const transaction = yield* transactions
   const outbox = yield* Effect.context<EventOutbox.EventOutbox>()
   // Locks the organisation's row until the commit, so two replicas never grant the same units.
   const forUpdate = Dialect.forUpdate(sql)
@@ -88,7 +91,7 @@ export const make = Effect.gen(function*() {
     now: number,
     modified: string
   ): Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError.SqlError | ParseResult.ParseError | StorageError> =>
-    rows.length === 0 ? Effect.succeed([]) : sql.withTransaction(Effect.gen(function*() {
+    rows.length === 0 ? Effect.succeed([]) : transaction(Effect.gen(function*() {
       // Mirror of the cancellation's condition: only one of the two can move a Queued, uncommitted row.
       const won = idSet(
         yield* Effect.flatMap(
@@ -133,5 +136,5 @@ export const make = Effect.gen(function*() {
       return sent
     }))
 
-  return { hold, apply, commit }
+  return { hold, apply, commit, transaction }
 })

@@ -32,6 +32,7 @@ import { Cause, Clock, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { skipLocked } from "../store/Dialect.js"
 import { storage } from "../store/rows.js"
+import { SqliteHandle } from "../store/SqliteDriver.js"
 import * as ActionBatches from "./ActionBatches.js"
 import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
 import { advance, afterSubmit, needsBot, type Phase, phaseOf } from "./Lifecycle.js"
@@ -44,10 +45,14 @@ const BATCH = 500
 const LEASE_MS = 30_000
 /**
  * The shortest pause after a round that drained what was due. Waking for every action of a steady stream
- * would pay a round's fixed cost (claim, rules, two transactions) per action; a few ms lets arrivals
- * gather into one batch at a lateness no sender notices.
+ * would pay a round's fixed cost (claim, rules, provider lookups, two transactions: ~15 statements) per
+ * action; a short pause lets arrivals gather into one batch at a lateness no sender notices. At 5 ms a
+ * stream of ~700 texts a second (what POST /messages sustains) was worked ~5 at a time and the rounds'
+ * fixed cost was most of the dispatcher's CPU per text; 10 ms doubles the batch. 15 ms saved a little
+ * more but pushed the steady 2,500/s stream's lateness p99 towards its 100 ms target (issue 14, see
+ * docs/benchmarks.md).
  */
-const MIN_PAUSE_MS = 5
+export const MIN_PAUSE_MS = 10
 
 /**
  * How long an idle loop sleeps: until the next action falls due, but at most the poll interval (an
@@ -67,29 +72,48 @@ export const DispatcherLive = Layer.scopedDiscard(
     const realProviders = yield* RealProviders.make(config)
     const worker = Crypto.newId("worker")
 
-    const claimedColumns = sql.literal(CLAIMED_COLUMNS.join(", "))
+    // The two statements every round runs whatever it finds: on SQLite prepared, each one synchronous step.
+    const handle = yield* Effect.serviceOption(SqliteHandle)
+    const claimedColumns = CLAIMED_COLUMNS.join(", ")
+    const claimSql = (now: number) =>
+      sql`UPDATE actions SET lease_owner = ${worker}, lease_until = ${now + LEASE_MS}
+          WHERE id IN (
+            SELECT id FROM actions
+            WHERE work_at IS NOT NULL AND work_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
+            ORDER BY work_at LIMIT ${BATCH} ${skipLocked(sql)}
+          )
+          RETURNING ${sql.literal(claimedColumns)}`.values
+    const claimSqlite = Option.map(handle, (h) => {
+      const statement = h.prepared(`UPDATE actions SET lease_owner = ?, lease_until = ?
+        WHERE id IN (
+          SELECT id FROM actions WHERE work_at IS NOT NULL AND work_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+          ORDER BY work_at LIMIT ${BATCH}
+        )
+        RETURNING ${claimedColumns}`)
+      return (now: number) => h.use(() => statement.values(worker, now + LEASE_MS, now, now))
+    })
     const claim = (now: number) =>
       Effect.flatMap(
-        sql`UPDATE actions SET lease_owner = ${worker}, lease_until = ${now + LEASE_MS}
-            WHERE id IN (
-              SELECT id FROM actions
-              WHERE work_at IS NOT NULL AND work_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
-              ORDER BY work_at LIMIT ${BATCH} ${skipLocked(sql)}
-            )
-            RETURNING ${claimedColumns}`.values,
+        Option.isSome(claimSqlite) ? claimSqlite.value(now) : claimSql(now),
         // RETURNING gives no order; committing in due order decides who gets the last units of an allowance.
         (rows) => Effect.map(decodeClaimed(rows), (claimed) => [...claimed].sort((a, b) => a.due_at - b.due_at))
       )
 
     /** When the next action nobody holds falls due (epoch ms), if any; the `actions_work` index answers it. */
+    const nextDueSqlite = Option.map(handle, (h) => {
+      const statement = h.prepared(`SELECT work_at FROM actions
+        WHERE work_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ?) ORDER BY work_at LIMIT 1`)
+      return (now: number) => h.use(() => statement.values(now))
+    })
     const nextDue = (now: number) =>
       Effect.map(
-        sql`SELECT work_at FROM actions
-            WHERE work_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${now})
-            ORDER BY work_at LIMIT 1`,
+        Option.isSome(nextDueSqlite)
+          ? nextDueSqlite.value(now)
+          : sql`SELECT work_at FROM actions WHERE work_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${now})
+                ORDER BY work_at LIMIT 1`.values,
         // BIGINT: a number on SQLite, a decimal string from node-postgres.
         (rows) => {
-          const workAt = Number(rows[0]?.work_at)
+          const workAt = Number(rows[0]?.[0])
           return Number.isFinite(workAt) ? workAt : null
         }
       )
@@ -141,7 +165,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           else send.push(row)
         }
         if (holds.size > 0 || refused.length > 0) {
-          yield* sql.withTransaction(Effect.gen(function*() {
+          yield* batches.transaction(Effect.gen(function*() {
             for (const [until, held] of holds) yield* batches.hold(worker, until, held)
             yield* batches.apply(worker, refused)
           }))
@@ -159,7 +183,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           (rows) => rows.length > 0
         )),
       record: (row, change) =>
-        storage("dispatch.record")(sql.withTransaction(batches.apply(worker, [transition(row, change, modified)])))
+        storage("dispatch.record")(batches.transaction(batches.apply(worker, [transition(row, change, modified)])))
     })
 
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */
@@ -186,7 +210,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           }),
           ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified))
         ]
-        yield* storage("dispatch.transition")(sql.withTransaction(batches.apply(worker, transitions)))
+        yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions)))
       })
 
     const round = Effect.gen(function*() {

@@ -58,7 +58,7 @@ export const layer: Layer.Layer<DirectReads, never, SqlClient.SqlClient> = Layer
       return sql.unsafe(own, params).values
     }
     if (Option.isNone(handle)) return { values: throughClient, statement: (statement) => statement.values }
-    const { db, values } = handle.value
+    const { db, prepared } = handle.value
     /** Straight on the connection, or through the client while a transaction holds it (decided when it runs). */
     const straight = (
       run: () => ReadonlyArray<ReadonlyArray<unknown>>,
@@ -73,11 +73,11 @@ export const layer: Layer.Layer<DirectReads, never, SqlClient.SqlClient> = Layer
         }
       })
     return {
-      values: (text, params) => straight(() => values(text, params), () => throughClient(text, params)),
+      values: (text, params) => straight(() => prepared(text).values(...params), () => throughClient(text, params)),
       statement: (statement) =>
         straight(() => {
           const [text, params] = statement.compile()
-          return values(text, params)
+          return prepared(text).values(...params)
         }, () => statement.values)
     }
   })

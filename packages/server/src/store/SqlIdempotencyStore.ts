@@ -3,11 +3,14 @@
  * primary key (api key, Idempotency-Key) decides a race between identical
  * requests on any number of processes; an expired record or a lapsed
  * in-flight reservation (its process died) is taken over in the same statement.
+ * On the embedded SQLite store the same statements run prepared, each call in
+ * one synchronous step (every creation runs `reserve` and `complete`).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { IdempotencyStore } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, NullableString, storage } from "./rows.js"
+import { SqliteHandle } from "./SqliteDriver.js"
 
 const RecordRow = Schema.Struct({
   fingerprint: Schema.String,
@@ -15,9 +18,73 @@ const RecordRow = Schema.Struct({
   body: NullableString
 })
 
+/** Between a lost claim and the read of the record the winner may release it; then the claim is tried again. */
+const ATTEMPTS = 3
+
+const reservationOf = (
+  existing: { readonly fingerprint: string; readonly status: number | null; readonly body: string | null }
+): IdempotencyStore.Reservation =>
+  existing.status === null || existing.body === null
+    ? { _tag: "InFlight", fingerprint: existing.fingerprint }
+    : { _tag: "Completed", fingerprint: existing.fingerprint, response: { status: existing.status, body: existing.body } }
+
+const UPSERT_SET = `fingerprint = excluded.fingerprint,
+  locked_until = excluded.locked_until, expires_at = excluded.expires_at, status = NULL, body = NULL`
+
+/** The record as SQLite returns it, checked as `RecordRow` would decode it (SQLite integers are numbers). */
+const storedRecord = (row: unknown): typeof RecordRow.Type => {
+  if (typeof row === "object" && row !== null && "fingerprint" in row && "status" in row && "body" in row) {
+    const { body, fingerprint, status } = row
+    if (typeof fingerprint === "string" && (status === null || typeof status === "number") &&
+      (body === null || typeof body === "string")) return { fingerprint, status, body }
+  }
+  throw new Error(`unexpected idempotency record: ${JSON.stringify(row)}`)
+}
+
+const sqliteStore = (handle: SqliteHandle["Type"]): IdempotencyStore.IdempotencyStoreService => {
+  const claim = handle.prepared(`INSERT INTO idempotency_keys
+      (key_id, idempotency_key, fingerprint, locked_until, expires_at, status, body) VALUES (?, ?, ?, ?, ?, NULL, NULL)
+    ON CONFLICT (key_id, idempotency_key) DO UPDATE SET ${UPSERT_SET}
+    WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)
+    RETURNING key_id`)
+  const find = handle.prepared(
+    "SELECT fingerprint, status, body FROM idempotency_keys WHERE key_id = ? AND idempotency_key = ?"
+  )
+  const complete = handle.prepared(
+    "UPDATE idempotency_keys SET status = ?, body = ?, expires_at = ? WHERE key_id = ? AND idempotency_key = ?"
+  )
+  const release = handle.prepared(
+    "DELETE FROM idempotency_keys WHERE key_id = ? AND idempotency_key = ? AND status IS NULL"
+  )
+  const purge = handle.prepared("DELETE FROM idempotency_keys WHERE expires_at <= ?")
+  return {
+    reserve: (r) =>
+      storage("idempotency.reserve")(handle.use((): IdempotencyStore.Reservation => {
+        for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+          const won = claim.get(r.keyId, r.idempotencyKey, r.fingerprint, r.lockedUntil, r.expiresAt, r.now, r.now)
+          if (won !== undefined) return { _tag: "Reserved" }
+          const existing = find.get(r.keyId, r.idempotencyKey)
+          if (existing !== undefined) return reservationOf(storedRecord(existing))
+        }
+        return { _tag: "InFlight", fingerprint: r.fingerprint }
+      })),
+    complete: (keyId, key, response, expiresAt) =>
+      storage("idempotency.complete")(handle.use(() => {
+        complete.run(response.status, response.body, expiresAt, keyId, key)
+      })),
+    release: (keyId, key) =>
+      storage("idempotency.release")(handle.use(() => {
+        release.run(keyId, key)
+      })),
+    purgeExpired: (now) => storage("idempotency.purgeExpired")(handle.use(() => purge.run(now).changes))
+  }
+}
+
 export const layer = Layer.effect(
   IdempotencyStore.IdempotencyStore,
   Effect.gen(function*() {
+    const handle = yield* Effect.serviceOption(SqliteHandle)
+    if (Option.isSome(handle)) return IdempotencyStore.IdempotencyStore.of(sqliteStore(handle.value))
     const sql = yield* SqlClient.SqlClient
     const find = SqlSchema.findOne({
       Request: Schema.Struct({ keyId: Schema.String, key: Schema.String }),
@@ -40,8 +107,7 @@ export const layer = Layer.effect(
             body: null
           })
         }
-        ON CONFLICT (key_id, idempotency_key) DO UPDATE SET fingerprint = excluded.fingerprint,
-          locked_until = excluded.locked_until, expires_at = excluded.expires_at, status = NULL, body = NULL
+        ON CONFLICT (key_id, idempotency_key) DO UPDATE SET ${sql.literal(UPSERT_SET)}
         WHERE idempotency_keys.expires_at <= ${r.now}
           OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ${r.now})
         RETURNING key_id`,
@@ -50,17 +116,10 @@ export const layer = Layer.effect(
 
     const reserve = (r: IdempotencyStore.ReserveRequest) =>
       Effect.gen(function*() {
-        // Between a lost upsert and the read the winner may release its claim; then try again.
-        for (let attempt = 0; attempt < 3; attempt++) {
+        for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
           if (yield* tryReserve(r)) return { _tag: "Reserved" } satisfies IdempotencyStore.Reservation
           const existing = yield* find({ keyId: r.keyId, key: r.idempotencyKey })
-          if (Option.isSome(existing)) {
-            const { body, fingerprint, status } = existing.value
-            const reservation: IdempotencyStore.Reservation = status === null || body === null
-              ? { _tag: "InFlight", fingerprint }
-              : { _tag: "Completed", fingerprint, response: { status, body } }
-            return reservation
-          }
+          if (Option.isSome(existing)) return reservationOf(existing.value)
         }
         const contended: IdempotencyStore.Reservation = { _tag: "InFlight", fingerprint: r.fingerprint }
         return contended

@@ -2,7 +2,11 @@
  * The embedded SQLite store's SqlClient: one better-sqlite3 connection behind
  * `@effect/sql`'s client (the repositories' SQL, transactions and migrations
  * are the library's), plus the connection itself as `SqliteHandle` for the
- * few reads on every request that are served from memory (SettingsCache).
+ * few reads on every request that are served from memory (SettingsCache) and
+ * the hot fixed statements of the write path, which run as prepared
+ * statements in one synchronous step each (issue 14: through the client each
+ * statement costs ~50–100 µs of compilation, spans and scopes; the statement
+ * itself a few).
  *
  * Why not `@effect/sql-sqlite-node`: its connection keeps prepared statements
  * in an Effect `Cache` with a time to live, a clock read and a hash-map
@@ -12,24 +16,45 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlConnection, SqlError, Statement } from "@effect/sql"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
+
+/** A statement prepared once, on first use; every run counts in `SqliteHandle.statements()`. */
+export interface PreparedStatement {
+  readonly run: (...params: ReadonlyArray<unknown>) => Sqlite.RunResult
+  readonly get: (...params: ReadonlyArray<unknown>) => unknown
+  readonly all: (...params: ReadonlyArray<unknown>) => ReadonlyArray<unknown>
+  /** The rows as value arrays in the statement's column order (no object per row). */
+  readonly values: (...params: ReadonlyArray<unknown>) => ReadonlyArray<ReadonlyArray<unknown>>
+}
 
 /** The connection every statement of this process runs on, and how many statements have run on it. */
 export class SqliteHandle extends Context.Tag("@parley/server/SqliteHandle")<SqliteHandle, {
   readonly db: Sqlite.Database
-  /** Statements run so far, through the SqlClient or `values` (the tests' guard of statements per request). */
-  readonly statements: () => number
   /**
-   * Runs a reading statement now, on the connection as it is, and answers its rows as arrays of values. For
-   * DirectReads, which calls it only while no transaction holds the connection.
+   * Statements run so far, through the SqlClient and through `prepared` alike (the tests' guards: cached
+   * reads run none, an accepted message runs a fixed few).
    */
-  readonly values: (sql: string, params: ReadonlyArray<unknown>) => ReadonlyArray<ReadonlyArray<unknown>>
+  readonly statements: () => number
+  /** A fixed statement of the repositories, prepared on first use and kept. Run it inside `use`. */
+  readonly prepared: (sql: string) => PreparedStatement
+  /**
+   * Runs synchronous work on the connection as one step: inside the fiber's transaction when it has one
+   * (the same connection), otherwise once no other fiber's transaction holds the connection — so a
+   * statement never lands inside someone else's transaction. A thrown error becomes a SqlError.
+   */
+  readonly use: <A>(work: () => A) => Effect.Effect<A, SqlError.SqlError>
+  /**
+   * `sql.withTransaction` for this connection, without its per-transaction scope, span and statement
+   * preparation: BEGIN, the effect (its SqlClient statements join the transaction), COMMIT or ROLLBACK.
+   * Nested in another transaction it is the client's own (a savepoint).
+   */
+  readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
 }>() {}
 
 /** Statements are prepared once and kept: the repositories' SQL is a fixed set of texts. */
 const MAX_PREPARED = 500
 
-/** Prepares each statement text once and keeps it. */
+/** Prepares each statement text once and keeps it (the client's statements and `prepared` share them). */
 const preparer = (db: Sqlite.Database) => {
   const prepared = new Map<string, Sqlite.Statement>()
   return (sql: string): Sqlite.Statement => {
@@ -102,11 +127,10 @@ const make = (filename: string) =>
     )
     db.pragma("journal_mode = WAL")
     let statements = 0
-    const count = () => {
-      statements++
-    }
     const prepare = preparer(db)
-    const connection = makeConnection(db, prepare, count)
+    const connection = makeConnection(db, prepare, () => {
+      statements++
+    })
     // One connection: statements take turns, and a transaction holds it from BEGIN to COMMIT.
     const semaphore = yield* Effect.makeSemaphore(1)
     const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
@@ -125,14 +149,80 @@ const make = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const values = (sql: string, params: ReadonlyArray<unknown>) => {
-      count()
-      return allValues(prepare(sql), params)
-    }
+    const prepared = (sql: string): PreparedStatement => ({
+      run: (...params) => {
+        statements++
+        return prepare(sql).run(...params)
+      },
+      get: (...params) => {
+        statements++
+        return prepare(sql).get(...params)
+      },
+      all: (...params) => {
+        statements++
+        return prepare(sql).all(...params)
+      },
+      values: (...params) => {
+        statements++
+        return allValues(prepare(sql), params)
+      }
+    })
+    const attempt = <A>(work: () => A) =>
+      Effect.try({ try: work, catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" }) })
+    const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
+    // With no transaction open on the connection the work runs at once: it is synchronous, so no other
+    // fiber's statement can come between; otherwise in the fiber's own transaction, or after another's.
+    const use = <A>(work: () => A) =>
+      Effect.suspend(() =>
+        db.inTransaction
+          ? Effect.flatMap(inTransaction, (inside) => (inside ? attempt(work) : semaphore.withPermits(1)(attempt(work))))
+          : attempt(work)
+      )
+    const begin = prepared("BEGIN")
+    const commit = prepared("COMMIT")
+    const rollback = prepared("ROLLBACK")
+    const finish = (exit: Exit.Exit<unknown, unknown>) =>
+      Effect.orDie(attempt(() => {
+        if (Exit.isFailure(exit)) return void rollback.run()
+        try {
+          commit.run()
+        } catch (error) {
+          // A failed COMMIT can leave the transaction open; never leave it to the next statement.
+          if (db.inTransaction) rollback.run()
+          throw error
+        }
+      }))
+    const withTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+      Effect.flatMap(inTransaction, (inside) =>
+        inside
+          ? client.withTransaction(effect)
+          : semaphore.withPermits(1)(Effect.uninterruptibleMask((restore) =>
+            Effect.zipRight(
+              attempt(() => begin.run()),
+              Effect.onExit(
+                Effect.provideService(restore(effect), SqlClient.TransactionConnection, [connection, 0] as const),
+                finish
+              )
+            )
+          )))
     return Context.make(SqlClient.SqlClient, client).pipe(
-      Context.add(SqliteHandle, { db, statements: () => statements, values })
+      Context.add(SqliteHandle, { db, statements: () => statements, prepared, use, withTransaction })
     )
   })
+
+/**
+ * How the repositories open a transaction: the SqlClient's, or on the embedded store the connection's
+ * lighter one (`SqliteHandle.withTransaction`); both are the same transaction to the statements inside.
+ */
+export const transactions: Effect.Effect<
+  <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>,
+  never,
+  SqlClient.SqlClient
+> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const handle = yield* Effect.serviceOption(SqliteHandle)
+  return Option.isSome(handle) ? handle.value.withTransaction : sql.withTransaction
+})
 
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHandle> =>
   Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))

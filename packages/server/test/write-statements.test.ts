@@ -1,0 +1,80 @@
+/**
+ * The statements an accepted POST /messages runs on the embedded SQLite store, counted on the
+ * connection (SqliteHandle.statements(): the SqlClient's statements and the prepared ones alike).
+ * The write path's CPU cost is mostly per statement (issue 14), so a change that adds one to the
+ * path fails here rather than only showing up, much later, in `pnpm bench`. The count covers
+ * everything the domain does for the request: the idempotency record, the action, its
+ * `message.queued` event and deliveries, and the transaction around them. The settings the request
+ * reads (key, organisation, numbers) are served from memory once warm (settings-cache.test.ts).
+ */
+import { Actions, Authenticator } from "@parley/core/domain"
+import { CreateMessageRequest } from "@parley/core"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { AppLive } from "../src/AppLayer.js"
+import { ServerConfig } from "../src/config/ServerConfig.js"
+import { SqliteHandle } from "../src/store/SqliteDriver.js"
+import { runAdmin } from "./support/admin.js"
+import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
+
+/** What an accepted message costs today; lower it when the path gets cheaper, never raise it. */
+const STATEMENTS_PER_ACCEPTED_MESSAGE = 7
+/** A replay of a completed key: the claim that finds it taken, and the read of the stored answer. */
+const STATEMENTS_PER_REPLAY = 2
+
+describe.skipIf(testStore !== "sqlite")("statements per POST /messages (SQLite)", () => {
+  let db: TestDatabase
+  let runtime: ManagedRuntime.ManagedRuntime<Actions.Actions | Authenticator.Authenticator | SqliteHandle, unknown>
+  let key = ""
+  let fromNumberSid = ""
+
+  const statements = () => runtime.runPromise(Effect.map(SqliteHandle, (handle) => handle.statements()))
+  const post = (idempotencyKey: string) =>
+    runtime.runPromise(Effect.gen(function*() {
+      const { caller } = yield* (yield* Authenticator.Authenticator).authenticate(key)
+      const actions = yield* Actions.Actions
+      const payload = Schema.decodeUnknownSync(CreateMessageRequest)({ to: "+14155550123", fromNumberSid, body: "Counted" })
+      return yield* actions.createMessage(caller, payload, idempotencyKey)
+    }))
+
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    const env = { PARLEY_DATA_DIR: db.dataDir, LOG_LEVEL: "warn", ...db.env }
+    const demo = await runAdmin(env, ["demo", "--json"])
+    expect(demo.code, demo.stderr).toBe(0)
+    const summary = JSON.parse(demo.stdout) as { keys: { live: string }; numbers: ReadonlyArray<{ sid: string; whatsApp?: boolean }> }
+    key = summary.keys.live
+    fromNumberSid = summary.numbers[0]?.sid ?? ""
+    const config = ConfigProvider.fromMap(new Map(Object.entries(env)))
+    runtime = ManagedRuntime.make(
+      AppLive.pipe(Layer.provide(ServerConfig.layer), Layer.provide(Layer.setConfigProvider(config)))
+    ) as typeof runtime
+    // Warm: the key, its organisation and the numbers are loaded into the settings cache once.
+    await post("warm-up")
+  }, 60_000)
+
+  afterAll(async () => {
+    await runtime?.dispose()
+    await db?.drop()
+  })
+
+  it(`runs at most ${STATEMENTS_PER_ACCEPTED_MESSAGE} statements for an accepted message`, async () => {
+    const before = await statements()
+    const created = await post("counted-1")
+    expect(created.replayed).toBe(false)
+    expect(await statements() - before).toBeLessThanOrEqual(STATEMENTS_PER_ACCEPTED_MESSAGE)
+    const rows = await db.query<{ n: number }>(
+      "SELECT count(*) AS n FROM actions a JOIN events e ON e.org_id = a.org_id WHERE a.id = ? AND e.type = 'message.queued'",
+      [Number(created.ack.id)]
+    )
+    expect(rows[0]?.n).toBeGreaterThan(0)
+  })
+
+  it(`runs at most ${STATEMENTS_PER_REPLAY} statements for a replay`, async () => {
+    const first = await post("counted-2")
+    const before = await statements()
+    const again = await post("counted-2")
+    expect(await statements() - before).toBeLessThanOrEqual(STATEMENTS_PER_REPLAY)
+    expect(again).toEqual({ ack: first.ack, replayed: true })
+  })
+})
