@@ -129,6 +129,24 @@ describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
     other.prepare("UPDATE api_keys SET name = 'cached' WHERE id = 'key_cache'").run()
   })
 
+  it("keeps nothing a transaction saw of its own settings change, which may yet roll back", async () => {
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+    const inside = await runtime.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = yield* ApiKeyStore.ApiKeyStore
+      let seen: Option.Option<string> = Option.none()
+      yield* Effect.either(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`UPDATE api_keys SET name = 'uncommitted' WHERE id = 'key_cache'`
+        seen = Option.map(yield* store.findByHash(HASH), (k) => k.name)
+        return yield* Effect.fail("roll back")
+      })))
+      return seen
+    }))
+    // Within the transaction its own change; after the rollback, what is committed.
+    expect(inside).toEqual(Option.some("uncommitted"))
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+  })
+
   it("keeps serving from memory across an update that changes nothing (an unlimited allowance taken)", async () => {
     await key()
     const before = await statements()

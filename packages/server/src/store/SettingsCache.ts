@@ -10,14 +10,12 @@
  * (WalCommitProbe: one `pread`, no lock); only then does it read the version
  * (one indexed single-row read, a read transaction) and drop everything on a
  * change, so a revoked key is refused by the very next request. While a
- * transaction holds the connection nothing is served from memory: a read
- * there sees that transaction's snapshot, which may predate a commit made
- * since (by the CLI, say), so the value is loaded through the SqlClient,
- * which waits for the transaction to end (or reads within the fiber's own).
+ * transaction holds the connection, see `inTransaction` below.
  *
  * On Postgres nothing is cached: replicas would each need their own
  * invalidation (LISTEN/NOTIFY), and there the database is a network away anyway.
  */
+import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqliteHandle } from "./SqliteDriver.js"
 import * as WalCommitProbe from "./WalCommitProbe.js"
@@ -73,20 +71,36 @@ const cache = (db: SqliteHandle["Type"]["db"], probe: WalCommitProbe.WalCommitPr
     if (entries.size >= MAX_ENTRIES) entries.clear()
     entries.set(key, value)
   }
+  /**
+   * While a transaction holds the connection. Another fiber's (between two of its statements): a read there
+   * sees that transaction's snapshot, which may predate a commit made since (by the CLI, say), so the value
+   * is loaded through the SqlClient, which waits for the transaction to end. This fiber's own: the cache
+   * serves it as usual if the transaction sees the version the entries were kept under — then it has changed
+   * no settings, and what it loads is committed state; otherwise (it changed some, and may yet roll back) the
+   * value is loaded within it and not kept.
+   */
+  const inTransaction = <A, B, E, R>(
+    key: string,
+    load: Effect.Effect<A, E, R>,
+    hit: (entry: B) => A,
+    kept: (value: A) => B | undefined
+  ) =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (own) => {
+      if (Option.isNone(own) || version.get() !== seen) return load
+      return entries.has(key) ? Effect.succeed(hit(entries.get(key) as B)) : loadAndKeep(key, load, kept, seen)
+    })
+  const loadAndKeep = <A, B, E, R>(key: string, load: Effect.Effect<A, E, R>, kept: (value: A) => B | undefined, at: unknown) =>
+    Effect.tap(load, (value) =>
+      Effect.sync(() => {
+        const entry = kept(value)
+        if (entry !== undefined) remember(key, entry, at)
+      }))
   /** The entry for `key`, or what `load` gives; `kept` says what of a loaded value to remember (nothing: undefined). */
   const lookup = <A, B, E, R>(key: string, load: Effect.Effect<A, E, R>, hit: (entry: B) => A, kept: (value: A) => B | undefined) =>
     Effect.suspend(() => {
-      // A transaction holds the connection (this fiber's, or another's between two statements): what it reads
-      // is its own snapshot, which may predate a commit made since. Load through the SqlClient, which waits
-      // for the connection or reads within this fiber's own transaction, and keep nothing.
-      if (db.inTransaction) return load
+      if (db.inTransaction) return inTransaction(key, load, hit, kept)
       const at = current()
-      if (entries.has(key)) return Effect.succeed(hit(entries.get(key) as B))
-      return Effect.tap(load, (value) =>
-        Effect.sync(() => {
-          const entry = kept(value)
-          if (entry !== undefined) remember(key, entry, at)
-        }))
+      return entries.has(key) ? Effect.succeed(hit(entries.get(key) as B)) : loadAndKeep(key, load, kept, at)
     })
   return {
     cachedValue: <A, E, R>(key: string, load: Effect.Effect<A, E, R>) =>
