@@ -46,11 +46,9 @@ const LEASE_MS = 30_000
 /**
  * The shortest pause after a round that drained what was due. Waking for every action of a steady stream
  * would pay a round's fixed cost (claim, rules, provider lookups, two transactions: ~15 statements) per
- * action; a short pause lets arrivals gather into one batch at a lateness no sender notices. At 5 ms a
- * stream of ~700 texts a second (what POST /messages sustains) was worked ~5 at a time and the rounds'
- * fixed cost was most of the dispatcher's CPU per text; 10 ms doubles the batch. 15 ms saved a little
- * more but pushed the steady 2,500/s stream's lateness p99 towards its 100 ms target (issue 14, see
- * docs/benchmarks.md).
+ * action; a short pause lets arrivals gather into one batch at a lateness no sender notices. Shorter, the
+ * rounds' fixed cost was most of the dispatcher's CPU per text at the rate POST /messages sustains;
+ * longer, the steady stream's lateness neared its target (measurements in docs/benchmarks.md).
  */
 export const MIN_PAUSE_MS = 10
 

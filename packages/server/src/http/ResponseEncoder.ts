@@ -5,8 +5,8 @@
  * and null, with their refinements checked. Compiled once per endpoint from
  * the schema's AST; for those it builds exactly what the schema's encoder
  * builds — each declared property in the schema's order, nothing undeclared —
- * in a plain walk, where the parser spends most of a read's encoding (a page
- * of 50 conversations, ~20% of its CPU) on its machinery. Anything it does not
+ * in a plain walk, where the parser spends most of a read's encoding (most of
+ * a conversations page's) on its machinery. Anything it does not
  * recognise in the schema disables it for the endpoint; anything unexpected in
  * a value makes it give up for that answer, and the schema's encoder runs and
  * returns the value or the precise error (as ActionRowReader does for rows).

@@ -2,11 +2,10 @@
  * The reads requests make most (an action by id, a page of actions or of
  * conversations), run straight on the embedded SQLite connection: a prepared
  * statement in one Effect step, where the SqlClient takes the connection's
- * permit and opens a span scope in about a hundred steps — most of a
- * GET /messages/{id} — and, through the permit's semaphore, resumes the
- * request in a later microtask, so that ten requests in flight interleave and
- * keep more alive at each garbage collection (a conversations page cost
- * about twice its CPU so).
+ * permit and opens a span scope in many steps — most of a GET /messages/{id}
+ * — and, through the permit's semaphore, resumes the request in a later
+ * microtask, so that requests in flight interleave and keep more alive at
+ * each garbage collection (docs/benchmarks.md).
  *
  * Straight only while no transaction holds the connection: better-sqlite3 is
  * synchronous, so the statement runs whole between two steps of other fibers

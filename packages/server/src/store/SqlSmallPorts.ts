@@ -45,8 +45,8 @@ const EventRow = Schema.Struct({
  */
 const sqliteAppend = (handle: SqliteHandle["Type"]) => {
   const insertEvent = handle.prepared("INSERT INTO events (id, org_id, type, timestamp, payload) VALUES (?, ?, ?, ?, ?)")
-  // The endpoints that want the type as an uncorrelated IN: SQLite sets a correlated EXISTS up on every run
-  // (~15 µs with no endpoint at all, as much as the event's insert); this form costs ~2.
+  // The endpoints that want the type as an uncorrelated IN: SQLite sets a correlated EXISTS up on every run,
+  // even with no endpoint at all, at the cost of the event's insert itself (docs/benchmarks.md).
   const insertDeliveries = handle.prepared(
     `INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
      SELECT ?, id, 0, ?, 'pending', ? FROM webhooks WHERE org_id = ? AND disabled_at IS NULL

@@ -4,9 +4,9 @@
  * are the library's), plus the connection itself as `SqliteHandle` for the
  * few reads on every request that are served from memory (SettingsCache) and
  * the hot fixed statements of the write path, which run as prepared
- * statements in one synchronous step each (issue 14: through the client each
- * statement costs ~50–100 µs of compilation, spans and scopes; the statement
- * itself a few).
+ * statements in one synchronous step each (through the client each statement
+ * pays compilation, a span and a scope, several times the statement itself;
+ * docs/benchmarks.md).
  *
  * Why not `@effect/sql-sqlite-node`: its connection keeps prepared statements
  * in an Effect `Cache` with a time to live, a clock read and a hash-map

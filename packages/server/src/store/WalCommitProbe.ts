@@ -2,7 +2,7 @@
  * Whether anything may have been committed to a WAL-mode SQLite database
  * since the last look — by this process or any other — for the price of one
  * 96-byte `pread`, where a statement costs a read transaction (two `fcntl`
- * locks on the shared-memory file, ~3 µs, and more right after a write).
+ * locks on the shared-memory file, and more right after a write).
  *
  * Every connection to the database shares the WAL index (the `-shm` file).
  * Its header is rewritten by every commit and every WAL reset (its change
