@@ -7,17 +7,17 @@
  * microtask, so that requests in flight interleave and keep more alive at
  * each garbage collection (docs/benchmarks.md).
  *
- * Straight only while no transaction holds the connection: better-sqlite3 is
- * synchronous, so the statement runs whole between two steps of other fibers
- * and reads committed data, as the SqlClient's would. During a transaction —
- * this fiber's own, or another's that may be between two of its statements —
- * the read goes through the SqlClient, which uses the transaction's
- * connection or waits for it. On Postgres it always does.
+ * It runs through `SqliteHandle.use`: at once while no transaction is open
+ * on the connection (better-sqlite3 is synchronous, so the statement runs
+ * whole between two steps of other fibers and reads committed data, as the
+ * SqlClient's would), within the fiber's own transaction, or once another
+ * fiber's transaction — which may be between two of its statements — has
+ * ended. On Postgres the SqlClient runs it.
  *
  * Statements are written with `?` placeholders, one per parameter, and no `?`
  * anywhere else; on Postgres they become `$1`, `$2`, ….
  */
-import { SqlClient, SqlError, type Statement } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqliteHandle } from "./SqliteDriver.js"
 
@@ -45,39 +45,30 @@ const numbered = (sql: string): string => {
 export const layer: Layer.Layer<DirectReads, never, SqlClient.SqlClient> = Layer.effect(
   DirectReads,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const handle = yield* Effect.serviceOption(SqliteHandle)
-    const dialectText = new Map<string, string>()
-    const throughClient = (text: string, params: ReadonlyArray<Param>) => {
-      let own = dialectText.get(text)
-      if (own === undefined) {
-        own = Option.isSome(handle) ? text : numbered(text)
-        dialectText.set(text, own)
+    if (Option.isSome(handle)) {
+      const { prepared, use } = handle.value
+      return {
+        values: (text, params) => use(() => prepared(text).values(...params)),
+        statement: (statement) =>
+          use(() => {
+            const [text, params] = statement.compile()
+            return prepared(text).values(...params)
+          })
       }
-      return sql.unsafe(own, params).values
     }
-    if (Option.isNone(handle)) return { values: throughClient, statement: (statement) => statement.values }
-    const { db, prepared } = handle.value
-    /** Straight on the connection, or through the client while a transaction holds it (decided when it runs). */
-    const straight = (
-      run: () => ReadonlyArray<ReadonlyArray<unknown>>,
-      otherwise: () => Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError.SqlError>
-    ) =>
-      Effect.suspend(() => {
-        if (db.inTransaction) return otherwise()
-        try {
-          return Effect.succeed(run())
-        } catch (cause) {
-          return Effect.fail(new SqlError.SqlError({ cause, message: "Failed to execute statement" }))
-        }
-      })
+    const sql = yield* SqlClient.SqlClient
+    const numberedText = new Map<string, string>()
     return {
-      values: (text, params) => straight(() => prepared(text).values(...params), () => throughClient(text, params)),
-      statement: (statement) =>
-        straight(() => {
-          const [text, params] = statement.compile()
-          return prepared(text).values(...params)
-        }, () => statement.values)
+      values: (text, params) => {
+        let own = numberedText.get(text)
+        if (own === undefined) {
+          own = numbered(text)
+          numberedText.set(text, own)
+        }
+        return sql.unsafe(own, params).values
+      },
+      statement: (statement) => statement.values
     }
   })
 )
