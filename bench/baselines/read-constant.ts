@@ -8,6 +8,7 @@
  * Config (JSON in argv[2]): { key, routes: { "<path>": "<body>" } }.
  */
 import { createServer } from "node:http"
+import { listen } from "./listen.js"
 
 interface Config {
   readonly key: string
@@ -32,13 +33,4 @@ const server = createServer((req, res) => {
   if (body === undefined) return send(res, 404, notFound)
   send(res, 200, body)
 })
-server.keepAliveTimeout = 5_000
-
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address()
-  process.stdout.write(`${JSON.stringify({ port: typeof address === "object" && address !== null ? address.port : 0 })}\n`)
-})
-process.on("SIGTERM", () => {
-  server.closeAllConnections()
-  server.close(() => process.exit(0))
-})
+listen(server)

@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto"
 import { createServer, type ServerResponse } from "node:http"
 import Database from "better-sqlite3"
+import { listen } from "./listen.js"
 
 interface Config {
   readonly dbFile: string
@@ -186,16 +187,4 @@ const server = createServer((req, res) => {
   }
   error(res, 404, "NOT_FOUND", "No such route.")
 })
-server.keepAliveTimeout = 5_000
-
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address()
-  process.stdout.write(`${JSON.stringify({ port: typeof address === "object" && address !== null ? address.port : 0 })}\n`)
-})
-process.on("SIGTERM", () => {
-  server.closeAllConnections()
-  server.close(() => {
-    db.close()
-    process.exit(0)
-  })
-})
+listen(server, () => db.close())

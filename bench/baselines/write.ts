@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto"
 import { createServer, type ServerResponse } from "node:http"
 import Database from "better-sqlite3"
+import { listen } from "./listen.js"
 
 interface Config {
   readonly key: string
@@ -115,16 +116,4 @@ const server = createServer((req, res) => {
     }
   })
 })
-server.keepAliveTimeout = 5_000
-
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address()
-  process.stdout.write(`${JSON.stringify({ port: typeof address === "object" && address !== null ? address.port : 0 })}\n`)
-})
-process.on("SIGTERM", () => {
-  server.closeAllConnections()
-  server.close(() => {
-    db.close()
-    process.exit(0)
-  })
-})
+listen(server, () => db.close())
