@@ -15,6 +15,7 @@ import { DatabaseLive } from "../src/store/Database.js"
 import * as DirectReads from "../src/store/DirectReads.js"
 import { ServerConfig } from "../src/config/ServerConfig.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
+import { storedAt, storedText } from "./support/actions.js"
 import { createTestDatabase, type TestDatabase } from "./support/store.js"
 
 const ORG = "org_store"
@@ -24,10 +25,9 @@ const OWNERS = [{ id: "crm_user_a", name: "A" }, { id: "crm_user_b", name: "B" }
 const TOTAL = 90
 
 const action = (i: number): ActionStore.NewAction => {
-  const at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString()
   const inbound = i % 5 === 4
-  return {
-    orgId: i % 17 === 0 ? "org_other" : ORG,
+  const at = storedAt(i)
+  return storedText(i % 17 === 0 ? "org_other" : ORG, i, {
     kind: i % 11 === 0 ? "ai_call" : "message",
     type: i % 11 === 0 ? "Call" : i % 7 === 0 ? "WhatsApp" : "SMS",
     direction: inbound ? "Inbound" : "Outbound",
@@ -36,27 +36,15 @@ const action = (i: number): ActionStore.NewAction => {
     line: LINES[i % 9 === 0 ? 2 : i % 3 === 0 ? 1 : 0],
     counterpart: COUNTERPARTS[i % COUNTERPARTS.length] ?? COUNTERPARTS[0],
     fromNumberSid: inbound ? null : "PN1",
-    body: `Message ${i}`,
-    botId: null,
-    mode: null,
-    purposeMessage: null,
-    templateId: null,
-    whatsAppContentSid: null,
     whatsAppContentVariables: i % 13 === 0 ? { "1": "Ada" } : null,
     read: inbound && i % 2 === 0 ? null : at,
-    at,
-    scheduledFor: null,
-    dueAt: Date.parse(at),
     owner: OWNERS[i % OWNERS.length] ?? null,
     record: i % 10 === 0 ? { module: "Leads", id: `lead_${i}`, name: `Lead ${i}` } : null,
     linkedRecords: i % 10 === 0 ? [{ module: "Leads", id: `lead_${i}`, name: `Lead ${i}` }] : [],
     sid: inbound ? `SM${i}` : null,
-    audioFileId: null,
-    errorMessage: null,
     sentBy: inbound ? null : "API key key_1",
-    modified: at,
     apiKeyId: inbound ? null : "key_1"
-  }
+  })
 }
 
 describe("conversation pages in the store", () => {

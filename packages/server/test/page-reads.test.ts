@@ -14,43 +14,12 @@ import { DatabaseLive } from "../src/store/Database.js"
 import * as DirectReads from "../src/store/DirectReads.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
 import { SqliteHandle } from "../src/store/SqliteDriver.js"
+import { storedText } from "./support/actions.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 
 const ORG = "org_pages"
 
-const message = (i: number): ActionStore.NewAction => {
-  const at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString()
-  return {
-    orgId: ORG,
-    kind: "message",
-    type: "SMS",
-    direction: "Outbound",
-    status: "Delivered",
-    line: "+14155550100",
-    counterpart: `+1503555${String(1000 + i)}`,
-    fromNumberSid: "PN1",
-    body: `Message ${i}`,
-    botId: null,
-    mode: null,
-    purposeMessage: null,
-    templateId: null,
-    whatsAppContentSid: null,
-    whatsAppContentVariables: null,
-    read: at,
-    at,
-    scheduledFor: null,
-    dueAt: Date.parse(at),
-    owner: null,
-    record: null,
-    linkedRecords: [],
-    sid: null,
-    audioFileId: null,
-    errorMessage: null,
-    sentBy: "API key key_1",
-    modified: at,
-    apiKeyId: "key_1"
-  }
-}
+const message = (i: number): ActionStore.NewAction => storedText(ORG, i)
 
 const page: ActionStore.ActionQuery = {
   orgId: ORG,
