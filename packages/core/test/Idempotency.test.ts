@@ -2,7 +2,7 @@
 // requests, released failures, retention on the TestClock, crashed
 // reservations and the Idempotency-Key header limit.
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, Ref, Schema, TestClock } from "effect"
+import { Deferred, Effect, Either, Fiber, Layer, Option, Ref, Schema, TestClock } from "effect"
 import {
   ActionStore,
   Actions,
@@ -10,7 +10,8 @@ import {
   type CreateMessageRequest,
   Idempotency,
   IdempotencyHeaders,
-  IdempotencyStore
+  IdempotencyStore,
+  UnitOfWork
 } from "../src/internal.js"
 import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
 
@@ -244,6 +245,77 @@ describe("requests in flight and failures", () => {
       expect(yield* run(request(), create)).toEqual({ value: { n: 1 }, replayed: false })
       expect(yield* Ref.get(runs)).toBe(1)
     }).pipe(Effect.provide(CoreTestLayer)))
+})
+
+/**
+ * The "record" exclusion (the embedded SQLite store's): no reservation before the work; the completed
+ * record is written in the work's unit of work, and a request that recorded the key meanwhile wins.
+ */
+describe("the record exclusion", () => {
+  const RecordLayer = Idempotency.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(IdempotencyStore.makeMemory("record"), UnitOfWork.layerMemory))
+  )
+  const claimOf = (req: Idempotency.IdempotentRequest, now: number): IdempotencyStore.ReserveRequest => ({
+    keyId: req.keyId,
+    idempotencyKey: req.idempotencyKey,
+    fingerprint: Idempotency.fingerprint(req),
+    now,
+    lockedUntil: now + Idempotency.LOCK_MS,
+    expiresAt: now + Idempotency.RETENTION_MS
+  })
+
+  it.effect("replays, refuses a changed payload, and frees a failed key, with no reservation", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(MONDAY_10_UTC)
+      const store = yield* IdempotencyStore.IdempotencyStore
+      const failing = Effect.fail("boom" as const)
+      expect(yield* Effect.flip(run(request(), failing))).toBe("boom")
+      expect(yield* store.find("key_1", "idem-1", MONDAY_10_UTC)).toEqual(Option.none())
+      const { runs, create } = yield* counter
+      expect(yield* run(request(), create)).toEqual({ value: { n: 1 }, replayed: false })
+      expect(yield* run(request(), create)).toEqual({ value: { n: 1 }, replayed: true })
+      expect((yield* Effect.flip(run(request({ payload: { x: 1 } }), create)))._tag).toBe("IdempotencyKeyReused")
+      yield* TestClock.adjust(Idempotency.RETENTION_MS)
+      expect(yield* run(request(), create)).toEqual({ value: { n: 2 }, replayed: false })
+      expect(yield* Ref.get(runs)).toBe(2)
+    }).pipe(Effect.provide(RecordLayer)))
+
+  it.effect("a request that recorded the key while this one worked wins: this one's result is dropped for its replay", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(MONDAY_10_UTC)
+      const store = yield* IdempotencyStore.IdempotencyStore
+      const req = request()
+      const racing = Effect.gen(function*() {
+        // Another process completes the same request between this one's find and its record.
+        expect(yield* store.record(claimOf(req, MONDAY_10_UTC), { status: 202, body: JSON.stringify({ n: 41 }) }))
+          .toBe(true)
+        return { n: 99 }
+      })
+      expect(yield* run(req, racing)).toEqual({ value: { n: 41 }, replayed: true })
+      // With a different payload the winner's key is a reuse, not a replay.
+      const other = request({ idempotencyKey: "idem-2" })
+      const racingOther = Effect.as(
+        store.record(claimOf(request({ idempotencyKey: "idem-2", payload: { other: 1 } }), MONDAY_10_UTC), {
+          status: 202,
+          body: JSON.stringify({ n: 5 })
+        }),
+        { n: 6 }
+      )
+      expect((yield* Effect.flip(run(other, racingOther)))._tag).toBe("IdempotencyKeyReused")
+    }).pipe(Effect.provide(RecordLayer)))
+
+  it.effect("a lapsed reservation left by the reservation exclusion is taken over; a live one is in flight", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(MONDAY_10_UTC)
+      const store = yield* IdempotencyStore.IdempotencyStore
+      const req = request()
+      expect((yield* store.reserve(claimOf(req, MONDAY_10_UTC)))._tag).toBe("Reserved")
+      const { runs, create } = yield* counter
+      expect((yield* Effect.flip(run(req, create)))._tag).toBe("ActionProcessing")
+      yield* TestClock.adjust(Idempotency.LOCK_MS)
+      expect(yield* run(req, create)).toEqual({ value: { n: 1 }, replayed: false })
+      expect(yield* Ref.get(runs)).toBe(1)
+    }).pipe(Effect.provide(RecordLayer)))
 })
 
 describe("retention", () => {

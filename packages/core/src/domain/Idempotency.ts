@@ -2,8 +2,9 @@
  * Idempotent creation, on Stripe's model.
  *
  * The fingerprint of a request is the SHA-256 of its method, path, canonical
- * body and API key. The first request with a key reserves it, runs, and stores
- * its status and body in the same unit of work as what it created; later
+ * body and API key. The first request with a key runs and stores its status
+ * and body in the same unit of work as what it created (after reserving the
+ * key, on stores whose writers run concurrently; see IdempotencyStore); later
  * requests with the same key and fingerprint replay that response. A different
  * payload under the same key is 400 IDEMPOTENCY_KEY_REUSED; a request that
  * arrives while the first is still running is 409 ACTION_PROCESSING.
@@ -13,9 +14,9 @@
  * mid-request leaves a reservation that lapses after LOCK_MS. Records are kept
  * at least 24 hours, and 24 hours past a scheduled action's time.
  */
-import { Clock, Context, Effect, Exit, Layer, Schema } from "effect"
+import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Schema } from "effect"
 import { ActionProcessing, IdempotencyKeyReused } from "../contract/Errors.js"
-import { IdempotencyStore } from "../ports/IdempotencyStore.js"
+import { type Holder, IdempotencyStore, type ReserveRequest, type StoredResponse } from "../ports/IdempotencyStore.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { canonicalJson } from "./Canonical.js"
@@ -75,62 +76,80 @@ const reused = () =>
     message: "This Idempotency-Key was already used with a different request; use a new key for a changed payload."
   })
 
+/** Another request recorded the key while this one worked ("record" exclusion): its work is rolled back. */
+class KeyTaken extends Data.TaggedError("KeyTaken") {}
+
+const processing = () =>
+  new ActionProcessing({
+    message: "A request with this Idempotency-Key is still being processed; retry it unchanged shortly."
+  })
+
 export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWork> = Layer.effect(
   Idempotency,
   Effect.gen(function*() {
     const store = yield* IdempotencyStore
     const unitOfWork = yield* UnitOfWork
-    return Idempotency.of({
-      run: <A, I, E, R>(
-        request: IdempotentRequest,
-        response: { readonly schema: Schema.Schema<A, I>; readonly status: number },
-        create: Effect.Effect<A, E, R>
-      ) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const print = fingerprint(request)
-          const expiresAt = Math.max(now, request.retainUntil ?? now) + RETENTION_MS
-          const reservation = yield* store.reserve({
-            keyId: request.keyId,
-            idempotencyKey: request.idempotencyKey,
-            fingerprint: print,
-            now,
-            lockedUntil: now + LOCK_MS,
-            expiresAt
-          })
-          switch (reservation._tag) {
-            case "Completed": {
-              if (reservation.fingerprint !== print) return yield* reused()
-              const value = yield* Schema.decode(storedAs(response.schema))(reservation.response.body).pipe(
-                Effect.orDie
-              )
-              return { value, replayed: true }
-            }
-            case "InFlight": {
-              if (reservation.fingerprint !== print) return yield* reused()
-              return yield* new ActionProcessing({
-                message: "A request with this Idempotency-Key is still being processed; retry it unchanged shortly."
-              })
-            }
-            case "Reserved": {
-              const encode = Schema.encode(storedAs(response.schema))
-              const value = yield* unitOfWork.atomically(
-                Effect.tap(create, (value) =>
-                  Effect.flatMap(
-                    Effect.orDie(encode(value)),
-                    (body) => store.complete(request.keyId, request.idempotencyKey, { status: response.status, body }, expiresAt)
-                  ))
-              ).pipe(
-                Effect.onExit((exit) =>
-                  Exit.isSuccess(exit)
-                    ? Effect.void
-                    : Effect.ignore(store.release(request.keyId, request.idempotencyKey))
-                )
-              )
-              return { value, replayed: false }
-            }
-          }
-        }).pipe(Effect.withSpan("Idempotency.run", { captureStackTrace: false }))
-    })
+
+    /** The answer to a request whose key is held: the stored response, reuse, or still in flight. */
+    const answer = <A, I>(held: Holder, print: string, schema: Schema.Schema<A, I>) =>
+      Effect.gen(function*() {
+        if (held.fingerprint !== print) return yield* reused()
+        if (held._tag === "InFlight") return yield* processing()
+        const value = yield* Schema.decode(storedAs(schema))(held.response.body).pipe(Effect.orDie)
+        return { value, replayed: true }
+      })
+
+    const run = <A, I, E, R>(
+      request: IdempotentRequest,
+      response: { readonly schema: Schema.Schema<A, I>; readonly status: number },
+      create: Effect.Effect<A, E, R>
+    ) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const print = fingerprint(request)
+        const expiresAt = Math.max(now, request.retainUntil ?? now) + RETENTION_MS
+        const claim: ReserveRequest = {
+          keyId: request.keyId,
+          idempotencyKey: request.idempotencyKey,
+          fingerprint: print,
+          now,
+          lockedUntil: now + LOCK_MS,
+          expiresAt
+        }
+        const encode = Schema.encode(storedAs(response.schema))
+        const stored = (value: A) =>
+          Effect.map(Effect.orDie(encode(value)), (body): StoredResponse => ({ status: response.status, body }))
+
+        if (store.exclusion === "record") {
+          const held = yield* store.find(request.keyId, request.idempotencyKey, now)
+          if (Option.isSome(held)) return yield* answer(held.value, print, response.schema)
+          const created = yield* unitOfWork.atomically(
+            Effect.tap(create, (value) =>
+              Effect.flatMap(stored(value), (body) =>
+                Effect.flatMap(store.record(claim, body), (recorded) => recorded ? Effect.void : new KeyTaken())))
+          ).pipe(Effect.either)
+          if (Either.isRight(created)) return { value: created.right, replayed: false }
+          if (!(created.left instanceof KeyTaken)) return yield* Effect.fail(created.left)
+          const winner = yield* store.find(request.keyId, request.idempotencyKey, now)
+          return yield* Option.isSome(winner) ? answer(winner.value, print, response.schema) : processing()
+        }
+
+        const reservation = yield* store.reserve(claim)
+        if (reservation._tag !== "Reserved") return yield* answer(reservation, print, response.schema)
+        const value = yield* unitOfWork.atomically(
+          Effect.tap(create, (value) =>
+            Effect.flatMap(
+              stored(value),
+              (body) => store.complete(request.keyId, request.idempotencyKey, body, expiresAt)
+            ))
+        ).pipe(
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit) ? Effect.void : Effect.ignore(store.release(request.keyId, request.idempotencyKey))
+          )
+        )
+        return { value, replayed: false }
+      }).pipe(Effect.withSpan("Idempotency.run", { captureStackTrace: false }))
+
+    return Idempotency.of({ run })
   })
 )

@@ -1,9 +1,20 @@
 /**
- * Port: idempotency records, one per (API key, Idempotency-Key). `reserve` is
- * the single atomic step that decides a race between identical requests; the
- * SQL layers do it with a unique constraint.
+ * Port: idempotency records, one per (API key, Idempotency-Key). A store
+ * decides a race between identical requests in one of two ways (`exclusion`),
+ * both resting on the record's unique key:
+ *
+ * - "reservation": `reserve` commits a claim before the work runs and
+ *   `complete` fills in the response inside the work's transaction; a second
+ *   request meanwhile is told the first is in flight. For stores whose write
+ *   transactions run concurrently (Postgres, several replicas): the claim is
+ *   what keeps the second request from running the work as well.
+ * - "record": `find` first, then the work and `record` in one transaction. For
+ *   stores that run write transactions one at a time (the embedded SQLite
+ *   store: one connection, one writer), where a claim committed on its own
+ *   would only cost a second commit per creation. A request that got in
+ *   between makes `record` refuse, and the work is rolled back.
  */
-import { Context, Effect, Layer, Ref } from "effect"
+import { Context, Effect, Layer, Option, Ref } from "effect"
 import type { StorageError } from "./StorageError.js"
 
 export interface StoredResponse {
@@ -27,7 +38,20 @@ export type Reservation =
   | { readonly _tag: "InFlight"; readonly fingerprint: string }
   | { readonly _tag: "Completed"; readonly fingerprint: string; readonly response: StoredResponse }
 
+/** What holds a key that cannot be taken: a request in flight, or a completed one and its response. */
+export type Holder = Exclude<Reservation, { readonly _tag: "Reserved" }>
+
+export type Exclusion = "reservation" | "record"
+
 export interface IdempotencyStoreService {
+  readonly exclusion: Exclusion
+  /** The live record under the key, if any: an expired record or a lapsed reservation counts as none. */
+  readonly find: (keyId: string, idempotencyKey: string, now: number) => Effect.Effect<Option.Option<Holder>, StorageError>
+  /**
+   * Writes the completed record (the "record" exclusion, inside the work's transaction). False when a
+   * live record holds the key already: the caller rolls its work back.
+   */
+  readonly record: (request: ReserveRequest, response: StoredResponse) => Effect.Effect<boolean, StorageError>
   readonly reserve: (request: ReserveRequest) => Effect.Effect<Reservation, StorageError>
   readonly complete: (
     keyId: string,
@@ -53,23 +77,39 @@ interface MemoryRecord {
   readonly response: StoredResponse | null
 }
 
-export const layerMemory: Layer.Layer<IdempotencyStore> = Layer.effect(
+const live = (existing: MemoryRecord | undefined, now: number): Holder | undefined =>
+  existing === undefined || existing.expiresAt <= now || (existing.response === null && existing.lockedUntil <= now)
+    ? undefined
+    : existing.response === null
+    ? { _tag: "InFlight", fingerprint: existing.fingerprint }
+    : { _tag: "Completed", fingerprint: existing.fingerprint, response: existing.response }
+
+/** The records in memory, deciding races by either exclusion (the core's tests run both). */
+export const makeMemory = (exclusion: Exclusion): Layer.Layer<IdempotencyStore> => Layer.effect(
   IdempotencyStore,
   Effect.gen(function*() {
     const records = yield* Ref.make(new Map<string, MemoryRecord>())
     const keyOf = (keyId: string, key: string) => `${keyId}\u0000${key}`
     return IdempotencyStore.of({
+      exclusion,
+      find: (keyId, key, now) => Effect.map(Ref.get(records), (m) => Option.fromNullable(live(m.get(keyOf(keyId, key)), now))),
+      record: (request, response) =>
+        Ref.modify(records, (m): [boolean, Map<string, MemoryRecord>] => {
+          const id = keyOf(request.keyId, request.idempotencyKey)
+          if (live(m.get(id), request.now) !== undefined) return [false, m]
+          const record: MemoryRecord = {
+            fingerprint: request.fingerprint,
+            lockedUntil: request.lockedUntil,
+            expiresAt: request.expiresAt,
+            response
+          }
+          return [true, new Map(m).set(id, record)]
+        }),
       reserve: (request) =>
         Ref.modify(records, (m): [Reservation, Map<string, MemoryRecord>] => {
           const id = keyOf(request.keyId, request.idempotencyKey)
-          const existing = m.get(id)
-          const taken = existing !== undefined && existing.expiresAt > request.now &&
-            (existing.response !== null || existing.lockedUntil > request.now)
-          if (existing !== undefined && taken) {
-            return existing.response === null
-              ? [{ _tag: "InFlight", fingerprint: existing.fingerprint }, m]
-              : [{ _tag: "Completed", fingerprint: existing.fingerprint, response: existing.response }, m]
-          }
+          const held = live(m.get(id), request.now)
+          if (held !== undefined) return [held, m]
           const record: MemoryRecord = {
             fingerprint: request.fingerprint,
             lockedUntil: request.lockedUntil,
@@ -101,3 +141,6 @@ export const layerMemory: Layer.Layer<IdempotencyStore> = Layer.effect(
     })
   })
 )
+
+/** The core's default: the memory unit of work runs nothing one at a time, so a claim comes first. */
+export const layerMemory: Layer.Layer<IdempotencyStore> = makeMemory("reservation")

@@ -1,10 +1,15 @@
 /**
- * Idempotency records in SQL. `reserve` is one conditional upsert: the
+ * Idempotency records in SQL. Claiming a key is one conditional upsert: the
  * primary key (api key, Idempotency-Key) decides a race between identical
  * requests on any number of processes; an expired record or a lapsed
  * in-flight reservation (its process died) is taken over in the same statement.
- * On the embedded SQLite store the same statements run prepared, each call in
- * one synchronous step (every creation runs `reserve` and `complete`).
+ *
+ * Postgres reserves the key in its own commit before the work (its replicas'
+ * transactions run concurrently). The embedded SQLite store runs one write
+ * transaction at a time, so there the completed record is written inside the
+ * creation's transaction ("record" exclusion): one commit per creation, not
+ * two, and a commit is most of a creation's cost (docs/benchmarks.md). Its
+ * statements run prepared, each call in one synchronous step.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { IdempotencyStore } from "@parley/core/domain"
@@ -23,13 +28,14 @@ const ATTEMPTS = 3
 
 const reservationOf = (
   existing: { readonly fingerprint: string; readonly status: number | null; readonly body: string | null }
-): IdempotencyStore.Reservation =>
+): IdempotencyStore.Holder =>
   existing.status === null || existing.body === null
     ? { _tag: "InFlight", fingerprint: existing.fingerprint }
     : { _tag: "Completed", fingerprint: existing.fingerprint, response: { status: existing.status, body: existing.body } }
 
-const UPSERT_SET = `fingerprint = excluded.fingerprint,
-  locked_until = excluded.locked_until, expires_at = excluded.expires_at, status = NULL, body = NULL`
+/** A claim (no response yet) and a completed record alike take over an expired or lapsed record. */
+const UPSERT_SET = `fingerprint = excluded.fingerprint, locked_until = excluded.locked_until,
+  expires_at = excluded.expires_at, status = excluded.status, body = excluded.body`
 
 /** The record as SQLite returns it, checked as `RecordRow` would decode it (SQLite integers are numbers). */
 const storedRecord = (row: unknown): typeof RecordRow.Type => {
@@ -41,15 +47,24 @@ const storedRecord = (row: unknown): typeof RecordRow.Type => {
   throw new Error(`unexpected idempotency record: ${JSON.stringify(row)}`)
 }
 
+/** An existing record yields to a new claim once expired, or once its in-flight reservation has lapsed. */
+const LAPSED = "idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)"
+
 const sqliteStore = (handle: SqliteHandle["Type"]): IdempotencyStore.IdempotencyStoreService => {
-  const claim = handle.prepared(`INSERT INTO idempotency_keys
-      (key_id, idempotency_key, fingerprint, locked_until, expires_at, status, body) VALUES (?, ?, ?, ?, ?, NULL, NULL)
+  const upsert = handle.prepared(`INSERT INTO idempotency_keys
+      (key_id, idempotency_key, fingerprint, locked_until, expires_at, status, body) VALUES (?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (key_id, idempotency_key) DO UPDATE SET ${UPSERT_SET}
-    WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)
+    WHERE ${LAPSED}
     RETURNING key_id`)
+  /** Writes the record unless a live one holds the key; true when written. */
+  const claim = (r: IdempotencyStore.ReserveRequest, response: IdempotencyStore.StoredResponse | null) =>
+    upsert.get(r.keyId, r.idempotencyKey, r.fingerprint, r.lockedUntil, r.expiresAt, response?.status ?? null,
+      response?.body ?? null, r.now, r.now) !== undefined
   const find = handle.prepared(
     "SELECT fingerprint, status, body FROM idempotency_keys WHERE key_id = ? AND idempotency_key = ?"
   )
+  const findLive = handle.prepared(`SELECT fingerprint, status, body FROM idempotency_keys
+    WHERE key_id = ? AND idempotency_key = ? AND NOT (${LAPSED})`)
   const complete = handle.prepared(
     "UPDATE idempotency_keys SET status = ?, body = ?, expires_at = ? WHERE key_id = ? AND idempotency_key = ?"
   )
@@ -58,11 +73,17 @@ const sqliteStore = (handle: SqliteHandle["Type"]): IdempotencyStore.Idempotency
   )
   const purge = handle.prepared("DELETE FROM idempotency_keys WHERE expires_at <= ?")
   return {
+    exclusion: "record",
+    find: (keyId, key, now) =>
+      storage("idempotency.find")(handle.use(() => {
+        const row = findLive.get(keyId, key, now, now)
+        return row === undefined ? Option.none() : Option.some(reservationOf(storedRecord(row)))
+      })),
+    record: (r, response) => storage("idempotency.record")(handle.use(() => claim(r, response))),
     reserve: (r) =>
       storage("idempotency.reserve")(handle.use((): IdempotencyStore.Reservation => {
         for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-          const won = claim.get(r.keyId, r.idempotencyKey, r.fingerprint, r.lockedUntil, r.expiresAt, r.now, r.now)
-          if (won !== undefined) return { _tag: "Reserved" }
+          if (claim(r, null)) return { _tag: "Reserved" }
           const existing = find.get(r.keyId, r.idempotencyKey)
           if (existing !== undefined) return reservationOf(storedRecord(existing))
         }
@@ -94,7 +115,8 @@ export const layer = Layer.effect(
             WHERE key_id = ${keyId} AND idempotency_key = ${key}`
     })
 
-    const tryReserve = (r: IdempotencyStore.ReserveRequest) =>
+    /** Writes the record unless a live one holds the key; true when written. */
+    const claim = (r: IdempotencyStore.ReserveRequest, response: IdempotencyStore.StoredResponse | null) =>
       Effect.map(
         sql`INSERT INTO idempotency_keys ${
           sql.insert({
@@ -103,8 +125,8 @@ export const layer = Layer.effect(
             fingerprint: r.fingerprint,
             locked_until: r.lockedUntil,
             expires_at: r.expiresAt,
-            status: null,
-            body: null
+            status: response?.status ?? null,
+            body: response?.body ?? null
           })
         }
         ON CONFLICT (key_id, idempotency_key) DO UPDATE SET ${sql.literal(UPSERT_SET)}
@@ -117,7 +139,7 @@ export const layer = Layer.effect(
     const reserve = (r: IdempotencyStore.ReserveRequest) =>
       Effect.gen(function*() {
         for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-          if (yield* tryReserve(r)) return { _tag: "Reserved" } satisfies IdempotencyStore.Reservation
+          if (yield* claim(r, null)) return { _tag: "Reserved" } satisfies IdempotencyStore.Reservation
           const existing = yield* find({ keyId: r.keyId, key: r.idempotencyKey })
           if (Option.isSome(existing)) return reservationOf(existing.value)
         }
@@ -125,7 +147,20 @@ export const layer = Layer.effect(
         return contended
       })
 
+    const findLive = SqlSchema.findOne({
+      Request: Schema.Struct({ keyId: Schema.String, key: Schema.String, now: Schema.Number }),
+      Result: RecordRow,
+      execute: ({ key, keyId, now }) =>
+        sql`SELECT fingerprint, status, body FROM idempotency_keys
+            WHERE key_id = ${keyId} AND idempotency_key = ${key}
+              AND NOT (expires_at <= ${now} OR (status IS NULL AND locked_until <= ${now}))`
+    })
+
     return IdempotencyStore.IdempotencyStore.of({
+      exclusion: "reservation",
+      find: (keyId, key, now) =>
+        storage("idempotency.find")(Effect.map(findLive({ keyId, key, now }), Option.map(reservationOf))),
+      record: (r, response) => storage("idempotency.record")(claim(r, response)),
       reserve: (r) => storage("idempotency.reserve")(reserve(r)),
       complete: (keyId, key, response, expiresAt) =>
         storage("idempotency.complete")(

@@ -35,6 +35,12 @@ export class SqliteHandle extends Context.Tag("@parley/server/SqliteHandle")<Sql
    * reads run none, an accepted message runs a fixed few).
    */
   readonly statements: () => number
+  /**
+   * Write transactions committed so far: each COMMIT of `withTransaction`, and each statement that wrote
+   * outside a transaction (its own). A commit is the dearest step of a write (the tests' guard: one per
+   * accepted message).
+   */
+  readonly commits: () => number
   /** A fixed statement of the repositories, prepared on first use and kept. Run it inside `use`. */
   readonly prepared: (sql: string) => PreparedStatement
   /**
@@ -78,16 +84,21 @@ const allValues = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>) 
   }
 }
 
+/** Counts statements, and the commits of statements that write outside a transaction. */
+interface Counter {
+  readonly statement: (statement: Sqlite.Statement) => void
+}
+
 const makeConnection = (
   db: Sqlite.Database,
   prepare: (sql: string) => Sqlite.Statement,
-  count: () => void
+  count: Counter
 ): SqlConnection.Connection => {
   const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean, unprepared = false) =>
     Effect.try({
       try: (): ReadonlyArray<any> => {
-        count()
         const statement = unprepared ? db.prepare(sql) : prepare(sql)
+        count.statement(statement)
         if (statement.reader) return statement.all(...params)
         const result = statement.run(...params)
         return raw ? result as unknown as ReadonlyArray<any> : []
@@ -101,8 +112,8 @@ const makeConnection = (
     executeValues: (sql, params) =>
       Effect.try({
         try: () => {
-          count()
           const statement = prepare(sql)
+          count.statement(statement)
           if (!statement.reader) {
             statement.run(...params)
             return []
@@ -127,10 +138,15 @@ const make = (filename: string) =>
     )
     db.pragma("journal_mode = WAL")
     let statements = 0
+    let commits = 0
+    const counter: Counter = {
+      statement: (statement) => {
+        statements++
+        if (!statement.readonly && !db.inTransaction) commits++
+      }
+    }
     const prepare = preparer(db)
-    const connection = makeConnection(db, prepare, () => {
-      statements++
-    })
+    const connection = makeConnection(db, prepare, counter)
     // One connection: statements take turns, and a transaction holds it from BEGIN to COMMIT.
     const semaphore = yield* Effect.makeSemaphore(1)
     const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
@@ -149,24 +165,19 @@ const make = (filename: string) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const prepared = (sql: string): PreparedStatement => ({
-      run: (...params) => {
-        statements++
-        return prepare(sql).run(...params)
-      },
-      get: (...params) => {
-        statements++
-        return prepare(sql).get(...params)
-      },
-      all: (...params) => {
-        statements++
-        return prepare(sql).all(...params)
-      },
-      values: (...params) => {
-        statements++
-        return allValues(prepare(sql), params)
+    const prepared = (sql: string): PreparedStatement => {
+      const counted = () => {
+        const statement = prepare(sql)
+        counter.statement(statement)
+        return statement
       }
-    })
+      return {
+        run: (...params) => counted().run(...params),
+        get: (...params) => counted().get(...params),
+        all: (...params) => counted().all(...params),
+        values: (...params) => allValues(counted(), params)
+      }
+    }
     const attempt = <A>(work: () => A) =>
       Effect.try({ try: work, catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" }) })
     const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
@@ -186,6 +197,7 @@ const make = (filename: string) =>
         if (Exit.isFailure(exit)) return void rollback.run()
         try {
           commit.run()
+          commits++
         } catch (error) {
           // A failed COMMIT can leave the transaction open; never leave it to the next statement.
           if (db.inTransaction) rollback.run()
@@ -206,7 +218,14 @@ const make = (filename: string) =>
             )
           )))
     return Context.make(SqlClient.SqlClient, client).pipe(
-      Context.add(SqliteHandle, { db, statements: () => statements, prepared, use, withTransaction })
+      Context.add(SqliteHandle, {
+        db,
+        statements: () => statements,
+        commits: () => commits,
+        prepared,
+        use,
+        withTransaction
+      })
     )
   })
 
