@@ -2,8 +2,8 @@
  * Read-path baseline: a raw `node:http` + `better-sqlite3` server doing, by
  * hand, the work of Parley's GET /api/v1/numbers and GET /api/v1/messages/{id}
  * on a copy of the same database:
- * - the Bearer key: its SHA-256 looked up by the unique index, with its
- *   organisation and CRM connection in the same statement, then revoked,
+ * - the Bearer key (keys.ts): its SHA-256 looked up by the unique index, with
+ *   its organisation and CRM connection in the same statement, then revoked,
  *   expired, subscription, pilot gate, connection and seat checked;
  * - the resource: one indexed read (the organisation's numbers, narrowed to
  *   the key's; the message by id within the organisation and the key's
@@ -14,27 +14,13 @@
  *
  * Config (JSON in argv[2]): { dbFile }.
  */
-import { createHash } from "node:crypto"
 import { createServer, type ServerResponse } from "node:http"
 import Database from "better-sqlite3"
+import { isRefusal, keyChecker } from "./keys.js"
 import { listen } from "./listen.js"
 
 interface Config {
   readonly dbFile: string
-}
-
-interface KeyRow {
-  readonly id: string
-  readonly org_id: string
-  readonly revoked_at: string | null
-  readonly expires_at: string | null
-  readonly number_sids: string
-  readonly subscription_active: number | null
-  readonly pilot_open: number | null
-  readonly seat_active: number | null
-  readonly state: string | null
-  readonly account_id: string | null
-  readonly permissions: string | null
 }
 
 interface NumberRow {
@@ -85,10 +71,7 @@ const db = new Database(config.dbFile)
 db.pragma("journal_mode = WAL")
 db.pragma("busy_timeout = 5000")
 
-const keyByHash = db.prepare(`SELECT k.id, k.org_id, k.revoked_at, k.expires_at, k.number_sids,
-    o.subscription_active, o.pilot_open, o.seat_active, c.state, c.account_id, c.permissions
-  FROM api_keys k LEFT JOIN organisations o ON o.id = k.org_id LEFT JOIN crm_connections c ON c.org_id = k.org_id
-  WHERE k.hash = ?`)
+const checkKey = keyChecker(db)
 const numbersOf = db.prepare(`SELECT sid, phone_number, friendly_name, sms, voice, whatsapp, voice_outbound_bot_id
   FROM numbers WHERE org_id = ? ORDER BY sid`)
 const messageById = db.prepare("SELECT * FROM actions WHERE id = ? AND org_id = ? AND kind = 'message'")
@@ -158,18 +141,8 @@ const MESSAGE_PATH = /^\/api\/v1\/messages\/(\d+)$/
 
 const server = createServer((req, res) => {
   if (req.url === "/healthz") return send(res, 200, "{\"status\":\"ok\"}")
-  const authorization = req.headers.authorization
-  if (authorization === undefined || !authorization.startsWith("Bearer ")) {
-    return error(res, 401, "UNAUTHORIZED", "Missing API key.")
-  }
-  const hash = createHash("sha256").update(authorization.slice(7)).digest("hex")
-  const key = keyByHash.get(hash) as KeyRow | undefined
-  if (key === undefined || key.revoked_at !== null || (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now())) {
-    return error(res, 401, "UNAUTHORIZED", "The API key is not valid.")
-  }
-  if (key.subscription_active !== 1 || key.pilot_open !== 1 || key.state !== "connected" || key.seat_active !== 1) {
-    return error(res, 403, "FORBIDDEN", "The organisation may not use the API now.")
-  }
+  const key = checkKey(req.headers.authorization)
+  if (isRefusal(key)) return error(res, key.status, key.code, key.message)
   const restriction = JSON.parse(key.number_sids) as ReadonlyArray<string>
   if (req.method === "GET" && req.url === "/api/v1/numbers") {
     return send(res, 200, numbersBody(numbersOf.all(key.org_id) as ReadonlyArray<NumberRow>, restriction))

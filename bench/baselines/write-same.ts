@@ -4,9 +4,10 @@
  * on a copy of the same database (same schema, indexes and triggers), and a dispatch loop that takes
  * each accepted message through the same steps Parley's dispatcher does with the simulated carrier:
  *
- * - accept: the idempotency lookup, then in one transaction the action row, its `message.queued`
- *   event (the same payload), its webhook deliveries and the completed idempotency record; 202 with
- *   the same body.
+ * - accept: the API key checked against the store, nothing cached (keys.ts, as the read baseline);
+ *   the idempotency lookup; then in one transaction the sending number checked (the organisation's,
+ *   allowed to the key, able to text), the action row, its `message.queued` event (the same payload),
+ *   its webhook deliveries and the completed idempotency record; 202 with the same body.
  * - dispatch (a loop paced as Parley's: a full batch at once, otherwise a pause until the next action
  *   is due, 10–50 ms): lease a batch of due actions (500 at most), charge it (status Sending, the allowance decremented) in one transaction, read the
  *   provider account and earlier submissions, record the batch's sends with the simulated carrier (one
@@ -16,13 +17,14 @@
  *   for Parley).
  *
  * What it leaves out is what a hand-written server would not have: no schema, no routing table, no
- * error shape beyond one line, no logging, a constant-time key comparison against one key instead of
- * the key store. Its rate is the ceiling the write row's ratio is measured against.
+ * error shape beyond one line, no logging, no rate limit, no cache. Its rate is the ceiling the write
+ * row's ratio is measured against.
  *
  * Config (JSON in argv[2]): { key, keyId, orgId, dbFile, lines: { "<sid>": "<phone>" }, ownerId, ownerName, simStepMs }.
  */
 import { randomBytes } from "node:crypto"
 import { listen } from "./listen.js"
+import { isRefusal, keyChecker, type KeyRow, type Refusal } from "./keys.js"
 import { error, messagesServer, type NewMessage, send } from "./messages.js"
 import { actionRow, INSERT_ACTION, openDatabase, readConfig } from "./store.js"
 
@@ -162,7 +164,15 @@ const messagePayload = (type: string, timestamp: string, a: ActionRow, status: s
 
 const eventId = () => `evt_${randomBytes(16).toString("base64url").slice(0, 22)}`
 
-const accept = db.transaction((message: NewMessage, idempotencyKey: string, fingerprint: string, now: number) => {
+const numberOf = db.prepare("SELECT sid, phone_number, sms FROM numbers WHERE org_id = ? AND sid = ?")
+
+/** The message's number, checked (the organisation's, allowed to the key, able to text), then the writes. */
+const accept = db.transaction((key: KeyRow, message: NewMessage, idempotencyKey: string, fingerprint: string, now: number): string | Refusal => {
+  const number = numberOf.get(key.org_id, message.fromNumberSid) as { sid: string; phone_number: string; sms: number } | undefined
+  const restriction = JSON.parse(key.number_sids) as ReadonlyArray<string>
+  if (number === undefined || number.sms !== 1 || (restriction.length > 0 && !restriction.includes(number.sid))) {
+    return { status: 400, code: "INVALID_REQUEST", message: "fromNumberSid: not a number this key may text from." }
+  }
   const row = actionRow(config, message, now)
   const at = row.at
   const { id } = insertAction.get(row) as { id: number }
@@ -254,7 +264,8 @@ const deliveries = setInterval(() => {
   leasedDeliveries.all(deliveryOwner, now)
 }, 100)
 
-const server = messagesServer(config.key, config.keyId, (message, idempotencyKey, fingerprint, res) => {
+const checkKey = keyChecker(db)
+const server = messagesServer(config.keyId, checkKey, isRefusal, (key, message, idempotencyKey, fingerprint, res) => {
   const now = Date.now()
   const existing = findKey.get(config.keyId, idempotencyKey, now, now) as
     | { fingerprint: string; status: number | null; body: string | null }
@@ -266,7 +277,9 @@ const server = messagesServer(config.key, config.keyId, (message, idempotencyKey
     return send(res, existing.status ?? 202, existing.body)
   }
   try {
-    send(res, 202, accept(message, idempotencyKey, fingerprint, now))
+    const answer = accept(key, message, idempotencyKey, fingerprint, now)
+    if (typeof answer === "string") send(res, 202, answer)
+    else error(res, answer.status, answer.code, answer.message)
   } catch (cause) {
     error(res, 500, "INTERNAL", String(cause))
   }

@@ -4,14 +4,16 @@
  * set Parley writes, Queued and due now) and one idempotency row (stored
  * response included) in one transaction — on a copy of the same database,
  * with the same durability settings (WAL, synchronous=NORMAL), answering 202
- * with the same JSON shape. It checks the Bearer key and the Idempotency-Key
- * header, parses the body and fingerprints it (messages.ts), and nothing else.
+ * with the same JSON shape. It compares the Bearer key with the one it was
+ * given, checks the Idempotency-Key header, parses the body and fingerprints it
+ * (messages.ts), and nothing else.
  * Kept as a reference row: the inserts alone, no event and no dispatch.
  *
  * Config (JSON in argv[2]): { key, keyId, orgId, dbFile, lines: { "<sid>": "<phone>" }, ownerId, ownerName }.
  */
 import { listen } from "./listen.js"
-import { error, messagesServer, type NewMessage, send } from "./messages.js"
+import type { Refusal } from "./keys.js"
+import { error, messagesServer, type NewMessage, oneKey, send } from "./messages.js"
 import { actionRow, INSERT_ACTION, openDatabase, readConfig } from "./store.js"
 
 const config = readConfig()
@@ -31,7 +33,9 @@ const accept = db.transaction((message: NewMessage, idempotencyKey: string, fing
   return response
 })
 
-const server = messagesServer(config.key, config.keyId, (message, idempotencyKey, fingerprint, res) => {
+const authenticate = oneKey(config.key)
+const refused = (checked: true | Refusal): checked is Refusal => checked !== true
+const server = messagesServer(config.keyId, authenticate, refused, (_caller, message, idempotencyKey, fingerprint, res) => {
   try {
     send(res, 202, accept(message, idempotencyKey, fingerprint, Date.now()))
   } catch (cause) {

@@ -147,6 +147,33 @@ describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
     expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
   })
 
+  it("serves a warm entry inside a transaction that has written nothing without reading the version", async () => {
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+    const counted = await runtime.runPromise(Effect.gen(function*() {
+      const handle = yield* SqliteHandle
+      const store = yield* ApiKeyStore.ApiKeyStore
+      return yield* handle.withTransaction(Effect.gen(function*() {
+        const before = handle.statements()
+        const name = Option.map(yield* store.findByHash(HASH), (k) => k.name)
+        return { name, statements: handle.statements() - before }
+      }))
+    }))
+    expect(counted).toEqual({ name: Option.some("cached"), statements: 0 })
+  })
+
+  it("sees inside a transaction a change committed by another connection since the last look", async () => {
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+    other.prepare("UPDATE api_keys SET name = 'renamed' WHERE id = 'key_cache'").run()
+    const inside = await runtime.runPromise(Effect.gen(function*() {
+      const handle = yield* SqliteHandle
+      const store = yield* ApiKeyStore.ApiKeyStore
+      return yield* handle.withTransaction(Effect.map(store.findByHash(HASH), Option.map((k) => k.name)))
+    }))
+    expect(inside).toEqual(Option.some("renamed"))
+    other.prepare("UPDATE api_keys SET name = 'cached' WHERE id = 'key_cache'").run()
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+  })
+
   it("keeps serving from memory across an update that changes nothing (an unlimited allowance taken)", async () => {
     await key()
     const before = await statements()

@@ -47,18 +47,21 @@ export const layer: Layer.Layer<SettingsCache> = Layer.scoped(
           Effect.sync(() => WalCommitProbe.open(handle.value.db.name)),
           (probe) => Effect.sync(probe.close)
         ),
-        (probe) => cache(handle.value.db, probe)
+        (probe) => cache(handle.value, probe)
       ))
 )
 
-const cache = (db: SqliteHandle["Type"]["db"], probe: WalCommitProbe.WalCommitProbe): SettingsCacheService => {
-  const version = db.prepare("SELECT value FROM settings_version WHERE id = 1").pluck()
+const cache = (handle: SqliteHandle["Type"], probe: WalCommitProbe.WalCommitProbe): SettingsCacheService => {
+  const db = handle.db
+  // Through `prepared`, so that the statement guards count the version reads too.
+  const versionStatement = handle.prepared("SELECT value FROM settings_version WHERE id = 1")
+  const version = (): unknown => (versionStatement.get() as { readonly value: unknown } | undefined)?.value
   const entries = new Map<string, unknown>()
   let seen: unknown = undefined
   /** The current version: read only when something was committed since the last look. */
   const current = (): unknown => {
     if (!probe.mayHaveChanged()) return seen
-    const now = version.get()
+    const now = version()
     if (now !== seen) {
       entries.clear()
       seen = now
@@ -77,7 +80,9 @@ const cache = (db: SqliteHandle["Type"]["db"], probe: WalCommitProbe.WalCommitPr
    * is loaded through the SqlClient, which waits for the transaction to end. This fiber's own: the cache
    * serves it as usual if the transaction sees the version the entries were kept under — then it has changed
    * no settings, and what it loads is committed state; otherwise (it changed some, and may yet roll back) the
-   * value is loaded within it and not kept.
+   * value is loaded within it and not kept. A transaction that has written nothing yet, begun after the
+   * last look (every look is made outside a transaction) with nothing committed since, sees exactly that
+   * version without reading it: the creation of a message looks its number up so, first in its transaction.
    */
   const inTransaction = <A, B, E, R>(
     key: string,
@@ -86,7 +91,9 @@ const cache = (db: SqliteHandle["Type"]["db"], probe: WalCommitProbe.WalCommitPr
     kept: (value: A) => B | undefined
   ) =>
     Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (own) => {
-      if (Option.isNone(own) || version.get() !== seen) return load
+      if (Option.isNone(own)) return load
+      const sameVersion = (!handle.writtenInTransaction() && !probe.peek()) || version() === seen
+      if (!sameVersion) return load
       return entries.has(key) ? Effect.succeed(hit(entries.get(key) as B)) : loadAndKeep(key, load, kept, seen)
     })
   const loadAndKeep = <A, B, E, R>(key: string, load: Effect.Effect<A, E, R>, kept: (value: A) => B | undefined, at: unknown) =>

@@ -22,10 +22,12 @@ const HEADER_BYTES = 48
 export interface WalCommitProbe {
   /** False only when nothing has been committed since the last call that answered true. */
   readonly mayHaveChanged: () => boolean
+  /** The same question without taking the answer as seen: the next `mayHaveChanged` still says so. */
+  readonly peek: () => boolean
   readonly close: () => void
 }
 
-const always: WalCommitProbe = { mayHaveChanged: () => true, close: () => {} }
+const always: WalCommitProbe = { mayHaveChanged: () => true, peek: () => true, close: () => {} }
 
 export const open = (databaseFile: string): WalCommitProbe => {
   let fd: number
@@ -39,19 +41,27 @@ export const open = (databaseFile: string): WalCommitProbe => {
   const second = both.subarray(HEADER_BYTES)
   const last = Buffer.alloc(HEADER_BYTES)
   let known = false
+  /** Reads the header: "same" as last seen, "new" (consistent, another), or "unknown" (torn, unreadable). */
+  const look = (): "same" | "new" | "unknown" => {
+    try {
+      if (readSync(fd, both, 0, both.length, 0) !== both.length) return "unknown"
+    } catch {
+      return "unknown"
+    }
+    if (!first.equals(second)) return "unknown"
+    return known && first.equals(last) ? "same" : "new"
+  }
   return {
     mayHaveChanged: () => {
-      try {
-        if (readSync(fd, both, 0, both.length, 0) !== both.length) return true
-      } catch {
-        return true
+      const seen = look()
+      if (seen === "same") return false
+      if (seen === "new") {
+        first.copy(last)
+        known = true
       }
-      if (!first.equals(second)) return true
-      if (known && first.equals(last)) return false
-      first.copy(last)
-      known = true
       return true
     },
+    peek: () => look() !== "same",
     close: () => closeSync(fd)
   }
 }
