@@ -19,6 +19,7 @@ import {
   BENCH_SERVER_ENV,
   BENCH_SIM_STEP_MS,
   buildServer,
+  flushDisk,
   ParleyServer,
   parleyCliJson,
   ROOT,
@@ -240,25 +241,26 @@ const apiScenarios = async (): Promise<{ demo: DemoSummary; org: OrgContext; tem
   await measure("replay", "replay: POST /messages, same key", "parley", server,
     loadSpec(server, { method: "POST", path: "/api/v1/messages", headers: replayHeaders, body: messageBody }))
 
-  // 2. Write path: the raw SQLite baselines first (each on its own copy of the database), then Parley. The
-  // target is against the same statements by hand, dispatch included (write-same.ts); the two inserts alone
-  // (write.ts) are printed for reference.
-  for (const [id, script, name] of [
-    ["write.baseline", "write-same.ts", "baseline: node:http + better-sqlite3, the same statements and dispatch by hand"],
-    ["write.inserts", "write.ts", "reference: node:http + better-sqlite3, two inserts (no event, no dispatch)"]
-  ] as const) {
+  // 2. Write path: the raw SQLite baseline (on its own copy of the database), Parley, then the reference.
+  // The target is against the same statements by hand, dispatch included (write-same.ts); the two inserts
+  // alone (write.ts) are printed for reference. Each row starts once the disk has taken the previous
+  // row's writes (`sync`), so that no row pays for another's write-back.
+  const writeLoad = (target: LoadTarget) =>
+    loadSpec(target, { method: "POST", path: "/api/v1/messages", headers: auth, body: messageBody, uniqueIdempotencyKey: true })
+  const writeBaseline = async (id: string, script: string, name: string) => {
     const writeDb = snapshot(templateDir, dataDir(id))
     const write = await BaselineServer.start(script, writeBaselineConfig(key, org, writeDb))
     try {
-      await measure(id, name, "baseline", write,
-        loadSpec(write, { method: "POST", path: "/api/v1/messages", headers: auth, body: messageBody, uniqueIdempotencyKey: true }))
+      flushDisk()
+      await measure(id, name, "baseline", write, writeLoad(write))
     } finally {
       await write.stop()
     }
   }
-  const writeRow = await measure("write", "write: POST /messages, unique keys", "parley", server,
-    loadSpec(server, { method: "POST", path: "/api/v1/messages", headers: auth, body: messageBody, uniqueIdempotencyKey: true }),
-    "write.baseline")
+  await writeBaseline("write.baseline", "write-same.ts", "baseline: node:http + better-sqlite3, the same statements and dispatch by hand")
+  flushDisk()
+  const writeRow = await measure("write", "write: POST /messages, unique keys", "parley", server, writeLoad(server), "write.baseline")
+  await writeBaseline("write.inserts", "write.ts", "reference: node:http + better-sqlite3, two inserts (no event, no dispatch)")
 
   // Every 202 must have left an action and a completed idempotency record.
   const db = new Database(join(mainDir, DB_FILE), { readonly: true })

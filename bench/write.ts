@@ -19,7 +19,7 @@ import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import Database from "better-sqlite3"
 import { type DemoSummary, orgContext } from "./lib/demo.js"
-import { BaselineServer, BENCH_SERVER_ENV, buildServer, cpuSeconds, ParleyServer, parleyCliJson, runLoad, sleep } from "./lib/processes.js"
+import { BaselineServer, BENCH_SERVER_ENV, buildServer, cpuSeconds, flushDisk, ParleyServer, parleyCliJson, runLoad, sleep } from "./lib/processes.js"
 import { DB_FILE, snapshot, unlimitedTexts } from "./lib/seed.js"
 import { writeBaselineConfig } from "./lib/writeBaseline.js"
 
@@ -123,6 +123,7 @@ const main = async () => {
     file: string,
     server: { readonly pid: number; readonly baseUrl: string; readonly stop: () => Promise<unknown> }
   ) => {
+    flushDisk()
     const window = cpuWindow(server.pid)
     const result = await runLoad(load(server.baseUrl), window.start)
     const cpuEach = window.microsEach(result.rps)

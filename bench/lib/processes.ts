@@ -2,7 +2,7 @@
  * Child processes: the real Parley server, the baselines, the load generator,
  * and the RSS sampler that watches whichever server is under load.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
 import { createWriteStream, readFileSync, type WriteStream } from "node:fs"
 import { createServer } from "node:net"
 import { dirname, join } from "node:path"
@@ -68,6 +68,15 @@ export const freePort = () =>
       server.close(() => resolve(port))
     })
   })
+
+/** Waits until the kernel has written every dirty page to disk (`sync`; skipped where there is none). */
+export const flushDisk = () => {
+  try {
+    execFileSync("sync", { stdio: "ignore", timeout: 60_000 })
+  } catch {
+    // No `sync` on this system: the rows then share the disk's write-back as they come.
+  }
+}
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
