@@ -38,6 +38,12 @@ const counter = Effect.map(Ref.make(0), (runs) => ({
   create: Ref.updateAndGet(runs, (n) => n + 1).pipe(Effect.map((n) => ({ n })))
 }))
 
+/** The store, as the exclusion the test expects it to use. */
+const reservingStore = Effect.flatMap(IdempotencyStore.IdempotencyStore, (store) =>
+  store.exclusion === "reservation" ? Effect.succeed(store) : Effect.dieMessage("expected the reservation exclusion"))
+const recordingStore = Effect.flatMap(IdempotencyStore.IdempotencyStore, (store) =>
+  store.exclusion === "record" ? Effect.succeed(store) : Effect.dieMessage("expected the record exclusion"))
+
 /** The CRM actions of the demo organisation. */
 const crmActions = Effect.flatMap(ActionStore.ActionStore, (store) =>
   store.queryActions({
@@ -204,7 +210,7 @@ describe("requests in flight and failures", () => {
   it.effect("a crashed in-flight reservation blocks the key until LOCK_MS, then is taken over", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC)
-      const store = yield* IdempotencyStore.IdempotencyStore
+      const store = yield* reservingStore
       const req = request()
       // A process reserved the key and died before completing or releasing it.
       const reserved = yield* store.reserve({
@@ -267,7 +273,7 @@ describe("the record exclusion", () => {
   it.effect("replays, refuses a changed payload, and frees a failed key, with no reservation", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC)
-      const store = yield* IdempotencyStore.IdempotencyStore
+      const store = yield* recordingStore
       const failing = Effect.fail("boom" as const)
       expect(yield* Effect.flip(run(request(), failing))).toBe("boom")
       expect(yield* store.find("key_1", "idem-1", MONDAY_10_UTC)).toEqual(Option.none())
@@ -283,7 +289,7 @@ describe("the record exclusion", () => {
   it.effect("a request that recorded the key while this one worked wins: this one's result is dropped for its replay", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC)
-      const store = yield* IdempotencyStore.IdempotencyStore
+      const store = yield* recordingStore
       const req = request()
       const racing = Effect.gen(function*() {
         // Another process completes the same request between this one's find and its record.
@@ -304,17 +310,16 @@ describe("the record exclusion", () => {
       expect((yield* Effect.flip(run(other, racingOther)))._tag).toBe("IdempotencyKeyReused")
     }).pipe(Effect.provide(RecordLayer)))
 
-  it.effect("a lapsed reservation left by the reservation exclusion is taken over; a live one is in flight", () =>
+  it.effect("retention is exact: replayed 1 ms before it ends, free when it has", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC)
-      const store = yield* IdempotencyStore.IdempotencyStore
-      const req = request()
-      expect((yield* store.reserve(claimOf(req, MONDAY_10_UTC)))._tag).toBe("Reserved")
       const { runs, create } = yield* counter
-      expect((yield* Effect.flip(run(req, create)))._tag).toBe("ActionProcessing")
-      yield* TestClock.adjust(Idempotency.LOCK_MS)
-      expect(yield* run(req, create)).toEqual({ value: { n: 1 }, replayed: false })
-      expect(yield* Ref.get(runs)).toBe(1)
+      yield* run(request({ retainUntil: MONDAY_10_UTC + HOUR }), create)
+      yield* TestClock.adjust(HOUR + Idempotency.RETENTION_MS - 1)
+      expect((yield* run(request(), create)).replayed).toBe(true)
+      yield* TestClock.adjust(1)
+      expect(yield* run(request(), create)).toEqual({ value: { n: 2 }, replayed: false })
+      expect(yield* Ref.get(runs)).toBe(2)
     }).pipe(Effect.provide(RecordLayer)))
 })
 

@@ -7,7 +7,7 @@
  * `message.queued` event and deliveries, and the transaction around them. The settings the request
  * reads (key, organisation, numbers) are served from memory once warm (settings-cache.test.ts).
  */
-import { Actions, Authenticator } from "@parley/core/domain"
+import { Actions, Authenticator, Idempotency } from "@parley/core/domain"
 import { CreateMessageRequest } from "@parley/core"
 import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -110,6 +110,27 @@ describe.skipIf(testStore !== "sqlite")("statements per POST /messages (SQLite)"
       handle.db.pragma("wal_autocheckpoint", { simple: true })))
     expect(pages).toBe(WAL_AUTOCHECKPOINT_PAGES)
     expect(WAL_AUTOCHECKPOINT_PAGES).toBeGreaterThan(1000)
+  })
+
+  it("treats a reservation left by a version that reserved as in flight until it lapses, then takes it over", async () => {
+    const payload = Schema.decodeUnknownSync(CreateMessageRequest)({ to: "+14155550123", fromNumberSid, body: "Counted" })
+    const print = await runtime.runPromise(Effect.gen(function*() {
+      const { caller } = yield* (yield* Authenticator.Authenticator).authenticate(key)
+      return { keyId: caller.keyId, fingerprint: Idempotency.fingerprint({
+        keyId: caller.keyId, idempotencyKey: "left-live", method: "POST", path: "/api/v1/messages", payload
+      }) }
+    }))
+    const reserve = (idempotencyKey: string, lockedUntil: number, fingerprint: string) =>
+      db.query(
+        `INSERT INTO idempotency_keys (key_id, idempotency_key, fingerprint, locked_until, expires_at, status, body)
+         VALUES (?, ?, ?, ?, ?, NULL, NULL)`,
+        [print.keyId, idempotencyKey, fingerprint, lockedUntil, Date.now() + Idempotency.RETENTION_MS]
+      )
+    await reserve("left-live", Date.now() + Idempotency.LOCK_MS, print.fingerprint)
+    await expect(post("left-live")).rejects.toThrow(/still being processed/)
+    await reserve("left-lapsed", Date.now() - 1, "any")
+    expect((await post("left-lapsed")).replayed).toBe(false)
+    expect((await post("left-lapsed")).replayed).toBe(true)
   })
 
   it("rolls back a creation that fails, leaving the key free", async () => {

@@ -14,7 +14,7 @@
  * mid-request leaves a reservation that lapses after LOCK_MS. Records are kept
  * at least 24 hours, and 24 hours past a scheduled action's time.
  */
-import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Schema } from "effect"
+import { Clock, Context, Data, Effect, Exit, Layer, Option, Schema } from "effect"
 import { ActionProcessing, IdempotencyKeyReused } from "../contract/Errors.js"
 import { type Holder, IdempotencyStore, type ReserveRequest, type StoredResponse } from "../ports/IdempotencyStore.js"
 import type { StorageError } from "../ports/StorageError.js"
@@ -123,15 +123,19 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
         if (store.exclusion === "record") {
           const held = yield* store.find(request.keyId, request.idempotencyKey, now)
           if (Option.isSome(held)) return yield* answer(held.value, print, response.schema)
-          const created = yield* unitOfWork.atomically(
+          return yield* unitOfWork.atomically(
             Effect.tap(create, (value) =>
               Effect.flatMap(stored(value), (body) =>
                 Effect.flatMap(store.record(claim, body), (recorded) => recorded ? Effect.void : new KeyTaken())))
-          ).pipe(Effect.either)
-          if (Either.isRight(created)) return { value: created.right, replayed: false }
-          if (!(created.left instanceof KeyTaken)) return yield* Effect.fail(created.left)
-          const winner = yield* store.find(request.keyId, request.idempotencyKey, now)
-          return yield* Option.isSome(winner) ? answer(winner.value, print, response.schema) : processing()
+          ).pipe(
+            Effect.map((value) => ({ value, replayed: false })),
+            Effect.catchIf(
+              (error): error is KeyTaken => error instanceof KeyTaken,
+              () =>
+                Effect.flatMap(store.find(request.keyId, request.idempotencyKey, now), (winner) =>
+                  Option.isSome(winner) ? answer(winner.value, print, response.schema) : processing())
+            )
+          )
         }
 
         const reservation = yield* store.reserve(claim)

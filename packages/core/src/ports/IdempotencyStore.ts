@@ -43,15 +43,14 @@ export type Holder = Exclude<Reservation, { readonly _tag: "Reserved" }>
 
 export type Exclusion = "reservation" | "record"
 
-export interface IdempotencyStoreService {
-  readonly exclusion: Exclusion
-  /** The live record under the key, if any: an expired record or a lapsed reservation counts as none. */
-  readonly find: (keyId: string, idempotencyKey: string, now: number) => Effect.Effect<Option.Option<Holder>, StorageError>
-  /**
-   * Writes the completed record (the "record" exclusion, inside the work's transaction). False when a
-   * live record holds the key already: the caller rolls its work back.
-   */
-  readonly record: (request: ReserveRequest, response: StoredResponse) => Effect.Effect<boolean, StorageError>
+interface Retention {
+  /** Delete records whose retention has passed; returns how many. */
+  readonly purgeExpired: (now: number) => Effect.Effect<number, StorageError>
+}
+
+/** A store whose writers run concurrently: a committed claim before the work. */
+export interface ReservingStore extends Retention {
+  readonly exclusion: "reservation"
   readonly reserve: (request: ReserveRequest) => Effect.Effect<Reservation, StorageError>
   readonly complete: (
     keyId: string,
@@ -61,9 +60,22 @@ export interface IdempotencyStoreService {
   ) => Effect.Effect<void, StorageError>
   /** Drop an in-flight reservation whose request failed, so the key can be used again. */
   readonly release: (keyId: string, idempotencyKey: string) => Effect.Effect<void, StorageError>
-  /** Delete records whose retention has passed; returns how many. */
-  readonly purgeExpired: (now: number) => Effect.Effect<number, StorageError>
 }
+
+/** A store that runs write transactions one at a time: the record written with the work. */
+export interface RecordingStore extends Retention {
+  readonly exclusion: "record"
+  /** The live record under the key, if any: an expired record or a lapsed reservation counts as none. */
+  readonly find: (keyId: string, idempotencyKey: string, now: number) => Effect.Effect<Option.Option<Holder>, StorageError>
+  /**
+   * Writes the completed record, inside the work's transaction. False when a live record holds the key
+   * already (a request that got in between, or a reservation left by a store version that reserved): the
+   * caller rolls its work back.
+   */
+  readonly record: (request: ReserveRequest, response: StoredResponse) => Effect.Effect<boolean, StorageError>
+}
+
+export type IdempotencyStoreService = ReservingStore | RecordingStore
 
 export class IdempotencyStore extends Context.Tag("@parley/core/ports/IdempotencyStore")<
   IdempotencyStore,
@@ -90,34 +102,36 @@ export const makeMemory = (exclusion: Exclusion): Layer.Layer<IdempotencyStore> 
   Effect.gen(function*() {
     const records = yield* Ref.make(new Map<string, MemoryRecord>())
     const keyOf = (keyId: string, key: string) => `${keyId}\u0000${key}`
+    /** Writes the record unless a live one holds the key; answers what holds it, if anything. */
+    const claim = (request: ReserveRequest, response: StoredResponse | null) =>
+      Ref.modify(records, (m): [Holder | undefined, Map<string, MemoryRecord>] => {
+        const id = keyOf(request.keyId, request.idempotencyKey)
+        const held = live(m.get(id), request.now)
+        if (held !== undefined) return [held, m]
+        const record: MemoryRecord = {
+          fingerprint: request.fingerprint,
+          lockedUntil: request.lockedUntil,
+          expiresAt: request.expiresAt,
+          response
+        }
+        return [undefined, new Map(m).set(id, record)]
+      })
+    const purgeExpired = (now: number) =>
+      Ref.modify(records, (m): [number, Map<string, MemoryRecord>] => {
+        const next = new Map([...m].filter(([, r]) => r.expiresAt > now))
+        return [m.size - next.size, next]
+      })
+    if (exclusion === "record") {
+      return IdempotencyStore.of({
+        exclusion,
+        find: (keyId, key, now) => Effect.map(Ref.get(records), (m) => Option.fromNullable(live(m.get(keyOf(keyId, key)), now))),
+        record: (request, response) => Effect.map(claim(request, response), (held) => held === undefined),
+        purgeExpired
+      })
+    }
     return IdempotencyStore.of({
       exclusion,
-      find: (keyId, key, now) => Effect.map(Ref.get(records), (m) => Option.fromNullable(live(m.get(keyOf(keyId, key)), now))),
-      record: (request, response) =>
-        Ref.modify(records, (m): [boolean, Map<string, MemoryRecord>] => {
-          const id = keyOf(request.keyId, request.idempotencyKey)
-          if (live(m.get(id), request.now) !== undefined) return [false, m]
-          const record: MemoryRecord = {
-            fingerprint: request.fingerprint,
-            lockedUntil: request.lockedUntil,
-            expiresAt: request.expiresAt,
-            response
-          }
-          return [true, new Map(m).set(id, record)]
-        }),
-      reserve: (request) =>
-        Ref.modify(records, (m): [Reservation, Map<string, MemoryRecord>] => {
-          const id = keyOf(request.keyId, request.idempotencyKey)
-          const held = live(m.get(id), request.now)
-          if (held !== undefined) return [held, m]
-          const record: MemoryRecord = {
-            fingerprint: request.fingerprint,
-            lockedUntil: request.lockedUntil,
-            expiresAt: request.expiresAt,
-            response: null
-          }
-          return [{ _tag: "Reserved" }, new Map(m).set(id, record)]
-        }),
+      reserve: (request) => Effect.map(claim(request, null), (held): Reservation => held ?? { _tag: "Reserved" }),
       complete: (keyId, key, response, expiresAt) =>
         Ref.update(records, (m) => {
           const id = keyOf(keyId, key)
@@ -133,11 +147,7 @@ export const makeMemory = (exclusion: Exclusion): Layer.Layer<IdempotencyStore> 
           next.delete(id)
           return next
         }),
-      purgeExpired: (now) =>
-        Ref.modify(records, (m) => {
-          const next = new Map([...m].filter(([, r]) => r.expiresAt > now))
-          return [m.size - next.size, next]
-        })
+      purgeExpired
     })
   })
 )

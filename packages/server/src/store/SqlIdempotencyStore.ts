@@ -23,7 +23,7 @@ const RecordRow = Schema.Struct({
   body: NullableString
 })
 
-/** Between a lost claim and the read of the record the winner may release it; then the claim is tried again. */
+/** Between a lost claim and the read of the record the winner may release it; then the claim is tried again (Postgres). */
 const ATTEMPTS = 3
 
 const reservationOf = (
@@ -50,27 +50,15 @@ const storedRecord = (row: unknown): typeof RecordRow.Type => {
 /** An existing record yields to a new claim once expired, or once its in-flight reservation has lapsed. */
 const LAPSED = "idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)"
 
-const sqliteStore = (handle: SqliteHandle["Type"]): IdempotencyStore.IdempotencyStoreService => {
+/** The embedded store: look up, then the completed record in the creation's transaction. */
+const sqliteStore = (handle: SqliteHandle["Type"]): IdempotencyStore.RecordingStore => {
   const upsert = handle.prepared(`INSERT INTO idempotency_keys
       (key_id, idempotency_key, fingerprint, locked_until, expires_at, status, body) VALUES (?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (key_id, idempotency_key) DO UPDATE SET ${UPSERT_SET}
     WHERE ${LAPSED}
     RETURNING key_id`)
-  /** Writes the record unless a live one holds the key; true when written. */
-  const claim = (r: IdempotencyStore.ReserveRequest, response: IdempotencyStore.StoredResponse | null) =>
-    upsert.get(r.keyId, r.idempotencyKey, r.fingerprint, r.lockedUntil, r.expiresAt, response?.status ?? null,
-      response?.body ?? null, r.now, r.now) !== undefined
-  const find = handle.prepared(
-    "SELECT fingerprint, status, body FROM idempotency_keys WHERE key_id = ? AND idempotency_key = ?"
-  )
   const findLive = handle.prepared(`SELECT fingerprint, status, body FROM idempotency_keys
     WHERE key_id = ? AND idempotency_key = ? AND NOT (${LAPSED})`)
-  const complete = handle.prepared(
-    "UPDATE idempotency_keys SET status = ?, body = ?, expires_at = ? WHERE key_id = ? AND idempotency_key = ?"
-  )
-  const release = handle.prepared(
-    "DELETE FROM idempotency_keys WHERE key_id = ? AND idempotency_key = ? AND status IS NULL"
-  )
   const purge = handle.prepared("DELETE FROM idempotency_keys WHERE expires_at <= ?")
   return {
     exclusion: "record",
@@ -79,24 +67,11 @@ const sqliteStore = (handle: SqliteHandle["Type"]): IdempotencyStore.Idempotency
         const row = findLive.get(keyId, key, now, now)
         return row === undefined ? Option.none() : Option.some(reservationOf(storedRecord(row)))
       })),
-    record: (r, response) => storage("idempotency.record")(handle.use(() => claim(r, response))),
-    reserve: (r) =>
-      storage("idempotency.reserve")(handle.use((): IdempotencyStore.Reservation => {
-        for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-          if (claim(r, null)) return { _tag: "Reserved" }
-          const existing = find.get(r.keyId, r.idempotencyKey)
-          if (existing !== undefined) return reservationOf(storedRecord(existing))
-        }
-        return { _tag: "InFlight", fingerprint: r.fingerprint }
-      })),
-    complete: (keyId, key, response, expiresAt) =>
-      storage("idempotency.complete")(handle.use(() => {
-        complete.run(response.status, response.body, expiresAt, keyId, key)
-      })),
-    release: (keyId, key) =>
-      storage("idempotency.release")(handle.use(() => {
-        release.run(keyId, key)
-      })),
+    record: (r, response) =>
+      storage("idempotency.record")(handle.use(() =>
+        upsert.get(r.keyId, r.idempotencyKey, r.fingerprint, r.lockedUntil, r.expiresAt, response.status, response.body,
+          r.now, r.now) !== undefined
+      )),
     purgeExpired: (now) => storage("idempotency.purgeExpired")(handle.use(() => purge.run(now).changes))
   }
 }
@@ -115,8 +90,8 @@ export const layer = Layer.effect(
             WHERE key_id = ${keyId} AND idempotency_key = ${key}`
     })
 
-    /** Writes the record unless a live one holds the key; true when written. */
-    const claim = (r: IdempotencyStore.ReserveRequest, response: IdempotencyStore.StoredResponse | null) =>
+    /** Writes a reservation unless a live record holds the key; true when written. */
+    const claim = (r: IdempotencyStore.ReserveRequest) =>
       Effect.map(
         sql`INSERT INTO idempotency_keys ${
           sql.insert({
@@ -125,8 +100,8 @@ export const layer = Layer.effect(
             fingerprint: r.fingerprint,
             locked_until: r.lockedUntil,
             expires_at: r.expiresAt,
-            status: response?.status ?? null,
-            body: response?.body ?? null
+            status: null,
+            body: null
           })
         }
         ON CONFLICT (key_id, idempotency_key) DO UPDATE SET ${sql.literal(UPSERT_SET)}
@@ -139,7 +114,7 @@ export const layer = Layer.effect(
     const reserve = (r: IdempotencyStore.ReserveRequest) =>
       Effect.gen(function*() {
         for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-          if (yield* claim(r, null)) return { _tag: "Reserved" } satisfies IdempotencyStore.Reservation
+          if (yield* claim(r)) return { _tag: "Reserved" } satisfies IdempotencyStore.Reservation
           const existing = yield* find({ keyId: r.keyId, key: r.idempotencyKey })
           if (Option.isSome(existing)) return reservationOf(existing.value)
         }
@@ -147,20 +122,8 @@ export const layer = Layer.effect(
         return contended
       })
 
-    const findLive = SqlSchema.findOne({
-      Request: Schema.Struct({ keyId: Schema.String, key: Schema.String, now: Schema.Number }),
-      Result: RecordRow,
-      execute: ({ key, keyId, now }) =>
-        sql`SELECT fingerprint, status, body FROM idempotency_keys
-            WHERE key_id = ${keyId} AND idempotency_key = ${key}
-              AND NOT (expires_at <= ${now} OR (status IS NULL AND locked_until <= ${now}))`
-    })
-
     return IdempotencyStore.IdempotencyStore.of({
       exclusion: "reservation",
-      find: (keyId, key, now) =>
-        storage("idempotency.find")(Effect.map(findLive({ keyId, key, now }), Option.map(reservationOf))),
-      record: (r, response) => storage("idempotency.record")(claim(r, response)),
       reserve: (r) => storage("idempotency.reserve")(reserve(r)),
       complete: (keyId, key, response, expiresAt) =>
         storage("idempotency.complete")(
