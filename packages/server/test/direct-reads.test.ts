@@ -68,6 +68,34 @@ describe.skipIf(testStore !== "sqlite")("store fast paths on SQLite", () => {
       }
     })
 
+    it("keeps saying maybe until a look is accepted; peek accepts nothing", async () => {
+      const probe = WalCommitProbe.open(file)
+      try {
+        probe.mayHaveChanged()
+        expect(probe.changes()).toBeNull()
+        other.prepare("INSERT INTO t (v) VALUES ('unaccepted')").run()
+        expect(probe.peek()).toBe(true)
+        expect(probe.peek()).toBe(true)
+        // Looked at but not accepted (the caller's read failed): the next look still says maybe.
+        expect(probe.changes()).not.toBeNull()
+        const accept = probe.changes()
+        expect(accept).not.toBeNull()
+        accept?.()
+        expect(probe.changes()).toBeNull()
+        expect(probe.peek()).toBe(false)
+        // A look accepted late accepts the header it read, not a later one.
+        const stale = probe.changes()
+        expect(stale).toBeNull()
+        other.prepare("INSERT INTO t (v) VALUES ('first')").run()
+        const acceptFirst = probe.changes()
+        other.prepare("INSERT INTO t (v) VALUES ('second')").run()
+        acceptFirst?.()
+        expect(probe.mayHaveChanged()).toBe(true)
+      } finally {
+        probe.close()
+      }
+    })
+
     it("answers maybe, always, when there is no WAL index to read", () => {
       const probe = WalCommitProbe.open(join(dir, "absent.db"))
       expect(probe.mayHaveChanged()).toBe(true)

@@ -174,6 +174,20 @@ describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
     expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
   })
 
+  it("loads through the client when the version cannot be read, keeps nothing, and sees the next change", async () => {
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+    other.exec("ALTER TABLE settings_version RENAME TO settings_version_away")
+    try {
+      expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("cached"))
+    } finally {
+      other.exec("ALTER TABLE settings_version_away RENAME TO settings_version")
+    }
+    // The failed look was not taken as seen: a change made now is on the very next read.
+    other.prepare("UPDATE api_keys SET name = 'after the failure' WHERE id = 'key_cache'").run()
+    expect(Option.map(await key(), (k) => k.name)).toEqual(Option.some("after the failure"))
+    other.prepare("UPDATE api_keys SET name = 'cached' WHERE id = 'key_cache'").run()
+  })
+
   it("keeps serving from memory across an update that changes nothing (an unlimited allowance taken)", async () => {
     await key()
     const before = await statements()

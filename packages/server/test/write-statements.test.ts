@@ -9,6 +9,7 @@
  */
 import { Actions, Authenticator, Idempotency } from "@parley/core/domain"
 import { CreateMessageRequest } from "@parley/core"
+import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppLive } from "../src/AppLayer.js"
@@ -34,7 +35,10 @@ const STATEMENTS_PER_REPLAY = 2
 
 describe.skipIf(testStore !== "sqlite")("statements per POST /messages (SQLite)", () => {
   let db: TestDatabase
-  let runtime: ManagedRuntime.ManagedRuntime<Actions.Actions | Authenticator.Authenticator | SqliteHandle, unknown>
+  let runtime: ManagedRuntime.ManagedRuntime<
+    Actions.Actions | Authenticator.Authenticator | Idempotency.Idempotency | SqliteHandle | SqlClient.SqlClient,
+    unknown
+  >
   let key = ""
   let fromNumberSid = ""
 
@@ -133,18 +137,43 @@ describe.skipIf(testStore !== "sqlite")("statements per POST /messages (SQLite)"
     expect((await post("left-lapsed")).replayed).toBe(true)
   })
 
-  it("rolls back a creation that fails, leaving the key free", async () => {
-    const before = await db.query<{ n: number }>("SELECT count(*) AS n FROM actions")
-    await expect(runtime.runPromise(Effect.gen(function*() {
-      const { caller } = yield* (yield* Authenticator.Authenticator).authenticate(key)
-      const payload = Schema.decodeUnknownSync(CreateMessageRequest)({ to: "+14155550123", fromNumberSid: "PN_unknown", body: "x" })
-      return yield* (yield* Actions.Actions).createMessage(caller, payload, "counted-failed")
-    }))).rejects.toThrow()
-    const kept = await db.query<{ n: number }>("SELECT count(*) AS n FROM idempotency_keys WHERE idempotency_key = ?", [
-      "counted-failed"
-    ])
-    expect(kept[0]?.n).toBe(0)
-    expect((await db.query<{ n: number }>("SELECT count(*) AS n FROM actions"))[0]?.n).toBe(before[0]?.n)
-    expect((await post("counted-failed")).replayed).toBe(false)
+  it("rolls back everything a creation wrote when its record is refused (another request recorded the key meanwhile)", async () => {
+    const count = async (sql: string) => (await db.query<{ n: number }>(sql))[0]?.n
+    const actionsBefore = await count("SELECT count(*) AS n FROM actions")
+    const commitsBefore = await commits()
+    const outcome = await runtime.runPromise(Effect.gen(function*() {
+      const handle = yield* SqliteHandle
+      const idempotency = yield* Idempotency.Idempotency
+      const insertAction = handle.prepared(`INSERT INTO actions (org_id, kind, type, direction, status, line, counterpart,
+        body, at, due_at, modified, linked_records) VALUES ('org_demo', 'message', 'SMS', 'Outbound', 'Queued',
+        '+14155550100', '+14155550199', 'rolled back', '2030-01-01T00:00:00.000Z', 1893456000000,
+        '2030-01-01T00:00:00.000Z', '[]')`)
+      const recordMeanwhile = handle.prepared(`INSERT INTO idempotency_keys
+        (key_id, idempotency_key, fingerprint, locked_until, expires_at, status, body) VALUES ('key_x', 'taken', 'f', 0, ?, 202, '{}')`)
+      // The work writes an action; then, still inside the transaction, the key is recorded as if by another
+      // request, so the creation's own record is refused.
+      const work = handle.use(() => {
+        insertAction.run()
+        recordMeanwhile.run(Date.now() + Idempotency.RETENTION_MS)
+        return { n: 1 }
+      })
+      const request = { keyId: "key_x", idempotencyKey: "taken", method: "POST", path: "/api/v1/messages", payload: {} }
+      return yield* Effect.either(idempotency.run(request, { schema: Schema.Struct({ n: Schema.Number }), status: 202 }, work))
+    }))
+    // What held the key was rolled back with the work, so the request is told to retry.
+    expect(outcome._tag === "Left" ? outcome.left._tag : outcome).toBe("ActionProcessing")
+    expect(await count("SELECT count(*) AS n FROM actions")).toBe(actionsBefore)
+    expect(await count("SELECT count(*) AS n FROM idempotency_keys WHERE key_id = 'key_x'")).toBe(0)
+    expect(await commits()).toBe(commitsBefore)
+  })
+
+  it("counts a commit made through the SqlClient's own transaction, and not a rollback", async () => {
+    const before = await commits()
+    await runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql.withTransaction(sql`UPDATE settings SET value = value WHERE name = 'nothing'`)))
+    expect(await commits()).toBe(before + 1)
+    await runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.either(sql.withTransaction(Effect.zipRight(sql`UPDATE settings SET value = value WHERE name = 'nothing'`, Effect.fail("no"))))))
+    expect(await commits()).toBe(before + 1)
   })
 })

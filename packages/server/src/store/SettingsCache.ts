@@ -58,10 +58,15 @@ const cache = (handle: SqliteHandle["Type"], probe: WalCommitProbe.WalCommitProb
   const version = (): unknown => (versionStatement.get() as { readonly value: unknown } | undefined)?.value
   const entries = new Map<string, unknown>()
   let seen: unknown = undefined
-  /** The current version: read only when something was committed since the last look. */
+  /**
+   * The current version: read only when something was committed since the last look, which is accepted
+   * only once the version has been read (a failed read leaves the next look to read it again).
+   */
   const current = (): unknown => {
-    if (!probe.mayHaveChanged()) return seen
+    const accept = probe.changes()
+    if (accept === null) return seen
     const now = version()
+    accept()
     if (now !== seen) {
       entries.clear()
       seen = now
@@ -92,7 +97,12 @@ const cache = (handle: SqliteHandle["Type"], probe: WalCommitProbe.WalCommitProb
   ) =>
     Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (own) => {
       if (Option.isNone(own)) return load
-      const sameVersion = (!handle.writtenInTransaction() && !probe.peek()) || version() === seen
+      let sameVersion: boolean
+      try {
+        sameVersion = (!handle.writtenInTransaction() && !probe.peek()) || version() === seen
+      } catch {
+        return load
+      }
       if (!sameVersion) return load
       return entries.has(key) ? Effect.succeed(hit(entries.get(key) as B)) : loadAndKeep(key, load, kept, seen)
     })
@@ -106,7 +116,13 @@ const cache = (handle: SqliteHandle["Type"], probe: WalCommitProbe.WalCommitProb
   const lookup = <A, B, E, R>(key: string, load: Effect.Effect<A, E, R>, hit: (entry: B) => A, kept: (value: A) => B | undefined) =>
     Effect.suspend(() => {
       if (db.inTransaction) return inTransaction(key, load, hit, kept)
-      const at = current()
+      let at: unknown
+      try {
+        at = current()
+      } catch {
+        // The version could not be read (the database busy or failing): load through the client, keep nothing.
+        return load
+      }
       return entries.has(key) ? Effect.succeed(hit(entries.get(key) as B)) : loadAndKeep(key, load, kept, at)
     })
   return {

@@ -92,10 +92,16 @@ const allValues = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>) 
   }
 }
 
-/** Counts statements, and the commits of statements that write outside a transaction. */
+/**
+ * Counts statements before they run, and commits after: a COMMIT that ended a transaction, or a statement
+ * that wrote on its own.
+ */
 interface Counter {
   readonly statement: (statement: Sqlite.Statement) => void
+  readonly ran: (statement: Sqlite.Statement, inTransactionBefore: boolean) => void
 }
+
+const COMMIT = /^\s*(COMMIT|END)\b/i
 
 const makeConnection = (
   db: Sqlite.Database,
@@ -107,8 +113,14 @@ const makeConnection = (
       try: (): ReadonlyArray<any> => {
         const statement = unprepared ? db.prepare(sql) : prepare(sql)
         count.statement(statement)
-        if (statement.reader) return statement.all(...params)
+        const before = db.inTransaction
+        if (statement.reader) {
+          const rows = statement.all(...params)
+          count.ran(statement, before)
+          return rows
+        }
         const result = statement.run(...params)
+        count.ran(statement, before)
         return raw ? result as unknown as ReadonlyArray<any> : []
       },
       catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
@@ -122,11 +134,15 @@ const makeConnection = (
         try: () => {
           const statement = prepare(sql)
           count.statement(statement)
+          const before = db.inTransaction
           if (!statement.reader) {
             statement.run(...params)
+            count.ran(statement, before)
             return []
           }
-          return allValues(statement, params)
+          const rows = allValues(statement, params)
+          count.ran(statement, before)
+          return rows
         },
         catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
       }),
@@ -156,12 +172,12 @@ const make = (filename: string) =>
     const counter: Counter = {
       statement: (statement) => {
         statements++
-        if (!db.inTransaction) {
-          written = false
-          if (!statement.readonly) commits++
-        } else if (!statement.readonly) {
-          written = true
-        }
+        if (!db.inTransaction) written = false
+        else if (!statement.readonly) written = true
+      },
+      ran: (statement, inTransactionBefore) => {
+        if (db.inTransaction) return
+        if (inTransactionBefore ? COMMIT.test(statement.source) : !statement.readonly) commits++
       }
     }
     const prepare = preparer(db)
@@ -185,16 +201,19 @@ const make = (filename: string) =>
       spanAttributes: [["db.system.name", "sqlite"]]
     })
     const prepared = (sql: string): PreparedStatement => {
-      const counted = () => {
+      const counted = <A>(execute: (statement: Sqlite.Statement) => A): A => {
         const statement = prepare(sql)
         counter.statement(statement)
-        return statement
+        const before = db.inTransaction
+        const result = execute(statement)
+        counter.ran(statement, before)
+        return result
       }
       return {
-        run: (...params) => counted().run(...params),
-        get: (...params) => counted().get(...params),
-        all: (...params) => counted().all(...params),
-        values: (...params) => allValues(counted(), params)
+        run: (...params) => counted((s) => s.run(...params)),
+        get: (...params) => counted((s) => s.get(...params)),
+        all: (...params) => counted((s) => s.all(...params)),
+        values: (...params) => counted((s) => allValues(s, params))
       }
     }
     const attempt = <A>(work: () => A) =>
@@ -216,7 +235,6 @@ const make = (filename: string) =>
         if (Exit.isFailure(exit)) return void rollback.run()
         try {
           commit.run()
-          commits++
         } catch (error) {
           // A failed COMMIT can leave the transaction open; never leave it to the next statement.
           if (db.inTransaction) rollback.run()

@@ -20,14 +20,21 @@ import { closeSync, openSync, readSync } from "node:fs"
 const HEADER_BYTES = 48
 
 export interface WalCommitProbe {
-  /** False only when nothing has been committed since the last call that answered true. */
+  /**
+   * Null when nothing has been committed since the last accepted look; otherwise a function that accepts
+   * this look: call it once what the caller keeps has been read again (a read that fails leaves the look
+   * unaccepted, and the next one says "maybe" again).
+   */
+  readonly changes: () => (() => void) | null
+  /** `changes`, accepted at once: false only when nothing has been committed since the last true. */
   readonly mayHaveChanged: () => boolean
-  /** The same question without taking the answer as seen: the next `mayHaveChanged` still says so. */
+  /** The same question without accepting anything. */
   readonly peek: () => boolean
   readonly close: () => void
 }
 
-const always: WalCommitProbe = { mayHaveChanged: () => true, peek: () => true, close: () => {} }
+const nothing = () => {}
+const always: WalCommitProbe = { changes: () => nothing, mayHaveChanged: () => true, peek: () => true, close: () => {} }
 
 export const open = (databaseFile: string): WalCommitProbe => {
   let fd: number
@@ -51,14 +58,23 @@ export const open = (databaseFile: string): WalCommitProbe => {
     if (!first.equals(second)) return "unknown"
     return known && first.equals(last) ? "same" : "new"
   }
+  const changes = (): (() => void) | null => {
+    const seen = look()
+    if (seen === "same") return null
+    // A torn header (a write in progress) is not remembered: the next look reads it again.
+    if (seen === "unknown") return nothing
+    const header = Buffer.from(first)
+    return () => {
+      header.copy(last)
+      known = true
+    }
+  }
   return {
+    changes,
     mayHaveChanged: () => {
-      const seen = look()
-      if (seen === "same") return false
-      if (seen === "new") {
-        first.copy(last)
-        known = true
-      }
+      const accept = changes()
+      if (accept === null) return false
+      accept()
       return true
     },
     peek: () => look() !== "same",
