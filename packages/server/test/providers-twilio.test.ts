@@ -195,8 +195,16 @@ describe("Twilio", () => {
     const to = "+14155550139"
     const id = await send({ to })
     await readUntil(async () => twilio.messages.filter((m) => m.to === to).length, (n) => n > 0)
+    // Killed once it has met the lost answer (its outcome journalled as unknown): killed before that, while
+    // the request is still out, the row stays leased to the dead process for PROVIDER_LEASE_MS (5 minutes)
+    // first, which this test would not wait out under load.
+    await readUntil(async () =>
+      (await server.db.query<{ last_outcome: string }>(
+        "SELECT last_outcome FROM provider_submissions WHERE action_id = ?",
+        [id]
+      ))[0]?.last_outcome, (outcome) => outcome !== undefined && outcome !== "pending")
     await server.restart("SIGKILL")
-    // a lease the killed process held lapses after 30 seconds; then the action is reconciled, not resent
+    // then the action is reconciled (Twilio asked), not resent
     const record = await readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""), 60_000)
     expect(record.status).toBe("Delivered")
     expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
