@@ -14,7 +14,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { type DemoSummary, orgContext } from "./lib/demo.js"
-import { BENCH_SERVER_ENV, buildServer, ParleyServer, parleyCliJson } from "./lib/processes.js"
+import { BENCH_SERVER_ENV, buildServer, cpuProfileArgs, ParleyServer, parleyCliJson } from "./lib/processes.js"
 import { unlimitedTexts } from "./lib/seed.js"
 import type { ScenarioRow } from "./lib/types.js"
 import { dispatcherScenario } from "./scenarios/dispatcher.js"
@@ -63,7 +63,7 @@ const main = async () => {
           logFile,
           ...(bin === undefined ? {} : { bin }),
           nodeArgs: [
-            ...(cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`]),
+            ...cpuProfileArgs(cpuProfDir),
             ...(values["node-arg"] ?? [])
           ]
         })

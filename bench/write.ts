@@ -19,7 +19,7 @@ import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import Database from "better-sqlite3"
 import { type DemoSummary, orgContext } from "./lib/demo.js"
-import { BaselineServer, BENCH_SERVER_ENV, buildServer, cpuSeconds, flushDisk, ParleyServer, parleyCliJson, runLoad, sleep } from "./lib/processes.js"
+import { BaselineServer, BENCH_SERVER_ENV, buildServer, cpuProfileArgs, cpuSeconds, flushDisk, ParleyServer, parleyCliJson, runLoad, sleep } from "./lib/processes.js"
 import { DB_FILE, snapshot, unlimitedTexts } from "./lib/seed.js"
 import { writeBaselineConfig } from "./lib/writeBaseline.js"
 
@@ -173,7 +173,7 @@ const main = async () => {
         env: BENCH_SERVER_ENV,
         logFile,
         ...(bin === undefined ? {} : { bin }),
-        ...(cpuProfDir === undefined ? {} : { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`] })
+        nodeArgs: cpuProfileArgs(cpuProfDir)
       })
       await measure(run, bin ?? "parley", file, server)
       rmSync(dir, { recursive: true, force: true })

@@ -69,6 +69,10 @@ export const freePort = () =>
     })
   })
 
+/** Node flags that make a server write a V8 CPU profile into `dir` when it stops (none without a dir). */
+export const cpuProfileArgs = (dir: string | undefined): Array<string> =>
+  dir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${dir}`]
+
 /** Waits until the kernel has written every dirty page to disk (`sync`; skipped where there is none). */
 export const flushDisk = () => {
   try {

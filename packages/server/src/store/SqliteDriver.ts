@@ -97,7 +97,8 @@ const allValues = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>) 
  * that wrote on its own.
  */
 interface Counter {
-  readonly statement: (statement: Sqlite.Statement) => void
+  /** Answers whether a transaction was open before the statement, for `ran`. */
+  readonly statement: (statement: Sqlite.Statement) => boolean
   readonly ran: (statement: Sqlite.Statement, inTransactionBefore: boolean) => void
 }
 
@@ -112,8 +113,7 @@ const makeConnection = (
     Effect.try({
       try: (): ReadonlyArray<any> => {
         const statement = unprepared ? db.prepare(sql) : prepare(sql)
-        count.statement(statement)
-        const before = db.inTransaction
+        const before = count.statement(statement)
         if (statement.reader) {
           const rows = statement.all(...params)
           count.ran(statement, before)
@@ -133,8 +133,7 @@ const makeConnection = (
       Effect.try({
         try: () => {
           const statement = prepare(sql)
-          count.statement(statement)
-          const before = db.inTransaction
+          const before = count.statement(statement)
           if (!statement.reader) {
             statement.run(...params)
             count.ran(statement, before)
@@ -172,8 +171,10 @@ const make = (filename: string) =>
     const counter: Counter = {
       statement: (statement) => {
         statements++
-        if (!db.inTransaction) written = false
+        const inTransaction = db.inTransaction
+        if (!inTransaction) written = false
         else if (!statement.readonly) written = true
+        return inTransaction
       },
       ran: (statement, inTransactionBefore) => {
         if (db.inTransaction) return
@@ -203,8 +204,7 @@ const make = (filename: string) =>
     const prepared = (sql: string): PreparedStatement => {
       const counted = <A>(execute: (statement: Sqlite.Statement) => A): A => {
         const statement = prepare(sql)
-        counter.statement(statement)
-        const before = db.inTransaction
+        const before = counter.statement(statement)
         const result = execute(statement)
         counter.ran(statement, before)
         return result

@@ -26,15 +26,13 @@ export interface WalCommitProbe {
    * unaccepted, and the next one says "maybe" again).
    */
   readonly changes: () => (() => void) | null
-  /** `changes`, accepted at once: false only when nothing has been committed since the last true. */
-  readonly mayHaveChanged: () => boolean
   /** The same question without accepting anything. */
   readonly peek: () => boolean
   readonly close: () => void
 }
 
 const nothing = () => {}
-const always: WalCommitProbe = { changes: () => nothing, mayHaveChanged: () => true, peek: () => true, close: () => {} }
+const always: WalCommitProbe = { changes: () => nothing, peek: () => true, close: () => {} }
 
 export const open = (databaseFile: string): WalCommitProbe => {
   let fd: number
@@ -71,12 +69,6 @@ export const open = (databaseFile: string): WalCommitProbe => {
   }
   return {
     changes,
-    mayHaveChanged: () => {
-      const accept = changes()
-      if (accept === null) return false
-      accept()
-      return true
-    },
     peek: () => look() !== "same",
     close: () => closeSync(fd)
   }
