@@ -24,7 +24,7 @@ import {
   RETELL_DISCONNECTION_REASONS,
   type RetellDisconnectionReason as OurReason,
   retellCallStatus,
-  retellEndedStatus
+  retellEnding
 } from "../../src/providers/retell/RetellStatuses.js"
 import {
   decodeRetellWebhook,
@@ -112,6 +112,9 @@ const webhooksFor = (callId: string) =>
       ? [{ callback, webhook: decoded.right }]
       : []
   })
+
+const verifies = (apiKey: string, headers: Readonly<Record<string, string | undefined>>, rawBody: string, now: number) =>
+  verifyRetellSignature(apiKey, { headers, rawBody, now })
 
 const events = (callId: string) => webhooksFor(callId).map(({ webhook }) => webhook.event)
 
@@ -302,8 +305,8 @@ describe("webhooks", () => {
     for (const { callback, webhook } of webhooks) {
       expect(callback.url).toBe(receiver.at("/providers/retell/events"))
       const headers = headersOf(callback)
-      expect(verifyRetellSignature(fake.apiKey, headers, callback.body, Date.now())).toBe(true)
-      expect(verifyRetellSignature(`${fake.apiKey}x`, headers, callback.body, Date.now())).toBe(false)
+      expect(verifies(fake.apiKey, headers, callback.body, Date.now())).toBe(true)
+      expect(verifies(`${fake.apiKey}x`, headers, callback.body, Date.now())).toBe(false)
       // The official verifier agrees.
       expect(await sdkVerify(callback.body, fake.apiKey, headers["x-retell-signature"]!)).toBe(true)
       expect(callMetadata(webhook)).toEqual(req.metadata)
@@ -399,7 +402,7 @@ describe("webhooks", () => {
     await fake.settled()
     const now = Date.now()
     const verified = (id: string) =>
-      webhooksFor(id).map(({ callback }) => verifyRetellSignature(fake.apiKey, headersOf(callback), callback.body, now))
+      webhooksFor(id).map(({ callback }) => verifies(fake.apiKey, headersOf(callback), callback.body, now))
     expect(verified(unsigned.id)).toEqual([false, false, false])
     expect(verified(misSigned.id)).toEqual([false, false, false])
     expect(verified(stale.id)).toEqual([false, false, false])
@@ -413,7 +416,7 @@ describe("webhooks", () => {
     const { callback } = webhooksFor(late.id)[0]!
     const tampered = callback.body.replace("ongoing", "ended")
     expect(tampered).not.toBe(callback.body)
-    expect(verifyRetellSignature(fake.apiKey, headersOf(callback), tampered, now)).toBe(false)
+    expect(verifies(fake.apiKey, headersOf(callback), tampered, now)).toBe(false)
   })
 
   it("the signature is the SDK's construction, at the edges of the window, with any header case", async () => {
@@ -421,17 +424,17 @@ describe("webhooks", () => {
     const at = 1_790_000_000_000
     const signed = await symmetric.sign(body, "key_abc", at)
     expect(retellSignature("key_abc", body, at)).toBe(signed)
-    expect(verifyRetellSignature("key_abc", { "X-Retell-Signature": signed }, body, at + 5 * 60_000)).toBe(true)
-    expect(verifyRetellSignature("key_abc", { "x-retell-signature": signed }, body, at + 5 * 60_000 + 1)).toBe(false)
-    expect(verifyRetellSignature("key_abc", { "x-retell-signature": signed }, body, at - 5 * 60_000)).toBe(true)
-    expect(verifyRetellSignature("key_abc", { "x-retell-signature": signed }, body, at - 5 * 60_000 - 1)).toBe(false)
-    expect(verifyRetellSignature("key_abc", { "x-retell-signature": signed.toUpperCase().replace("V=", "v=").replace(",D=", ",d=") }, body, at))
+    expect(verifies("key_abc", { "X-Retell-Signature": signed }, body, at + 5 * 60_000)).toBe(true)
+    expect(verifies("key_abc", { "x-retell-signature": signed }, body, at + 5 * 60_000 + 1)).toBe(false)
+    expect(verifies("key_abc", { "x-retell-signature": signed }, body, at - 5 * 60_000)).toBe(true)
+    expect(verifies("key_abc", { "x-retell-signature": signed }, body, at - 5 * 60_000 - 1)).toBe(false)
+    expect(verifies("key_abc", { "x-retell-signature": signed.toUpperCase().replace("V=", "v=").replace(",D=", ",d=") }, body, at))
       .toBe(true)
-    expect(verifyRetellSignature("key_abc", { "x-retell-signature": signed.slice(0, -1) }, body, at)).toBe(false)
-    expect(verifyRetellSignature("key_abc", { "x-retell-signature": "garbage" }, body, at)).toBe(false)
-    expect(verifyRetellSignature("key_abc", {}, body, at)).toBe(false)
+    expect(verifies("key_abc", { "x-retell-signature": signed.slice(0, -1) }, body, at)).toBe(false)
+    expect(verifies("key_abc", { "x-retell-signature": "garbage" }, body, at)).toBe(false)
+    expect(verifies("key_abc", {}, body, at)).toBe(false)
     // No key configured: nothing verifies, not even a signature made with the empty key.
-    expect(verifyRetellSignature("", { "x-retell-signature": retellSignature("", body, at) }, body, at)).toBe(false)
+    expect(verifies("", { "x-retell-signature": retellSignature("", body, at) }, body, at)).toBe(false)
   })
 })
 
@@ -464,7 +467,7 @@ describe("the disconnection_reason table", () => {
     expect(reports.get("dial_failed")?.status).toBe("Failed")
     for (const [reason, report] of reports) {
       if (reason.startsWith("error_")) expect(report?.status).toBe("Failed")
-      expect(report?.status).toBe(retellEndedStatus(reason))
+      expect(report?.status).toBe(retellEnding(reason).status)
       expect(report?.providerStatus).toBe(reason)
       if (report?.status === "Completed") {
         expect(report.errorMessage).toBeUndefined()
@@ -480,7 +483,8 @@ describe("the disconnection_reason table", () => {
   })
 
   it("a reason Retell adds later is Failed, with the raw reason kept", () => {
-    expect(retellEndedStatus("teleported_away")).toBe("Failed")
+    expect(retellEnding("teleported_away")).toEqual({ status: "Failed", errorMessage: "teleported_away" })
+    expect(retellEnding("user_hangup")).toEqual({ status: "Completed", errorMessage: null })
     const webhook: RetellWebhook = {
       _tag: "CallEvent",
       event: "call_ended",

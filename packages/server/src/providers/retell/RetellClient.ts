@@ -50,8 +50,8 @@ export interface RetellCallRequest {
 
 export interface RetellCall {
   readonly id: string
-  /** call_status: registered, not_connected, ongoing, ended, error. */
-  readonly status: string
+  /** call_status: registered, not_connected, ongoing, ended, error; null when an answer lacks it. */
+  readonly status: string | null
   readonly disconnectionReason: string | null
 }
 
@@ -103,7 +103,7 @@ const OptionalString = Schema.optionalWith(Schema.NullOr(Schema.String), { defau
  */
 export const RetellCallJson = Schema.Struct({
   call_id: Schema.String,
-  call_status: Schema.optionalWith(Schema.String, { default: () => "registered" }),
+  call_status: OptionalString,
   from_number: OptionalString,
   to_number: OptionalString,
   disconnection_reason: OptionalString,

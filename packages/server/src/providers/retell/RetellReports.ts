@@ -9,7 +9,7 @@
  */
 import type { CallStatus } from "@parley/core"
 import type { RetellCallDetails } from "./RetellClient.js"
-import { retellCallStatus, retellEndedStatus } from "./RetellStatuses.js"
+import { retellCallStatus, retellEnding } from "./RetellStatuses.js"
 import type { RetellWebhook } from "./RetellWebhooks.js"
 
 /** The same shape as the Vapi adapter's CallReport (what applyProviderReport takes). */
@@ -33,24 +33,16 @@ const ended = (
   transcript: string | null,
   recordingUrl: string | null
 ): CallReport => {
-  if (reason === null) {
-    return {
-      status: "Failed",
-      providerStatus: "ended",
-      sid: callId,
-      errorMessage: "Retell reported the call ended without a disconnection_reason."
-    }
-  }
-  const status = retellEndedStatus(reason)
+  const { errorMessage, status } = retellEnding(reason ?? "")
   return status === "Completed"
     ? {
       status,
-      providerStatus: reason,
+      providerStatus: reason ?? "",
       sid: callId,
       body: transcript ?? "",
       ...(recordingUrl === null ? {} : { audioFileId: recordingUrl })
     }
-    : { status, providerStatus: reason, sid: callId, errorMessage: reason }
+    : { status, providerStatus: reason ?? "ended", sid: callId, errorMessage: errorMessage ?? reason ?? "" }
 }
 
 /** The report a webhook makes, or null when it says nothing about the call's status. */
@@ -58,7 +50,7 @@ export const toCallReport = (webhook: RetellWebhook): CallReport | null => {
   if (webhook._tag === "Other") return null
   switch (webhook.event) {
     case "call_started":
-      return { status: "In Progress", providerStatus: webhook.status, sid: webhook.callId }
+      return { status: "In Progress", providerStatus: webhook.status ?? "ongoing", sid: webhook.callId }
     case "call_ended":
     case "call_analyzed":
       return ended(webhook.callId, webhook.disconnectionReason, webhook.transcript, webhook.recordingUrl)
@@ -75,6 +67,6 @@ export const callDetailsReport = (call: RetellCallDetails): CallReport | null =>
     return ended(call.id, call.disconnectionReason, call.transcript, call.recordingUrl)
   }
   // Ended without a reason yet: Retell fills it in as the call is closed; the next look will have it.
-  const status = retellCallStatus(call.status)
-  return status === null ? null : { status, providerStatus: call.status, sid: call.id }
+  const status = call.status === null ? null : retellCallStatus(call.status)
+  return status === null || call.status === null ? null : { status, providerStatus: call.status, sid: call.id }
 }

@@ -69,9 +69,18 @@ export const RETELL_DISCONNECTION_REASONS: ReadonlyArray<RetellDisconnectionReas
 const isKnownReason = (reason: string): reason is RetellDisconnectionReason =>
   Object.hasOwn(RETELL_DISCONNECTION_STATUS, reason)
 
+export interface RetellEnding {
+  readonly status: CallStatus
+  /** Retell's own reason when the call did not take place; null when it did. */
+  readonly errorMessage: string | null
+}
+
 /** How a Retell call ended (`disconnection_reason`) on Parley's list; a reason Retell adds later is Failed. */
-export const retellEndedStatus = (reason: string): CallStatus =>
-  isKnownReason(reason) ? RETELL_DISCONNECTION_STATUS[reason] : "Failed"
+export const retellEnding = (reason: string): RetellEnding => {
+  const status: CallStatus = isKnownReason(reason) ? RETELL_DISCONNECTION_STATUS[reason] : "Failed"
+  if (status === "Completed") return { status, errorMessage: null }
+  return { status, errorMessage: reason === "" ? "Retell gave no disconnection_reason" : reason }
+}
 
 /**
  * A call status before the call ended, on Parley's list; null when it says

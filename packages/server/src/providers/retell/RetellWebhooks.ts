@@ -32,24 +32,31 @@ const header = (headers: Readonly<Record<string, string | undefined>>, name: str
   return undefined
 }
 
+/** The request a webhook arrived with, as far as its signature is concerned. */
+export interface RetellSignedRequest {
+  readonly headers: Readonly<Record<string, string | undefined>>
+  /** The body exactly as received: the signature covers its bytes. */
+  readonly rawBody: string
+  /** Now, ms since the epoch. */
+  readonly now: number
+}
+
 /**
  * Whether a webhook comes from Retell: its `x-retell-signature` is the HMAC of
  * this raw body and the signature's timestamp, keyed by the organisation's API
- * key, and that timestamp is within 5 minutes of `now` (ms). The comparison
- * takes constant time.
+ * key, and that timestamp is within 5 minutes of now. The comparison takes
+ * constant time.
  */
-export const verifyRetellSignature = (
-  apiKey: string,
-  headers: Readonly<Record<string, string | undefined>>,
-  rawBody: string,
-  now: number
-): boolean => {
+export const verifyRetellSignature = (apiKey: string, request: RetellSignedRequest): boolean => {
   if (apiKey === "") return false
-  const match = SIGNATURE.exec((header(headers, RETELL_SIGNATURE_HEADER) ?? "").trim())
+  const match = SIGNATURE.exec((header(request.headers, RETELL_SIGNATURE_HEADER) ?? "").trim())
   if (match?.[1] === undefined || match[2] === undefined) return false
   const timestamp = Number(match[1])
-  if (!Number.isSafeInteger(timestamp) || Math.abs(now - timestamp) > RETELL_SIGNATURE_TOLERANCE_MS) return false
-  return constantTimeEqual(retellSignature(apiKey, rawBody, timestamp), `v=${match[1]},d=${match[2].toLowerCase()}`)
+  if (!Number.isSafeInteger(timestamp) || Math.abs(request.now - timestamp) > RETELL_SIGNATURE_TOLERANCE_MS) return false
+  return constantTimeEqual(
+    retellSignature(apiKey, request.rawBody, timestamp),
+    `v=${match[1]},d=${match[2].toLowerCase()}`
+  )
 }
 
 /** The events Parley reads; Retell sends call_started only for a call that connected. */
@@ -62,8 +69,8 @@ export type RetellWebhook =
     readonly _tag: "CallEvent"
     readonly event: RetellCallEvent
     readonly callId: string
-    /** call_status at the time of the event. */
-    readonly status: string
+    /** call_status at the time of the event, when the call carries it. */
+    readonly status: string | null
     /** On call_ended and call_analyzed. */
     readonly disconnectionReason: string | null
     readonly transcript: string | null
