@@ -33,6 +33,7 @@ import {
   verifyRetellSignature
 } from "../../src/providers/retell/RetellWebhooks.js"
 import { CallbackReceiver, type ReceivedCallback } from "../support/fakes/CallbackReceiver.js"
+import { FakeServer, sendJson } from "../support/fakes/FakeServer.js"
 import { RetellFake, type RetellDisconnectionReason as SdkReason } from "../support/fakes/RetellFake.js"
 
 const FROM = "+14155550100"
@@ -281,6 +282,24 @@ describe("reconciling an unknown outcome", () => {
       expect(all).toEqual(Either.right(Option.none()))
     } finally {
       await crowded.stop()
+    }
+  })
+
+  it("a list that says more follow but gives no way to read them: an error, never None", async () => {
+    const broken = await FakeServer.start((_request, _body, response) =>
+      sendJson(response, 200, { has_more: true, items: [] })
+    )
+    try {
+      const result = await find(
+        { fromNumber: FROM, toNumber: CUSTOMER, since: Date.now(), parleyActionId: "act_missing" },
+        { apiBase: broken.url, apiKey: "key" }
+      )
+      expect(Either.isLeft(result) ? [result.left.reason, result.left.message] : result).toEqual([
+        "unavailable",
+        expect.stringContaining("no new pagination_key")
+      ])
+    } finally {
+      await broken.stop()
     }
   })
 

@@ -314,17 +314,23 @@ export const findCall = Effect.fn("RetellClient.findCall")(function*(
       if (json.start_timestamp !== null && json.start_timestamp < windowStart) continue
       if (best === undefined || (json.start_timestamp ?? Infinity) > (best.start_timestamp ?? Infinity)) best = json
     }
+    if (!list.value.has_more) return best === undefined ? Option.none<RetellCall>() : Option.some(toCall(best))
     const next = list.value.pagination_key ?? null
-    if (!list.value.has_more || next === null || next === paginationKey) {
-      return best === undefined ? Option.none<RetellCall>() : Option.some(toCall(best))
+    if (next === null || next === paginationKey) {
+      if (best !== undefined) return Option.some(toCall(best))
+      return yield* inconclusive("Retell said more calls follow but gave no new pagination_key to read them")
     }
     paginationKey = next
   }
   if (best !== undefined) return Option.some(toCall(best))
-  return yield* new RetellCallError({
+  return yield* inconclusive(`more than ${FIND_MAX_PAGES} pages of calls between these numbers`)
+})
+
+/** findCall could not see every candidate: not "no such call", which would let the action be sent again. */
+const inconclusive = (why: string) =>
+  new RetellCallError({
     reason: "unavailable",
     status: null,
-    message: `Retell: more than ${FIND_LIMIT * FIND_MAX_PAGES} calls between these numbers; the call could not be looked for in all of them.`,
+    message: `Retell: ${why}; the call could not be looked for in all of them.`,
     retryAfterMs: null
   })
-})
