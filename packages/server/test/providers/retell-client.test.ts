@@ -6,7 +6,7 @@
  * webhooks decoded as Parley reads them, and the whole disconnection_reason
  * table against the SDK's list.
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { verify as sdkVerify } from "retell-sdk"
 import { symmetric } from "retell-sdk/lib/webhook_auth"
 import type { CallCreatePhoneCallParams, CallListParams } from "retell-sdk/resources/call"
@@ -20,6 +20,7 @@ import {
   type RetellFindQuery
 } from "../../src/providers/retell/RetellClient.js"
 import { callDetailsReport, callMetadata, toCallReport } from "../../src/providers/retell/RetellReports.js"
+import { RetellSettings, retellAccount } from "../../src/providers/retell/RetellSettings.js"
 import {
   RETELL_DISCONNECTION_REASONS,
   type RetellDisconnectionReason as OurReason,
@@ -588,5 +589,23 @@ describe("decodeRetellWebhook", () => {
     expect(Either.map(decoded, callMetadata)).toEqual(Either.right({ parleyActionId: "act_1" }))
     expect(Either.isLeft(decodeRetellWebhook({ call: { call_id: "c4" } }))).toBe(true)
     expect(Either.isLeft(decodeRetellWebhook("call_ended"))).toBe(true)
+  })
+})
+
+describe("settings", () => {
+  const decode = Schema.decodeUnknownEither(RetellSettings)
+
+  it("an API key, and the API base defaulting to Retell's", () => {
+    expect(Either.map(decode({ apiKey: "key_1" }), retellAccount))
+      .toEqual(Either.right({ apiKey: "key_1", apiBase: "https://api.retellai.com" }))
+    expect(Either.map(decode({ apiKey: "key_1", apiBase: "http://127.0.0.1:4010" }), retellAccount))
+      .toEqual(Either.right({ apiKey: "key_1", apiBase: "http://127.0.0.1:4010" }))
+  })
+
+  it("refuses an empty key and an API base that is not an http(s) URL", () => {
+    expect(Either.isLeft(decode({ apiKey: "" }))).toBe(true)
+    expect(Either.isLeft(decode({}))).toBe(true)
+    expect(Either.isLeft(decode({ apiKey: "key_1", apiBase: "api.retellai.com" }))).toBe(true)
+    expect(Either.isLeft(decode({ apiKey: "key_1", apiBase: "ftp://api.retellai.com" }))).toBe(true)
   })
 })
