@@ -120,6 +120,8 @@ const script = (blocks: ReadonlyArray<ReadmeBlock>, substitute: (text: string) =
     "set -eE -o pipefail",
     // An HTTP error answer is a failed command, as a reader would take it.
     "curl() { command curl --fail-with-body \"$@\"; }",
+    // `pnpm parley …` as the README writes it, where pnpm itself is not installed (it is run through npx here).
+    "command -v pnpm >/dev/null || pnpm() { npx -y pnpm@10 \"$@\"; }",
     `trap 'status=$?; echo; echo "${MARK}-failed:$PARLEY_README_LINE:$status:$BASH_COMMAND"; exit $status' ERR`,
     ...blocks.flatMap((block) => [
       `PARLEY_README_LINE=${block.line}; echo; echo "${MARK}-block:${block.line}"`,
@@ -220,6 +222,7 @@ describe.skipIf(testStore === "postgres")("README.md's sh blocks, run against a 
     expect(blocks.length).toBeGreaterThan(0)
     const substitute = (text: string) =>
       text.replaceAll(DOCUMENTED_BASE_URL, baseUrl).replaceAll(DOCUMENTED_RECEIVER, receiverUrl)
+    const { DATABASE_URL: _database, HOST: _host, ...blockEnv } = process.env
     const scriptFile = join(dataDir, "readme-blocks.sh")
     writeFileSync(scriptFile, script(blocks, substitute))
     const run = await new Promise<{ code: number; stdout: string }>((resolve) => {
@@ -229,11 +232,10 @@ describe.skipIf(testStore === "postgres")("README.md's sh blocks, run against a 
         timeout: 240_000,
         maxBuffer: 16 * 1024 * 1024,
         env: {
-          ...process.env,
+          ...blockEnv,
           // `node` in a block is the Node running the tests (the pinned one); `pnpm parley` acts on this server's data.
           PATH: `${dirname(process.execPath)}${delimiter}${process.env["PATH"] ?? ""}`,
           PARLEY_DATA_DIR: dataDir,
-          DATABASE_URL: "",
           KEY: keys.live,
           TEST_KEY: keys.test
         }
