@@ -15,8 +15,9 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
-  // Sign-in links carry their token in the URL: it must not leave in a Referer.
-  "referrer-policy": "no-referrer",
+  // Sign-in links carry their token in the URL: it must not leave in a Referer. (Not no-referrer: with it,
+  // Chromium sends `Origin: null` on the console's own form posts, which the same-origin check refuses.)
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
   "cross-origin-opener-policy": "same-origin"
 }
