@@ -179,7 +179,7 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", () => {
     expect(record.status).toBe("Queued")
   })
 
-  it("shows the CRM, the providers and the activity, each record opening with its events", async () => {
+  it("shows the CRM, the providers and the activity: records with their events, conversations with their messages", async () => {
     await page.getByRole("link", { name: "CRM" }).click()
     await page.getByRole("button", { name: "Connect Zoho CRM" }).waitFor()
     await audit("crm")
@@ -195,6 +195,12 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", () => {
     await page.getByRole("heading", { name: "Events" }).waitFor()
     expect(await page.locator("pre").textContent()).toContain("\"status\": \"Queued\"")
     await audit("activity-record")
+    await page.getByRole("link", { name: "Back to Activity" }).click()
+    await page.getByRole("heading", { name: "Conversations" }).waitFor()
+    await page.getByRole("link", { name: "+14155550123" }).first().click()
+    await page.getByRole("heading", { name: "Messages, newest first" }).waitFor()
+    expect(await page.locator("tbody").textContent()).toContain("Hello from the console test")
+    await audit("conversation")
   })
 
   it("signs out from any page; the console then asks to sign in again", async () => {
@@ -205,7 +211,7 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", () => {
   })
 
   it("axe-core finds no serious or critical violation on any page", () => {
-    expect(audited.length).toBeGreaterThanOrEqual(11)
+    expect(audited.length).toBeGreaterThanOrEqual(13)
     expect(violations).toEqual([])
   })
 })

@@ -11,6 +11,7 @@ import {
   type Actions,
   type ApiKeys,
   type ApiKeyStore,
+  type Conversations,
   type Crm,
   Crypto,
   type Organisations,
@@ -27,7 +28,7 @@ import { CONSOLE_CSS, CONSOLE_JS } from "./Assets.js"
 import { asset, type ConsoleRequest, cookieValue, page, readRequest, redirect, sameOrigin, SESSION_COOKIE } from "./ConsoleHttp.js"
 import { html } from "./Html.js"
 import { layout } from "./Layout.js"
-import { activityPage, recordPage } from "./pages/ActivityPage.js"
+import { activityPage, conversationPage, recordPage } from "./pages/ActivityPage.js"
 import { connectCrm, crmOverview, disconnectCrm, startExternalCrm } from "./pages/CrmPage.js"
 import {
   addWebhook,
@@ -53,6 +54,7 @@ export type ConsoleServices =
   | Organisations.Organisations
   | RecordLists.RecordLists
   | Actions.Actions
+  | Conversations.Conversations
   | Webhooks
   | ProviderAccounts
   | SqlClient.SqlClient
@@ -149,7 +151,8 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       page_("/admin/events/delete", confirmDeleteWebhook),
       action("/admin/events/delete", deleteWebhook),
       page_("/admin/activity", activityPage),
-      page_("/admin/activity/record", recordPage)
+      page_("/admin/activity/record", recordPage),
+      page_("/admin/activity/conversation", conversationPage)
     ]
   }
 ).pipe(Effect.provide(AdminStoreLive))

@@ -11,6 +11,7 @@ import {
   ALL_SCOPES,
   CallStatus,
   type CallerInfo,
+  Conversations,
   Crm,
   MessageStatus,
   Organisations,
@@ -63,6 +64,7 @@ export const activityPage = (request: ConsoleRequest, session: Session) =>
       ...(status === undefined ? {} : { status: [status] }),
       ...(chosenNumber === undefined ? {} : { number: chosenNumber.sid })
     })
+    const conversations = yield* (yield* Conversations.Conversations).list(caller.value, undefined)
     const option = (value: string, label: string, selected: boolean) =>
       html`<option value="${value}"${flag("selected", selected)}>${label}</option>`
     return page(layout({
@@ -88,7 +90,16 @@ export const activityPage = (request: ConsoleRequest, session: Session) =>
         )
       }</tbody></table>
 ${records.nextCursor === null ? "" : html`<p class="hint">Showing the latest 50; narrow the filters to see others.</p>`}
-</section>`
+</section>
+<section aria-labelledby="a-conversations"><h2 id="a-conversations">Conversations</h2>
+<table><thead><tr><th scope="col">With</th><th scope="col">Name</th><th scope="col">Last</th><th scope="col">At</th><th scope="col">Unread</th></tr></thead>
+<tbody>${
+        conversations.items.length === 0 ? emptyRow(5, "No conversations yet.") : conversations.items.map((c) =>
+          html`<tr><td><a href="/admin/activity/conversation?id=${encodeURIComponent(c.id)}">${c.phone}</a></td><td>${c.name}</td><td>${
+            c.preview ?? ""
+          }</td><td>${c.at ?? ""}</td><td>${String(c.unreadCount)}</td></tr>`
+        )
+      }</tbody></table></section>`
     }))
   })
 
@@ -132,5 +143,33 @@ export const recordPage = (request: ConsoleRequest, session: Session) =>
 <table><thead><tr><th scope="col">Event</th><th scope="col">At</th></tr></thead>
 <tbody>${events.length === 0 ? emptyRow(2, "No events.") : events.map((e) => html`<tr><td>${e.type}</td><td>${e.timestamp}</td></tr>`)}</tbody></table></section>
 <p><a href="/admin/activity?kind=${kind}">Back to Activity</a></p>`
+    }))
+  })
+
+export const conversationPage = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const caller = yield* administrator(session)
+    if (Option.isNone(caller)) return notFoundPage(session, "The organisation is gone.")
+    const id = request.query.get("id") ?? ""
+    const found = yield* Effect.either((yield* Conversations.Conversations).messages(caller.value, id, undefined))
+    if (found._tag === "Left") {
+      if (found.left._tag === "NotFound") return notFoundPage(session, "No such conversation.")
+      return yield* Effect.fail(found.left)
+    }
+    const messages = found.right.items
+    return page(layout({
+      title: "Conversation",
+      session,
+      current: "/admin/activity",
+      body: html`<section aria-labelledby="c-messages"><h2 id="c-messages">Messages, newest first</h2>
+<table><thead><tr><th scope="col">Id</th><th scope="col">Direction</th><th scope="col">Status</th><th scope="col">Text</th><th scope="col">Modified</th></tr></thead>
+<tbody>${
+        messages.length === 0 ? emptyRow(5, "No messages.") : messages.map((m) =>
+          html`<tr><td><a href="/admin/activity/record?kind=${m.type === "Call" ? "ai_call" : "message"}&amp;id=${m.id}">${m.id}</a></td><td>${m.direction}</td><td>${m.status}</td><td>${
+            m.body ?? ""
+          }</td><td>${m.modified}</td></tr>`
+        )
+      }</tbody></table></section>
+<p><a href="/admin/activity">Back to Activity</a></p>`
     }))
   })
