@@ -31,6 +31,8 @@ describe("admin console security", () => {
     expect(invited.email).toBe("bob@b.example")
     expect(invited.link).toMatch(/^https:\/\/console\.example\.test\/admin\/set-password\?token=\w+$/)
     await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD_B)
+    // A link works once.
+    await expect(setPasswordFromLink(server.baseUrl, invited.link, "someone else's password")).rejects.toThrow("404")
     keyOfA = await server.adminJson(["keys", "create", "--org", demo.orgId, "--name", "A's", "--scopes", "all", "--mode", "live"])
     webhookOfA = (await server.adminJson<{ id: string }>([
       "webhooks", "add", "--org", demo.orgId, "--url", "http://127.0.0.1:9/none"
@@ -52,16 +54,20 @@ describe("admin console security", () => {
     })
     expect(twice.code).toBe(1)
     expect(twice.stderr).toContain("already an administrator")
-    await server.adminJson(["admins", "create", demo.orgId, "--email", "temp@a.example"])
+    const temp = await server.adminJson<{ link: string }>(["admins", "create", demo.orgId, "--email", "temp@a.example"])
     const listed = await server.adminJson<{ items: Array<{ email: string; passwordSet: boolean }> }>(["admins", "list", demo.orgId])
     expect(listed.items).toEqual([
       expect.objectContaining({ email: "ada@a.example", passwordSet: true }),
       expect.objectContaining({ email: "temp@a.example", passwordSet: false })
     ])
+    await setPasswordFromLink(server.baseUrl, temp.link, "temporary passphrase")
+    const session = await signIn(server.baseUrl, "temp@a.example", "temporary passphrase")
     expect(await server.adminJson(["admins", "remove", demo.orgId, "--email", "temp@a.example"])).toEqual({
       email: "temp@a.example",
       removed: true
     })
+    // Removing an administrator ends their sessions.
+    expect((await consoleGet(server.baseUrl, session, "/admin/keys")).status).toBe(303)
     // Another organisation's administrator is not removable from here.
     const foreign = await server.admin(["admins", "remove", demo.orgId, "--email", "bob@b.example"])
     expect(foreign.code).toBe(1)
@@ -157,6 +163,10 @@ describe("admin console security", () => {
     const attempts: Array<number> = []
     for (let i = 0; i < 5; i++) attempts.push((await postSignIn(server.baseUrl, "slow-b@b.example", `wrong ${i} password`)).status)
     expect(attempts).toEqual([401, 401, 401, 401, 401])
+    // An unknown email is answered exactly as a wrong password: the page does not tell who has an account.
+    const unknown = await postSignIn(server.baseUrl, "nobody@b.example", "the right password here")
+    expect(unknown.status).toBe(401)
+    expect(await unknown.text()).toContain("The email or the password is wrong.")
     const held = await postSignIn(server.baseUrl, "slow-b@b.example", "the right password here")
     expect(held.status).toBe(429)
     const text = await held.text()

@@ -27,8 +27,16 @@ export type ChromiumPlan = { readonly kind: "ready"; readonly path: string } | {
 
 export const findChromium = (): ChromiumPlan => {
   if (existsSync(CHROMIUM)) return { kind: "ready", path: CHROMIUM }
-  try {
+  const install = () =>
     execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "chromium"], { stdio: "ignore", timeout: 600_000 })
+  try {
+    try {
+      install()
+    } catch {
+      // A fresh machine has no package lists yet.
+      execFileSync("apt-get", ["update"], { stdio: "ignore", timeout: 600_000 })
+      install()
+    }
   } catch (error) {
     return { kind: "missing", reason: `apt-get install chromium failed (${error instanceof Error ? error.message.split("\n")[0] : String(error)})` }
   }
