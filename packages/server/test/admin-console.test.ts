@@ -27,7 +27,7 @@ describe("admin console security", () => {
       input: `${PASSWORD_A}\n`
     })
     expect(created.code, created.stderr).toBe(0)
-    const invited = await server.cliJson<{ email: string; link: string }>(["admins", "create", orgB, "--email", "Bob@B.example"])
+    const invited = await server.adminJson<{ email: string; link: string }>(["admins", "create", orgB, "--email", "Bob@B.example"])
     expect(invited.email).toBe("bob@b.example")
     expect(invited.link).toMatch(/^https:\/\/console\.example\.test\/admin\/set-password\?token=\w+$/)
     await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD_B)
@@ -37,7 +37,7 @@ describe("admin console security", () => {
     webhookOfA = (await server.adminJson<{ id: string }>([
       "webhooks", "add", "--org", demo.orgId, "--url", "http://127.0.0.1:9/none"
     ])).id
-  })
+  }, 180_000) // a real server and a real CLI process on a shared 2-core machine
 
   afterAll(async () => {
     await server?.dispose()

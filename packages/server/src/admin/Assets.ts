@@ -35,6 +35,7 @@ td button, td .button, header button { margin-top: 0; }
 .secret { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; }
 .secret code { font-size: 1rem; padding: .4rem .6rem; background: #eef1f4; border-radius: 4px; word-break: break-all; }
 .secret button { margin-top: 0; }
+dt { font-weight: 600; } dd { margin: 0 0 .5rem 0; }
 pre { background: #eef1f4; padding: .75rem; overflow: auto; font-size: .85rem; }
 .inline { display: inline; }
 `

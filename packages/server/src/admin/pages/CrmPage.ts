@@ -63,7 +63,10 @@ export const connectCrm = (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
     const name = (request.form.get("account") ?? "").trim()
     if (name === "") return yield* crmPage(session, { account: "Give the CRM account's name." }, undefined, name)
-    yield* connectAccount(session.orgId, name, accountIdFor(name))
+    // The same name keeps the same account (a reconnection); another name is another CRM user.
+    const current = yield* (yield* Crm.Crm).connection(session.orgId)
+    const id = current.state !== "disconnected" && current.account.name === name ? current.account.id : accountIdFor(name)
+    yield* connectAccount(session.orgId, name, id)
     return redirect("/admin/crm?done=connected")
   })
 
