@@ -40,7 +40,7 @@ import {
   rotateWebhook
 } from "./pages/EventsPage.js"
 import { confirmRevokePage, createKey, keysPage, newKeyPage, revokeKey } from "./pages/Keys.js"
-import { providersPage } from "./pages/ProvidersPage.js"
+import { clearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
 import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
 import { setPassword, setPasswordPage, signIn, signInPage, signOut } from "./pages/SignInPage.js"
 import { SignInThrottle } from "./SignInThrottle.js"
@@ -141,6 +141,8 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       action("/admin/crm/disconnect", disconnectCrm),
       action("/admin/crm/zoho", startExternalCrm),
       page_("/admin/providers", providersPage),
+      action("/admin/providers/set", setProvider),
+      action("/admin/providers/clear", clearProvider),
       page_("/admin/rules", sendingRulesPage),
       action("/admin/rules", saveSendingRules),
       page_("/admin/events", eventsOverview),
