@@ -35,6 +35,7 @@ import { storage } from "../store/rows.js"
 import { SqliteHandle } from "../store/SqliteDriver.js"
 import * as ActionBatches from "./ActionBatches.js"
 import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
+import { LEASE_MS } from "./Lease.js"
 import { advance, afterSubmit, needsBot, type Phase, phaseOf } from "./Lifecycle.js"
 import * as RealProviders from "./RealProviders.js"
 import * as SimulatedProviders from "./SimulatedProviders.js"
@@ -42,7 +43,6 @@ import { yieldToEventLoop } from "./yieldToEventLoop.js"
 
 /** Rows per claim: large enough to amortise each statement, small enough that one step of a batch stays a few ms. */
 const BATCH = 500
-const LEASE_MS = 30_000
 /**
  * The shortest pause after a round that drained what was due. Waking for every action of a steady stream
  * would pay a round's fixed cost (claim, rules, provider lookups, two transactions: ~15 statements) per
@@ -172,7 +172,7 @@ export const DispatcherLive = Layer.scopedDiscard(
         return yield* batches.commit(worker, send, now, modified)
       })
 
-    /** A real provider's row: its lease held past one slow request, its answer recorded the moment it comes. */
+    /** A real provider's row: its lease renewed while its request lasts, its answer recorded the moment it comes. */
     const hooks = (modified: string): RealProviders.SubmitHooks => ({
       hold: (row, until) =>
         storage("dispatch.hold")(Effect.map(
@@ -180,8 +180,7 @@ export const DispatcherLive = Layer.scopedDiscard(
               WHERE id = ${Number(row.id)} AND lease_owner = ${worker} AND status = ${row.status} RETURNING id`,
           (rows) => rows.length > 0
         )),
-      record: (row, change) =>
-        storage("dispatch.record")(batches.transaction(batches.apply(worker, [transition(row, change, modified)])))
+      apply: (row, change) => storage("dispatch.record")(batches.apply(worker, [transition(row, change, modified)]))
     })
 
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */
