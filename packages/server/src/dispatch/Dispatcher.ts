@@ -19,11 +19,12 @@
  * in one provider request, and moved on in one transaction that also writes
  * their events, so every status change and its event commit together. The
  * event loop gets a turn between these steps. A process that dies mid-step
- * leaves leases that lapse; another process (or the same one restarted)
+ * leaves leases that lapse (Lease: 30 s, renewed only while a live worker
+ * waits on a real provider); another process (or the same one restarted)
  * redoes the step: the simulator answers a repeated action id with its first
- * outcome, and a real provider's attempt whose outcome is unknown is looked
- * up at the provider before anything is sent again (RealProviders), so a
- * redone submission never sends twice. Nothing is
+ * outcome, and a real provider's attempt that may have reached it is
+ * reconciled with the provider before anything is sent again (RealProviders),
+ * so a redone submission never sends twice. Nothing is
  * kept in memory per action: 100,000 scheduled actions cost 100,000 rows.
  */
 import { SqlClient } from "@effect/sql"

@@ -1,0 +1,152 @@
+/**
+ * Never twice, through crashes (issue 22): a fake Twilio answers each create
+ * with 201, and the test kills Parley (SIGKILL) 0–40 ms later — before, while
+ * or after it commits the answer — then starts it again on the same store, 25
+ * times. Each round asks for two identical texts to the same number (the
+ * appointment confirmation sent twice on purpose: every round's pair to the
+ * one number, so every reconciliation meets many identical candidates) and one
+ * text of its own. In the end every action is Delivered; Twilio accepted
+ * exactly one create for each text of its own (its StatusCallback names the
+ * action), and as many creates of the identical text as there are actions for
+ * it, each action holding a different one. The fake serves three messages a
+ * page, so reconciliation has to page. Runs on SQLite and, in the Postgres
+ * pass, on Postgres.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { TwilioFake } from "./support/fakes/TwilioFake.js"
+import { until } from "./support/poll.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+
+const ROUNDS = 25
+const PN1 = "PN00000000000000000000000000000001"
+const SAME_NUMBER = "+14155550177"
+const SAME_TEXT = "Your appointment on Friday at 10:00 is confirmed. Reply C to cancel."
+const HEAVY = 900_000
+
+let counter = 0
+const idem = () => `crash-${Date.now()}-${++counter}`
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe("kill -9 right after Twilio's 201", () => {
+  let twilio: TwilioFake
+  let server: TestServer
+  let demo: DemoSummary
+
+  beforeAll(async () => {
+    twilio = await TwilioFake.start({ stepMs: 30, maxPageSize: 3 })
+    server = await TestServer.start({
+      env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "3000", PARLEY_SIM_STEP_MS: "50" }
+    })
+    demo = await server.demo()
+    for (
+      const args of [
+        ["orgs", "update", demo.orgId, "--sms-allowance", "unlimited"],
+        [
+          "providers", "set", "--org", demo.orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
+          "--auth-token", twilio.authToken, "--api-base", twilio.url
+        ]
+      ]
+    ) {
+      const result = await server.admin(args)
+      if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed: ${result.stderr}`)
+    }
+  }, HEAVY)
+
+  afterAll(async () => {
+    twilio.onAnswered = undefined
+    await server?.dispose()
+    await twilio?.stop()
+  })
+
+  /** Asks for a text; a request the crash cut is asked again (a new action if the first was made: both are counted). */
+  const send = async (to: string, body: string) => {
+    for (;;) {
+      try {
+        const response = await server.fetch("/api/v1/messages", {
+          key: demo.keys.live,
+          method: "POST",
+          headers: { "idempotency-key": idem() },
+          body: JSON.stringify({ fromNumberSid: PN1, to, body })
+        })
+        if (response.status === 202) return
+        throw new Error(`HTTP ${response.status}: ${await response.text()}`)
+      } catch {
+        await sleep(100)
+      }
+    }
+  }
+
+  it(`sends every text exactly once through ${ROUNDS} kills, identical texts to one number included`, async () => {
+    let kills = 0
+    let crash: Promise<void> | undefined
+    for (let round = 0; round < ROUNDS; round++) {
+      // The first create Twilio answers from now on kills Parley, 0–40 ms after the 201.
+      twilio.onAnswered = () => {
+        twilio.onAnswered = undefined
+        crash = (async () => {
+          await sleep(Math.random() * 40)
+          // Killed, then started again on the same store (a request the kill cut is asked again meanwhile).
+          await server.restart("SIGKILL")
+          kills++
+        })()
+      }
+      await Promise.all([
+        send(SAME_NUMBER, SAME_TEXT),
+        send(SAME_NUMBER, SAME_TEXT),
+        send(`+1415555${String(2000 + round)}`, `Round ${round}: your parcel is on its way.`)
+      ])
+      await until(async () => (crash === undefined ? undefined : true), { timeoutMs: 120_000, what: `round ${round}'s kill` })
+      await crash
+      crash = undefined
+    }
+    twilio.onAnswered = undefined
+    expect(kills).toBe(ROUNDS)
+
+    // Every action the crashes left half-done is picked up (its lease lapses within 30 s) and finished.
+    const actions = await until(async () => {
+      const rows = await server.db.query<{ id: number | string; status: string }>(
+        "SELECT id, status FROM actions WHERE org_id = ? AND kind = 'message'",
+        [demo.orgId]
+      )
+      return rows.length > 0 && rows.every((r) => r.status === "Delivered") ? rows : undefined
+    }, { timeoutMs: 300_000, intervalMs: 500, what: "every text Delivered" }).catch(async (error: unknown) => {
+      const rows = await server.db.query<{ id: number | string; status: string; sid: string | null }>(
+        "SELECT id, status, sid FROM actions WHERE org_id = ? AND kind = 'message' AND status <> 'Delivered'",
+        [demo.orgId]
+      )
+      throw new Error(`${String(error)}; not Delivered: ${JSON.stringify(rows)}`)
+    })
+    expect(actions.length).toBeGreaterThanOrEqual(3 * ROUNDS)
+
+    const rows = await server.db.query<{ id: number | string; counterpart: string; sid: string | null }>(
+      "SELECT id, counterpart, sid FROM actions WHERE org_id = ? AND kind = 'message'",
+      [demo.orgId]
+    )
+    const actionOf = (message: { readonly statusCallback: string | null }) =>
+      new URL(message.statusCallback ?? "http://x.invalid/").searchParams.get("action") ?? "none"
+    const diagnosis = () =>
+      JSON.stringify({
+        actions: rows,
+        messages: twilio.messages.map((m) => ({ sid: m.sid, to: m.to, action: actionOf(m), created: m.dateCreated }))
+      })
+
+    // Each text of its own: Twilio accepted exactly one create for it (its StatusCallback names the action),
+    // and the action holds that message.
+    const own = rows.filter((r) => r.counterpart !== SAME_NUMBER)
+    expect(own.length).toBeGreaterThanOrEqual(ROUNDS)
+    for (const action of own) {
+      const created = twilio.messages.filter((m) => actionOf(m) === String(action.id))
+      expect(created.map((m) => m.sid), diagnosis()).toEqual([action.sid])
+    }
+    // The identical texts cannot be told apart at Twilio (the list shows no StatusCallback): as many creates
+    // as actions, and each action holds a different one of them.
+    const same = rows.filter((r) => r.counterpart === SAME_NUMBER)
+    const sameMessages = twilio.messages.filter((m) => m.to === SAME_NUMBER)
+    expect(same.length).toBeGreaterThanOrEqual(2 * ROUNDS)
+    expect(sameMessages.length, diagnosis()).toBe(same.length)
+    expect(new Set(same.map((r) => r.sid)), diagnosis()).toEqual(new Set(sameMessages.map((m) => m.sid)))
+    // Nothing else was created, and no create failed.
+    expect(twilio.messages.length).toBe(rows.length)
+    expect(twilio.requests.filter((r) => r.method === "POST").length).toBe(rows.length)
+  }, HEAVY)
+})
