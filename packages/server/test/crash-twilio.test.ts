@@ -13,6 +13,7 @@
  * pass, on Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { crashRounds, createRetrying } from "./support/crashes.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
@@ -23,9 +24,6 @@ const SAME_NUMBER = "+14155550177"
 const SAME_TEXT = "Your appointment on Friday at 10:00 is confirmed. Reply C to cancel."
 const HEAVY = 900_000
 
-let counter = 0
-const idem = () => `crash-${Date.now()}-${++counter}`
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describe("kill -9 right after Twilio's 201", () => {
   let twilio: TwilioFake
@@ -58,48 +56,23 @@ describe("kill -9 right after Twilio's 201", () => {
     await twilio?.stop()
   })
 
-  /** Asks for a text; a request the crash cut is asked again (a new action if the first was made: both are counted). */
-  const send = async (to: string, body: string) => {
-    for (;;) {
-      try {
-        const response = await server.fetch("/api/v1/messages", {
-          key: demo.keys.live,
-          method: "POST",
-          headers: { "idempotency-key": idem() },
-          body: JSON.stringify({ fromNumberSid: PN1, to, body })
-        })
-        if (response.status === 202) return
-        throw new Error(`HTTP ${response.status}: ${await response.text()}`)
-      } catch {
-        await sleep(100)
-      }
-    }
-  }
-
   it(`sends every text exactly once through ${ROUNDS} kills, identical texts to one number included`, async () => {
-    let kills = 0
-    let crash: Promise<void> | undefined
-    for (let round = 0; round < ROUNDS; round++) {
-      // The first create Twilio answers from now on kills Parley, 0–40 ms after the 201.
-      twilio.onAnswered = () => {
-        twilio.onAnswered = undefined
-        crash = (async () => {
-          await sleep(Math.random() * 40)
-          // Killed, then started again on the same store (a request the kill cut is asked again meanwhile).
-          await server.restart("SIGKILL")
-          kills++
-        })()
+    const text = (to: string, body: string) =>
+      createRetrying(server, demo.keys.live, "/api/v1/messages", { fromNumberSid: PN1, to, body })
+    const kills = await crashRounds({
+      rounds: ROUNDS,
+      server,
+      arm: (onAnswered) => {
+        twilio.onAnswered = onAnswered
+      },
+      round: async (round) => {
+        await Promise.all([
+          text(SAME_NUMBER, SAME_TEXT),
+          text(SAME_NUMBER, SAME_TEXT),
+          text(`+1415555${String(2000 + round)}`, `Round ${round}: your parcel is on its way.`)
+        ])
       }
-      await Promise.all([
-        send(SAME_NUMBER, SAME_TEXT),
-        send(SAME_NUMBER, SAME_TEXT),
-        send(`+1415555${String(2000 + round)}`, `Round ${round}: your parcel is on its way.`)
-      ])
-      await until(async () => (crash === undefined ? undefined : true), { timeoutMs: 120_000, what: `round ${round}'s kill` })
-      await crash
-      crash = undefined
-    }
-    twilio.onAnswered = undefined
+    })
     expect(kills).toBe(ROUNDS)
 
     // Every action the crashes left half-done is picked up (its lease lapses within 30 s) and finished.
