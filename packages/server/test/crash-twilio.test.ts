@@ -13,6 +13,7 @@
  * pass, on Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { LEASE_MS } from "../src/dispatch/Lease.js"
 import { crashRounds, createRetrying } from "./support/crashes.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { until } from "./support/poll.js"
@@ -121,5 +122,34 @@ describe("kill -9 right after Twilio's 201", () => {
     // Nothing else was created, and no create failed.
     expect(twilio.messages.length).toBe(rows.length)
     expect(twilio.requests.filter((r) => r.method === "POST").length).toBe(rows.length)
+  }, HEAVY)
+
+  it("leaves a text whose request was out when Parley died for at most one lease (30 s), then sends it once", async () => {
+    // Twilio never answers this create (and makes nothing): Parley is killed while its request is out.
+    twilio.hangNext()
+    const to = "+14155550199"
+    await createRetrying(server, demo.keys.live, "/api/v1/messages", { fromNumberSid: PN1, to, body: "Hanging on" })
+    const [held] = await until(async () => {
+      const rows = await server.db.query<{ id: number | string; lease_until: number | string | null }>(
+        `SELECT a.id, a.lease_until FROM actions a JOIN provider_submissions p ON p.action_id = CAST(a.id AS TEXT)
+         WHERE a.org_id = ? AND a.counterpart = ? AND p.last_outcome = 'pending'`,
+        [demo.orgId, to]
+      )
+      return rows.length > 0 && twilio.requests.some((r) => r.method === "POST" && r.form.some(([, v]) => v === to))
+        ? rows
+        : undefined
+    }, { timeoutMs: 60_000, what: "the hanging request" })
+    // The lease the dead worker leaves is the short one (it was 5 minutes for a real provider's row).
+    expect(Number(held?.lease_until) - Date.now()).toBeLessThanOrEqual(LEASE_MS)
+    await server.restart("SIGKILL")
+    const [sent] = await until(async () => {
+      const rows = await server.db.query<{ status: string }>(
+        "SELECT status FROM actions WHERE org_id = ? AND counterpart = ?",
+        [demo.orgId, to]
+      )
+      return rows[0]?.status === "Delivered" ? rows : undefined
+    }, { timeoutMs: 120_000, intervalMs: 500, what: "the text Delivered" })
+    expect(sent?.status).toBe("Delivered")
+    expect(twilio.messages.filter((m) => m.to === to)).toHaveLength(1)
   }, HEAVY)
 })
