@@ -236,6 +236,9 @@ export const makeRequestPipeline = <R>(
       const headers: Record<string, string | number> = { ...answer.headers, ...extra, "x-request-id": requestId }
       // Answered before (or without) reading an announced body: close the connection if draining it would cost.
       if (!bodyRead && announcesBody(request) && unreadBodyTooLargeToDrain(request)) headers["connection"] = "close"
+      // Parley upgrades to no other protocol; Node's parser stops reading the connection after an Upgrade
+      // request, so requests pipelined behind it would never be answered: close it, and say so.
+      if (request.headers["upgrade"] !== undefined) headers["connection"] = "close"
       if (answer.body !== undefined) headers["content-length"] = Buffer.byteLength(answer.body)
       response.writeHead(answer.status, headers)
       response.end(answer.body)
