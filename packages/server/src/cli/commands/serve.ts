@@ -10,6 +10,9 @@ import { RetentionLive } from "../../store/Retention.js"
 import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
 
+/** Where `serve --demo` (`pnpm start`) listens when HOST is unset. */
+export const DEMO_HOST = "127.0.0.1"
+
 const withDemo = Options.boolean("demo").pipe(
   Options.withDescription("Seed the demo organisation and print its keys and a curl to try")
 )
@@ -23,7 +26,12 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     const summary = demo ? Option.some(yield* Demo.seedDemo()) : Option.none()
     // Parley exports no traces: with the tracer off, the spans the core and the SQL client open on every
     // request and statement are not built (each captured a stack trace and a dozen attributes).
-    const server = Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive).pipe(
+    // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
+    // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
+    const http = demo && Option.isNone(config.host)
+      ? HttpServerLive.pipe(Layer.provide(Layer.succeed(ServerConfig, { ...config, host: Option.some(DEMO_HOST) })))
+      : HttpServerLive
+    const server = Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive).pipe(
       Layer.provide(Layer.setTracerEnabled(false))
     )
     return yield* Effect.scoped(Effect.gen(function*() {
@@ -37,4 +45,4 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       }
       return yield* Effect.never
     }))
-  })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
+  })).pipe(Command.withDescription("Run the Parley server (PORT, HOST, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
