@@ -351,6 +351,54 @@ const settingsVersion = Effect.gen(function*() {
   })
 })
 
+/**
+ * Zoho CRM as an organisation's CRM (issue 25): the connection (sealed tokens, the connected user and
+ * organisation, the refresh lease that keeps one refresh at a time per organisation across replicas), the
+ * single-use OAuth states, each action's Zoho record id (`crm_id`, the id the API answers; unique per
+ * organisation) and the durable write-back outbox (one row per action with changes Zoho has not seen yet).
+ */
+const zoho = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE zoho_connections (
+    org_id TEXT PRIMARY KEY REFERENCES organisations(id),
+    zoho_org_id TEXT NOT NULL,
+    zoho_org_name TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    zuid TEXT NOT NULL,
+    user_name TEXT NOT NULL,
+    email TEXT NOT NULL,
+    profile TEXT,
+    accounts_url TEXT NOT NULL,
+    api_domain TEXT NOT NULL,
+    refresh_token TEXT NOT NULL,
+    access_token TEXT,
+    access_expires_at BIGINT NOT NULL,
+    refresh_lease_until BIGINT NOT NULL,
+    modules TEXT NOT NULL,
+    connected_at TEXT NOT NULL,
+    last_error TEXT,
+    last_error_at TEXT
+  )`
+  yield* sql`CREATE TABLE zoho_oauth_states (
+    state_hash TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    switch_org INTEGER NOT NULL,
+    expires_at BIGINT NOT NULL,
+    used_at BIGINT
+  )`
+  yield* sql`ALTER TABLE actions ADD COLUMN crm_id TEXT`
+  yield* sql`CREATE UNIQUE INDEX actions_by_crm_id ON actions (org_id, crm_id)`
+  yield* sql`CREATE TABLE zoho_writebacks (
+    action_id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    due_at BIGINT NOT NULL,
+    attempts INTEGER NOT NULL,
+    lease_until BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX zoho_writebacks_due ON zoho_writebacks (due_at)`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -359,5 +407,6 @@ export const migrations = {
   "0005_hardening": hardening,
   "0006_webhook_event_types": webhookEventTypes,
   "0007_providers": providers,
-  "0008_settings_version": settingsVersion
+  "0008_settings_version": settingsVersion,
+  "0013_zoho": zoho
 }
