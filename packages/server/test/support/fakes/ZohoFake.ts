@@ -25,7 +25,7 @@
  *   creating a module answers 201 or, where the edition refuses, 403
  *   `FEATURE_NOT_SUPPORTED`), `GET/POST /settings/fields?module=`;
  * - records: `GET /{module}/{id}` (`fields=`), `GET /{module}` (`fields`,
- *   `per_page`, `page`, `sort_by`, `sort_order`), `POST /{module}`,
+ *   `per_page`, `page`, `sort_by`, `sort_order`), `GET /{module}/search?phone=`, `POST /{module}`,
  *   `PUT /{module}`, `POST /{module}/upsert` (`duplicate_check_fields`), at
  *   most 100 records a call, with per-record `SUCCESS` / `INVALID_DATA` /
  *   `DUPLICATE_DATA` items; ids are 19-digit strings;
@@ -218,6 +218,10 @@ export class ZohoFake {
 
   failNext(times: number, kind: "429" | "500"): void {
     for (let i = 0; i < times; i++) this.faults.push(kind)
+  }
+
+  clearFaults(): void {
+    this.faults.length = 0
   }
 
   /** The next upsert/insert writes its records, then the connection is cut before the answer. */
@@ -440,6 +444,14 @@ export class ZohoFake {
       return out
     }
     const sub = match[2]
+    if (method === "GET" && sub === "search") {
+      // Zoho's search by phone matches every phone field of the module.
+      const phone = url.searchParams.get("phone")
+      const phoneFields = module.fields.filter((f) => f.data_type === "phone").map((f) => f.api_name)
+      const hits = phone === null ? [] : [...store.values()].filter((r) => phoneFields.some((f) => r[f] === phone))
+      if (hits.length === 0) return noContent(response)
+      return sendJson(response, 200, { data: hits.map(project), info: { per_page: 200, count: hits.length, page: 1, more_records: false } })
+    }
     if (method === "GET" && sub !== undefined) {
       if (this.deniedRecords.has(sub)) return error(403, "NO_PERMISSION", "permission denied", { permissions: ["Crm_Implied_View_Record"] })
       const record = store.get(sub)
