@@ -10,6 +10,7 @@
 import { createServer, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ZohoFake } from "./support/fakes/ZohoFake.js"
+import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const HEAVY = 180_000
@@ -155,6 +156,70 @@ describe("Zoho CRM", () => {
     expect(read.status).toBe(200)
     expect(((await read.json()) as { id: string }).id).toBe(ack.id)
     expect(zoho.crmCalls).toBe(before)
+  }, HEAVY)
+
+  it("statuses, an AI call's transcript and recording are written back, batched", async () => {
+    const puts = () => zoho.requests.filter((r) => r.method === "PUT" && r.path === "/crm/v8/Parley_Messages").length
+    const before = puts()
+    const texts = await Promise.all(Array.from({ length: 5 }, (_, i) => send(demo.keys.live, { body: `write back ${i}` })))
+    const ids = await Promise.all(texts.map(async (r) => ((await r.json()) as { id: string }).id))
+    const call = await server.fetch("/api/v1/ai-calls", {
+      key: demo.keys.live,
+      method: "POST",
+      headers: { "idempotency-key": idem() },
+      body: JSON.stringify({ to: "+14155550123", fromNumberSid: PN1, botId: "bot_sales", mode: "deliver_specific_message", purposeMessage: "Confirm at 10" })
+    })
+    expect(call.status).toBe(202)
+    const callId = ((await call.json()) as { id: string }).id
+    const zohoRecord = (id: string) => zoho.records.get("Parley_Messages")?.get(id)
+    await until(async () => ids.every((id) => zohoRecord(id)?.["Status"] === "Delivered") ? true : undefined, { timeoutMs: 30_000, what: "texts Delivered in Zoho" })
+    const completed = await until(async () => {
+      const r = zohoRecord(callId)
+      return r?.["Status"] === "Completed" && String(r["Body"] ?? "") !== "" ? r : undefined
+    }, { timeoutMs: 30_000, what: "the call Completed in Zoho" })
+    const parley = (await server.fetch(`/api/v1/ai-calls/${callId}`, { key: demo.keys.live }).then((r) => r.json())) as { body: string; audioFileId: string | null }
+    expect(completed["Body"]).toBe(parley.body)
+    expect(completed["Recording_Id"]).toBe(parley.audioFileId)
+    // Six actions through three or four statuses each, in far fewer PUTs than changes.
+    expect(puts() - before).toBeLessThan(6 * 3)
+    const rows = await server.db.query<{ n: number | string }>("SELECT COUNT(*) AS n FROM zoho_writebacks")
+    expect(Number(rows[0]?.n)).toBe(0)
+  }, HEAVY)
+
+  it("kill -9 between Zoho's upsert and Parley's commit: the retry finds the same record", async () => {
+    const key = idem()
+    const before = messages().length
+    const held = zoho.holdNextWrite()
+    const pending = send(demo.keys.live, { body: "killed mid-creation" }, key).catch(() => undefined)
+    await held.written
+    await server.restart("SIGKILL")
+    held.release()
+    await pending
+    expect(messages().length).toBe(before + 1)
+    // On Postgres the first request's reservation lapses first (409 ACTION_PROCESSING until then).
+    const retry = await until(async () => {
+      const r = await send(demo.keys.live, { body: "killed mid-creation" }, key)
+      return r.status === 409 ? undefined : r
+    }, { timeoutMs: 120_000, intervalMs: 1000, what: "the reservation to lapse" })
+    expect(retry.status).toBe(202)
+    const id = ((await retry.json()) as { id: string }).id
+    expect(messages().length).toBe(before + 1)
+    expect(messages().find((m) => m["Body"] === "killed mid-creation")?.id).toBe(id)
+    const rows = await server.db.query<{ n: number | string }>("SELECT COUNT(*) AS n FROM actions WHERE body = ?", ["killed mid-creation"])
+    expect(Number(rows[0]?.n)).toBe(1)
+  }, HEAVY)
+
+  it("an inbound text becomes an Inbound record linked to the one Lead with that phone", async () => {
+    const response = await server.fetch("/carrier/inbound", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ From: "+14155550123", To: demo.numbers[0]?.phoneNumber ?? "", Body: "Hello back", MessageSid: "SM0123456789abcdef0123456789abcdef" }).toString()
+    })
+    expect(response.status, await response.text()).toBe(200)
+    const record = messages().find((m) => m["Body"] === "Hello back")
+    expect(record).toMatchObject({ Direction: "Inbound", From_Number: "+14155550123", Lead: { id: leadId } })
+    const listed = (await server.fetch("/api/v1/messages?status=Received", { key: demo.keys.live }).then((r) => r.json())) as { items: Array<{ id: string }> }
+    expect(listed.items.map((m) => m.id)).toContain(record?.id)
   }, HEAVY)
 
   it("test keys write nothing to Zoho", async () => {

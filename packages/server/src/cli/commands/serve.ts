@@ -3,6 +3,7 @@ import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
 import { Console, Effect, Layer } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
+import { ZohoWriteBackLive } from "../../crm/zoho/ZohoWriteBack.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
@@ -28,7 +29,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // Parley exports no traces: with the tracer off, the spans the core and the SQL client open on every
     // request and statement are not built (each captured a stack trace and a dozen attributes).
     return yield* Layer.launch(
-      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive).pipe(
+      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive).pipe(
         Layer.provide(Layer.setTracerEnabled(false))
       )
     )

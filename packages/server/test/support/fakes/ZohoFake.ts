@@ -152,6 +152,7 @@ export class ZohoFake {
   private nextId = 5725767000000524001n
   private server: FakeServer | undefined
   private tokenLifetimeMs = 3_600_000
+  private hold: { readonly markWritten: () => void; readonly released: Promise<void> } | undefined
 
   private constructor(options: { readonly clientId?: string; readonly clientSecret?: string }) {
     this.clientId = options.clientId ?? `1000.${randomBytes(12).toString("hex").toUpperCase()}`
@@ -218,6 +219,19 @@ export class ZohoFake {
 
   failNext(times: number, kind: "429" | "500"): void {
     for (let i = 0; i < times; i++) this.faults.push(kind)
+  }
+
+  /**
+   * The next record write is made, then its answer is held until `release()`: the test can kill the client
+   * in between (`written` resolves once the records are stored).
+   */
+  holdNextWrite(): { readonly written: Promise<void>; readonly release: () => void } {
+    let markWritten = () => {}
+    let release = () => {}
+    const written = new Promise<void>((resolve) => (markWritten = resolve))
+    const released = new Promise<void>((resolve) => (release = resolve))
+    this.hold = { markWritten, released }
+    return { written, release }
   }
 
   clearFaults(): void {
@@ -342,7 +356,7 @@ export class ZohoFake {
 
   // --- CRM v8 ----------------------------------------------------------------------------------------
 
-  private crm(request: IncomingMessage, url: URL, body: string, response: ServerResponse): void {
+  private crm(request: IncomingMessage, url: URL, body: string, response: ServerResponse): void | Promise<void> {
     const error = (status: number, code: string, message: string, details: Record<string, unknown> = {}) =>
       sendJson(response, status, { code, details, message, status: "error" })
     const auth = /^Zoho-oauthtoken\s+(.+)$/.exec(request.headers.authorization ?? "")
@@ -524,6 +538,14 @@ export class ZohoFake {
       return
     }
     const failures = answers.filter((a) => a["status"] !== "success").length
+    const hold = this.hold
+    if (hold !== undefined) {
+      this.hold = undefined
+      hold.markWritten()
+      return hold.released.then(() => {
+        if (!response.destroyed) sendJson(response, failures === 0 ? 201 : 207, { data: answers })
+      })
+    }
     sendJson(response, failures === 0 ? (method === "POST" ? 201 : 200) : failures === answers.length ? 400 : 207, { data: answers })
   }
 }
