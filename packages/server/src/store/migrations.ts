@@ -397,6 +397,17 @@ const zoho = Effect.gen(function*() {
     lease_until BIGINT NOT NULL
   )`
   yield* sql`CREATE INDEX zoho_writebacks_due ON zoho_writebacks (due_at)`
+  // Whether an organisation is connected to Zoho is asked on every creation; SettingsCache serves it from
+  // memory on SQLite, so connecting and disconnecting bump the settings version (token updates need not).
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        yield* sql.unsafe(`CREATE TRIGGER zoho_connections_inserted AFTER INSERT ON zoho_connections BEGIN ${bump} END`)
+        yield* sql.unsafe(`CREATE TRIGGER zoho_connections_deleted AFTER DELETE ON zoho_connections BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
   // Every change Zoho must see (status, transcript, recording, provider id, error) enqueues its action in the
   // transaction that stores it, whichever code path stores it: the table is the single place all of them
   // meet. Due a second later, so the steps of a lifecycle that follow each other closely go in one write.

@@ -15,6 +15,7 @@
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
 import { dataOf, listOf, text } from "./ZohoApi.js"
 import { ZohoConnections } from "./ZohoConnections.js"
@@ -43,7 +44,7 @@ const storageAsCrm = (operation: string) => (cause: unknown) => new Crm.CrmError
 export const layer: Layer.Layer<
   Crm.Crm | ZohoSession.ZohoSession,
   never,
-  Layer.Layer.Context<typeof SqlCrm.layer> | Effect.Effect.Context<ReturnType<typeof ZohoSession.make>> | ZohoConnections
+  Layer.Layer.Context<typeof SqlCrm.layer> | Effect.Effect.Context<ReturnType<typeof ZohoSession.make>> | ZohoConnections | SettingsCache
 > = Layer.effectContext(
   Effect.gen(function*() {
     const embedded = yield* SqlCrm.make
@@ -52,7 +53,9 @@ export const layer: Layer.Layer<
     const templates = new Map<string, Cached<ReadonlyArray<Crm.TemplateRow>>>()
     const fieldMaps = new Map<string, Cached<ReadonlyMap<string, string>>>()
 
-    const isZoho = (orgId: string) => connections.exists(orgId)
+    const settings = yield* SettingsCache
+    // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
+    const isZoho = (orgId: string) => settings.cachedValue(`zoho-connected\u0000${orgId}`, connections.exists(orgId))
 
     const listTemplates = (orgId: string) =>
       Effect.gen(function*() {
