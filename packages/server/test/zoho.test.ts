@@ -225,6 +225,20 @@ describe("Zoho CRM", () => {
     expect(listed.items.map((m) => m.id)).toContain(record?.id)
   }, HEAVY)
 
+  it("a scheduled text is read and cancelled by its Zoho id; the cancellation reaches Zoho", async () => {
+    const scheduledFor = new Date(Date.now() + 3_600_000).toISOString()
+    const created = await send(demo.keys.live, { body: "later", scheduledFor })
+    expect(created.status).toBe(202)
+    const id = ((await created.json()) as { id: string }).id
+    expect(zoho.records.get("Parley_Messages")?.get(id)?.["Scheduled_For"]).toMatch(/\+00:00$/)
+    const cancelled = await server.fetch(`/api/v1/messages/${id}/cancel`, { key: demo.keys.live, method: "POST" })
+    expect(cancelled.status, await cancelled.text()).toBe(200)
+    await until(async () => zoho.records.get("Parley_Messages")?.get(id)?.["Status"] === "Cancelled" ? true : undefined, {
+      timeoutMs: 30_000,
+      what: "Cancelled in Zoho"
+    })
+  }, HEAVY)
+
   it("test keys write nothing to Zoho", async () => {
     const before = messages().length
     const response = await send(demo.keys.test, { body: "just testing" })
