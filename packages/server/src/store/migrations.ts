@@ -410,7 +410,7 @@ const zoho = Effect.gen(function*() {
   })
   // Every change Zoho must see (status, transcript, recording, provider id, error) enqueues its action in the
   // transaction that stores it, whichever code path stores it: the table is the single place all of them
-  // meet. Due a second later, so the steps of a lifecycle that follow each other closely go in one write.
+  // meet. Due two seconds later, so the steps of a lifecycle that follow each other closely go in one write.
   const changed = (old: string, next: string, distinct: string) =>
     ["status", "body", "error_message", "audio_file_id", "sid"].map((c) => `${old}.${c} ${distinct} ${next}.${c}`).join(" OR ")
   yield* sql.onDialectOrElse({
@@ -419,7 +419,7 @@ const zoho = Effect.gen(function*() {
         yield* sql.unsafe(`CREATE FUNCTION zoho_writeback_enqueue() RETURNS trigger AS $$
           BEGIN
             INSERT INTO zoho_writebacks (action_id, org_id, version, due_at, attempts, lease_until)
-            VALUES (NEW.id::text, NEW.org_id, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + 1000, 0, 0)
+            VALUES (NEW.id::text, NEW.org_id, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + 2000, 0, 0)
             ON CONFLICT (action_id) DO UPDATE SET version = zoho_writebacks.version + 1;
             RETURN NEW;
           END $$ LANGUAGE plpgsql`)
@@ -433,7 +433,7 @@ const zoho = Effect.gen(function*() {
         BEGIN
           INSERT INTO zoho_writebacks (action_id, org_id, version, due_at, attempts, lease_until)
           VALUES (CAST(NEW.id AS TEXT), NEW.org_id, 1,
-                  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 1000, 0, 0)
+                  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 2000, 0, 0)
           ON CONFLICT (action_id) DO UPDATE SET version = version + 1;
         END`)
   })

@@ -101,19 +101,25 @@ export const make = Effect.gen(function*() {
       if (answer._tag === "Left") return yield* retryLater(live, now, answer.left.reason ?? "unavailable")
       const items = dataOf(answer.right)
       const failed: Array<typeof Claimed.Type> = []
+      const written: Array<typeof Claimed.Type> = []
       let reason = "error"
       for (let i = 0; i < live.length; i++) {
         const row = live[i]
         if (row === undefined) continue
         const item = items[i] ?? {}
         if (text(item, "status") === "success") {
-          // Only if nothing changed since the claim; otherwise the row stays due with the newer version.
-          yield* sql`DELETE FROM zoho_writebacks WHERE action_id = ${row.action_id} AND version = ${row.version}`
-          yield* sql`UPDATE zoho_writebacks SET lease_until = 0 WHERE action_id = ${row.action_id}`
+          written.push(row)
         } else {
           failed.push(row)
           reason = text(item, "code") ?? reason
         }
+      }
+      if (written.length > 0) {
+        // Gone only if nothing changed since the claim; a row that changed stays due, with its newer version.
+        yield* sql`DELETE FROM zoho_writebacks WHERE (action_id, version) IN (${
+          sql.csv(written.map((r) => sql`(${r.action_id}, ${r.version})`))
+        })`
+        yield* sql`UPDATE zoho_writebacks SET lease_until = 0 WHERE action_id IN ${sql.in(written.map((r) => r.action_id))}`
       }
       yield* retryLater(failed, now, reason)
     })
