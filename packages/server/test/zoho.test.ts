@@ -212,6 +212,25 @@ describe("Zoho CRM", () => {
     expect(Number(rows[0]?.n)).toBe(1)
   }, HEAVY)
 
+  it("write-backs owed while Zoho is down survive kill -9 and reach Zoho once it is back", async () => {
+    const created = await send(demo.keys.live, { body: "owed while down" })
+    expect(created.status).toBe(202)
+    const id = ((await created.json()) as { id: string }).id
+    await zoho.down()
+    // Delivered in Parley while Zoho cannot hear of it.
+    await until(async () => {
+      const r = (await server.fetch(`/api/v1/messages/${id}`, { key: demo.keys.live }).then((x) => x.json())) as { status: string }
+      return r.status === "Delivered" ? true : undefined
+    }, { timeoutMs: 30_000, what: "Delivered in Parley" })
+    expect(zoho.records.get("Parley_Messages")?.get(id)?.["Status"]).toBe("Queued")
+    await server.restart("SIGKILL")
+    await zoho.up()
+    await until(async () => zoho.records.get("Parley_Messages")?.get(id)?.["Status"] === "Delivered" ? true : undefined, {
+      timeoutMs: 60_000,
+      what: "Delivered in Zoho after the restart"
+    })
+  }, HEAVY)
+
   it("an inbound text becomes an Inbound record linked to the one Lead with that phone", async () => {
     const response = await server.fetch("/carrier/inbound", {
       method: "POST",
