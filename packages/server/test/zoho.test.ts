@@ -81,6 +81,14 @@ describe("Zoho CRM", () => {
     await new Promise<void>((resolve) => foreign?.close(() => resolve()))
   })
 
+  it("crm setup says what to do for an organisation not connected to Zoho", async () => {
+    const result = await server.admin(["crm", "setup", demo.orgId])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("not connected to Zoho CRM")
+    const view = JSON.parse((await admin(["crm", "status", demo.orgId, "--json"])).stdout) as { provider: string }
+    expect(view.provider).toBe("built-in")
+  }, HEAVY)
+
   it("connects through the consent flow and names the user and organisation; tokens are stored sealed", async () => {
     const { html, location, status } = await connect()
     const redirect = new URL(location)

@@ -7,6 +7,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
+import { ZohoConnections } from "../../crm/zoho/ZohoConnections.js"
 import { setup as zohoSetup } from "../../crm/zoho/ZohoSetup.js"
 import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"
@@ -112,7 +113,11 @@ const status = Command.make("status", { json, org }, (input) =>
 const setup = Command.make("setup", { json, org }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
-    const report = yield* zohoSetup(input.org)
+    if (!(yield* (yield* ZohoConnections).exists(input.org))) {
+      return yield* fail(`${input.org} is not connected to Zoho CRM: run \`parley crm connect ${input.org} --provider zoho\` first`)
+    }
+    const report = yield* Effect.catchTag(zohoSetup(input.org), "CrmError", (error) =>
+      fail(`Zoho CRM did not complete the set-up (${error.reason ?? "unavailable"}); check \`parley crm status ${input.org}\` and try again`))
     yield* print(input.json, report, () =>
       [
         `Created: ${report.created.length === 0 ? "nothing" : report.created.join(", ")}`,
