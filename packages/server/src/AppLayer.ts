@@ -7,6 +7,7 @@ import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import * as ZohoConnections from "./crm/zoho/ZohoConnections.js"
 import * as ZohoCrm from "./crm/zoho/ZohoCrm.js"
+import * as ZohoExternalCrm from "./crm/zoho/ZohoExternalCrm.js"
 import { DatabaseLive } from "./store/Database.js"
 import * as DirectReads from "./store/DirectReads.js"
 import * as SecretBox from "./store/SecretBox.js"
@@ -46,7 +47,8 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlApiKeyStore.layer,
   SqlIdempotencyStore.layer,
   // The embedded CRM, or Zoho CRM for the organisations that connected it.
-  ZohoCrm.layer.pipe(Layer.provideMerge(ZohoConnections.layer)),
+  // The console's "Connect Zoho CRM" starts the same consent as `crm connect --provider zoho`.
+  Layer.merge(ZohoCrm.layer, ZohoExternalCrm.layer).pipe(Layer.provideMerge(ZohoConnections.layer)),
   SqlActionStore.layer,
   RateLimitStoreLive,
   EventOutboxLayer,

@@ -5,6 +5,7 @@
 import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
 import { Effect, Layer } from "effect"
+import { consoleRoutes } from "../admin/ConsoleRoutes.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { providerCallbackRoutes } from "../providers/ProviderCallbacks.js"
 import { compileContract } from "./ApiRouter.js"
@@ -51,7 +52,13 @@ const ServeLive = Layer.scopedDiscard(
     const context = yield* Effect.context<never>()
     const runtime = yield* Effect.runtime<never>()
     const contract = compileContract(ParleyApi, context)
-    const plain = [...(yield* extraRoutes), ...(yield* carrierInboundRoutes), ...(yield* providerCallbackRoutes), ...(yield* zohoCallbackRoutes)]
+    const plain = [
+      ...(yield* extraRoutes),
+      ...(yield* carrierInboundRoutes),
+      ...(yield* providerCallbackRoutes),
+      ...(yield* zohoCallbackRoutes),
+      ...(yield* consoleRoutes)
+    ]
     const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)

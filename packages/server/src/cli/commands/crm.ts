@@ -5,6 +5,7 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
+import { accountIdFor, connectAccount, disconnectAccount } from "../../admin/CrmConnection.js"
 import { Effect, Option } from "effect"
 import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
 import { ZohoConnections } from "../../crm/zoho/ZohoConnections.js"
@@ -14,11 +15,7 @@ import { json, print } from "../Output.js"
 
 const org = Args.text({ name: "ORG" }).pipe(Args.withDescription("Organisation id (org_…)"))
 
-/** A stable account id from a display name: "Dana Demo" → "crm_user_dana_demo". */
-export const accountIdFor = (name: string): string => {
-  const slug = name.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "")
-  return `crm_user_${slug === "" ? "account" : slug}`
-}
+
 
 const view = (orgId: string, connection: Crm.CrmConnection) =>
   connection.state === "disconnected"
@@ -80,16 +77,11 @@ const connect = Command.make(
           ].join("\n"))
       }
       if (Option.isNone(input.account)) return yield* fail("--account NAME is required with the built-in CRM (or use --provider zoho)")
-      const crm = yield* Crm.Crm
       const name = yield* nonEmpty("--account", input.account.value)
       const id = Option.isSome(input.accountId)
         ? yield* nonEmpty("--account-id", input.accountId.value)
         : accountIdFor(name)
-      const current = yield* crm.connection(input.org)
-      // Reconnecting keeps the permissions set for the organisation; a first connection gets full permissions.
-      const permissions = current.state === "disconnected" ? Crm.FULL_PERMISSIONS : current.account.permissions
-      const connection: Crm.CrmConnection = { state: "connected", account: { id, name, permissions } }
-      yield* crm.setConnection(input.org, connection)
+      const connection = yield* connectAccount(input.org, name, id)
       yield* show(input.json, input.org, connection)
     })
 ).pipe(Command.withDescription("Connect (or reconnect) the CRM account every key of the organisation runs as"))
@@ -130,9 +122,9 @@ const setup = Command.make("setup", { json, org }, (input) =>
 const disconnect = Command.make("disconnect", { json, org }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
-    // A Zoho connection's refresh token is revoked at Zoho first.
-    yield* ZohoConnect.disconnect(input.org)
-    yield* show(input.json, input.org, { state: "disconnected" })
+    // A Zoho connection's refresh token is revoked at Zoho first (see disconnectAccount).
+    const connection = yield* disconnectAccount(input.org)
+    yield* show(input.json, input.org, connection)
   })).pipe(Command.withDescription("Disconnect the CRM account, revoking a Zoho token (requests then fail with OAUTH_REQUIRED)"))
 
 const connectedAccount = (orgId: string) =>
