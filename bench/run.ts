@@ -35,6 +35,7 @@ import { type LoadResult, type LoadSpec, percentile, type ScenarioRow } from "./
 import { writeBaselineConfig } from "./lib/writeBaseline.js"
 import { type DispatcherHarness, dispatcherScenario } from "./scenarios/dispatcher.js"
 import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
+import { zohoScenario } from "./scenarios/zoho.js"
 
 const args = new Set(process.argv.slice(2))
 const quick = args.has("--quick")
@@ -520,6 +521,19 @@ const main = async () => {
     await timed("build", buildServer)
     step("server bundle built (packages/server/dist/parley.mjs)")
     const { demo, org, templateDir } = await apiScenarios()
+    await zohoScenario({
+      step,
+      note: (line) => notes.push(line),
+      dataDir,
+      logFile: (name) => {
+        const file = join(logsDir, `${name}.log`)
+        writeFileSync(file, "")
+        return file
+      },
+      loadSpec,
+      measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf),
+      record: (row) => rows.push(row)
+    })
     walk = await conversationScenarios(templateDir, demo, org)
     await dispatcherScenarios(templateDir, org)
     await replicaScenario()

@@ -11,6 +11,7 @@ import { providerCallbackRoutes } from "../providers/ProviderCallbacks.js"
 import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
 import { carrierInboundRoutes } from "./CarrierInbound.js"
+import { zohoCallbackRoutes } from "../crm/zoho/ZohoCallbackRoute.js"
 import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
@@ -55,6 +56,7 @@ const ServeLive = Layer.scopedDiscard(
       ...(yield* extraRoutes),
       ...(yield* carrierInboundRoutes),
       ...(yield* providerCallbackRoutes),
+      ...(yield* zohoCallbackRoutes),
       ...(yield* consoleRoutes)
     ]
     const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)

@@ -3,6 +3,7 @@ import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
 import { Console, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
+import { ZohoWriteBackLive } from "../../crm/zoho/ZohoWriteBack.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
@@ -31,7 +32,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     const http = demo && Option.isNone(config.host)
       ? HttpServerLive.pipe(Layer.provide(Layer.succeed(ServerConfig, { ...config, host: Option.some(DEMO_HOST) })))
       : HttpServerLive
-    const server = Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive).pipe(
+    const server = Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive).pipe(
       Layer.provide(Layer.setTracerEnabled(false))
     )
     return yield* Effect.scoped(Effect.gen(function*() {
