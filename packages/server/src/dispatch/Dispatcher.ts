@@ -30,6 +30,8 @@ import { SqlClient } from "@effect/sql"
 import { Crypto, DispatchRules, Organisations, type StorageError } from "@parley/core/internal"
 import { Cause, Clock, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { beat } from "../observability/Health.js"
+import { forProvider, Metrics } from "../observability/Metrics.js"
 import { skipLocked } from "../store/Dialect.js"
 import { storage } from "../store/rows.js"
 import { SqliteHandle } from "../store/SqliteDriver.js"
@@ -69,6 +71,7 @@ export const DispatcherLive = Layer.scopedDiscard(
     const batches = yield* ActionBatches.make
     const realProviders = yield* RealProviders.make(config)
     const worker = Crypto.newId("worker")
+    const metrics = yield* Effect.serviceOption(Metrics)
 
     // The two statements every round runs whatever it finds: on SQLite prepared, each one synchronous step.
     const handle = yield* Effect.serviceOption(SqliteHandle)
@@ -192,6 +195,10 @@ export const DispatcherLive = Layer.scopedDiscard(
         const committed = yield* storage("dispatch.commit")(commitDue(phase("commit"), now, modified))
         const toSubmit = [...phase("submit"), ...committed]
         yield* yieldToEventLoop
+        if (Option.isSome(metrics) && toSubmit.length > 0) {
+          const handedAt = yield* Clock.currentTimeMillis
+          for (const row of toSubmit) metrics.value.dispatchLate((handedAt - row.due_at) / 1000)
+        }
         // Real providers' rows are sent and recorded one by one (hooks); the rest goes to the simulator as a batch.
         const toSimulate = yield* realProviders.submit(toSubmit, now, hooks(modified))
         const receipts = yield* providers.submit(
@@ -208,7 +215,9 @@ export const DispatcherLive = Layer.scopedDiscard(
           }),
           ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified))
         ]
-        yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions)))
+        yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions))).pipe(
+          forProvider("simulator")
+        )
       })
 
     const round = Effect.gen(function*() {
@@ -231,6 +240,7 @@ export const DispatcherLive = Layer.scopedDiscard(
 
     const loop = Effect.gen(function*() {
       while (true) {
+        yield* beat("dispatcher")
         // A defect in one round (a stored secret that no longer opens, say) must not stop sending for good.
         const count = yield* round.pipe(
           Effect.catchAllCause((cause) =>

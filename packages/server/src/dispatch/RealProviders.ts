@@ -30,6 +30,7 @@ import type { RecordStatus } from "@parley/core"
 import { Organisations, ProviderReports, type StorageError } from "@parley/core/domain"
 import { Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
+import { forProvider } from "../observability/Metrics.js"
 import { twilioStatusCallback } from "../providers/CallbackUrls.js"
 import * as Twilio from "../providers/twilio/TwilioClient.js"
 import * as Vapi from "../providers/vapi/VapiClient.js"
@@ -336,7 +337,7 @@ export const make = (config: ServerSettings) =>
           }
         }
         const simulated: Array<ClaimedRow> = []
-        const real: Array<{ row: ClaimedRow; provider: string; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }> = []
+        const real: Array<{ row: ClaimedRow; provider: "twilio" | "vapi"; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }> = []
         for (const row of rows) {
           if (row.kind === "message") {
             const account = twilio.get(row.org_id) ?? Option.none()
@@ -368,10 +369,11 @@ export const make = (config: ServerSettings) =>
             yield* settleOutcome(id, outcome)
             yield* hooks.record(row, change)
           }).pipe(
+            forProvider(provider),
             // One row's storage failure leaves its lease to lapse (its attempt stays pending: reconciled next time).
             Effect.catchAll((error) =>
               Effect.annotateLogs(Effect.logWarning("provider submission not recorded; it will be reconciled"), {
-                action: String(row.id),
+                actionId: String(row.id),
                 cause: error._tag
               })
             )
@@ -393,9 +395,10 @@ export const make = (config: ServerSettings) =>
             if (!(yield* hooks.hold(row, now + PROVIDER_LEASE_MS))) return
             yield* hooks.record(row, yield* recheckOne(row, known.get(String(row.id))?.first_attempt_at ?? now, now))
           }).pipe(
+            forProvider(row.kind === "message" ? "twilio" : "vapi"),
             Effect.catchAll((error) =>
               Effect.annotateLogs(Effect.logWarning("provider recheck not recorded; it will be tried again"), {
-                action: String(row.id),
+                actionId: String(row.id),
                 cause: error._tag
               })
             )

@@ -12,9 +12,11 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Crypto, Webhooks } from "@parley/core/internal"
-import { Clock, Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, Option, Schema } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
+import { beat } from "../observability/Health.js"
+import { Metrics, type WebhookOutcome } from "../observability/Metrics.js"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
 import * as SecretBox from "../store/SecretBox.js"
@@ -84,6 +86,11 @@ export const DeliveryLive = Layer.scopedDiscard(
     const worker = Crypto.newId("delivery")
     const skipLocked = Dialect.skipLocked(sql)
     const box = yield* SecretBox.SecretBox
+    const metrics = yield* Effect.serviceOption(Metrics)
+    const counted = (outcome: WebhookOutcome) =>
+      Effect.sync(() => {
+        if (Option.isSome(metrics)) metrics.value.webhookDelivery(outcome)
+      })
 
     const claim = (now: number) =>
       Effect.gen(function*() {
@@ -127,13 +134,13 @@ export const DeliveryLive = Layer.scopedDiscard(
           yield* sql`UPDATE webhook_deliveries SET state = 'delivered', attempts = ${attempts}, last_status = ${status},
                      last_error = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
           yield* sql`UPDATE webhooks SET last_success_at = ${at} WHERE id = ${delivery.webhook_id}`
-          return
+          return yield* counted("delivered")
         }
         if (status === 410) {
           yield* sql`UPDATE webhook_deliveries SET state = 'failed', attempts = ${attempts}, last_status = 410,
                      last_error = ${error}, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
           yield* disable(delivery.webhook_id, `The endpoint answered 410 Gone on ${at}.`, at)
-          return
+          return yield* counted("gone")
         }
         const next = Webhooks.nextAttemptAt(attempts, now, {
           retryAfterMs: result._tag === "Answered" ? Webhooks.parseRetryAfter(result.retryAfter, now) : undefined,
@@ -147,11 +154,12 @@ export const DeliveryLive = Layer.scopedDiscard(
             `Deliveries kept failing for the whole retry schedule (${attempts} attempts); last: ${error}.`,
             at
           )
-          return
+          return yield* counted("failed")
         }
         yield* sql`UPDATE webhook_deliveries SET attempts = ${attempts}, next_attempt_at = ${next},
                    last_status = ${status}, last_error = ${error}, lease_owner = NULL, lease_until = NULL,
                    updated_at = ${at} WHERE ${key}`
+        yield* counted("retry")
       }))
 
     const round = Effect.gen(function*() {
@@ -170,6 +178,7 @@ export const DeliveryLive = Layer.scopedDiscard(
 
     const loop = Effect.gen(function*() {
       while (true) {
+        yield* beat("delivery")
         const count = yield* round.pipe(
           Effect.catchAll((error) => Effect.as(Effect.logWarning(`event delivery round failed: ${error.operation}`), 0))
         )

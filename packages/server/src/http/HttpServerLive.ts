@@ -16,6 +16,11 @@ import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
 import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
 import { WebhookEndpointsHandlers } from "./handlers/WebhookEndpointsHandlers.js"
 import { makeHttpListener } from "./HttpListener.js"
+import { healthRoutes } from "../observability/Health.js"
+import { Metrics } from "../observability/Metrics.js"
+import { metricsRoute } from "../observability/MetricsEndpoint.js"
+import { requestObserver, requestTracer } from "../observability/RequestObservation.js"
+import { tracingEnabled } from "../observability/Tracing.js"
 import { makeRequestPipeline } from "./RequestPipeline.js"
 
 const HandlersLive = Layer.mergeAll(
@@ -50,8 +55,19 @@ const ServeLive = Layer.scopedDiscard(
     const context = yield* Effect.context<never>()
     const runtime = yield* Effect.runtime<never>()
     const contract = compileContract(ParleyApi, context)
-    const plain = [...(yield* extraRoutes), ...(yield* carrierInboundRoutes), ...(yield* providerCallbackRoutes)]
-    const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
+    const plain = [
+      ...(yield* extraRoutes),
+      ...(yield* healthRoutes),
+      yield* metricsRoute,
+      ...(yield* carrierInboundRoutes),
+      ...(yield* providerCallbackRoutes)
+    ]
+    const pipeline = makeRequestPipeline({
+      maxBodyBytes: config.maxBodyBytes,
+      logLevel: config.logLevel,
+      observe: requestObserver(yield* Metrics),
+      ...((yield* tracingEnabled) ? { trace: requestTracer } : {})
+    }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)
     yield* listen(server, config.port).pipe(Effect.orDie)

@@ -45,12 +45,17 @@ import { describeCause, errorBody } from "./ErrorResponses.js"
 import type { PlainRoute } from "./PlainRoutes.js"
 import { DISCARD_LIMIT_BYTES, readBody } from "./RequestBody.js"
 import { CurrentRequest, type RequestState } from "./RequestState.js"
+import { type RequestObserver, type RequestTracer, routeTemplate, UNMATCHED_ROUTE } from "../observability/RequestObservation.js"
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 export interface PipelineOptions {
   readonly maxBodyBytes: number
   readonly logLevel: LogLevel.LogLevel
+  /** Told of every answer, by route template (observability/RequestObservation). */
+  readonly observe?: RequestObserver
+  /** Wraps a route's program in the request's span; absent when tracing is off (costs nothing then). */
+  readonly trace?: RequestTracer
 }
 
 interface CompiledPlainRoute {
@@ -149,6 +154,7 @@ export const makeRequestPipeline = <R>(
   const run = Runtime.runCallback(runtime)
   const logsRequests = LogLevel.lessThanEqual(options.logLevel, LogLevel.Info)
   const contractByMethod = new Map<string, Array<ContractRoute>>()
+  const templates = new Map<ContractRoute, string>(contract.map((route) => [route, routeTemplate(route)]))
   for (const route of contract) contractByMethod.set(route.method, [...(contractByMethod.get(route.method) ?? []), route])
   const plainByMethod = new Map<string, Array<CompiledPlainRoute>>()
   for (const route of plain) {
@@ -227,6 +233,7 @@ export const makeRequestPipeline = <R>(
     const path = q === -1 ? url : url.slice(0, q)
     const query = q === -1 ? "" : url.slice(q + 1)
     let bodyRead = false
+    let route = UNMATCHED_ROUTE
 
     const write = (answer: Answer, extra?: Record<string, string>) => {
       if (response.headersSent || response.destroyed) return
@@ -236,6 +243,7 @@ export const makeRequestPipeline = <R>(
       if (answer.body !== undefined) headers["content-length"] = Buffer.byteLength(answer.body)
       response.writeHead(answer.status, headers)
       response.end(answer.body)
+      options.observe?.(route, method, answer.status, (performance.now() - started) / 1000)
       if (logsRequests) {
         run(Effect.annotateLogs(Effect.logInfo("request"), {
           requestId,
@@ -253,10 +261,11 @@ export const makeRequestPipeline = <R>(
      */
     const serve = (program: (state: RequestState) => Effect.Effect<Answer>) => {
       const state: RequestState = { headers: {}, provided: Context.empty() }
+      const work = Effect.suspend(() => program(state))
       run(
         Effect.zipRight(
           Effect.zipRight(FiberRef.set(CurrentRequestId, requestId), FiberRef.set(CurrentRequest, state)),
-          Effect.suspend(() => program(state))
+          options.trace === undefined ? work : options.trace(work, { request, method, route, requestId, state })
         ),
         {
           onExit: (exit: Exit.Exit<Answer>) => {
@@ -274,6 +283,7 @@ export const makeRequestPipeline = <R>(
       return write(errorAnswer(new InvalidRequest({ message: "path: malformed percent-encoding." }), requestId))
     }
     if (matched === null) return write(notFoundOrWrongMethod(method, path, parts, requestId))
+    route = matched._tag === "Contract" ? templates.get(matched.route) ?? UNMATCHED_ROUTE : matched.route.path
 
     const kind: BodyKind | undefined = matched._tag === "Contract"
       ? (matched.route.method === "POST" ? "json" : undefined)

@@ -5,6 +5,7 @@
 import { SqlClient, SqlError, SqlSchema, type Statement } from "@effect/sql"
 import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
+import { countFinished } from "../observability/Metrics.js"
 import { DbInt, storage } from "./rows.js"
 import * as SecretBox from "./SecretBox.js"
 import { SqliteHandle, transactions } from "./SqliteDriver.js"
@@ -53,10 +54,13 @@ const sqliteAppend = (handle: SqliteHandle["Type"]) => {
        AND id IN (SELECT webhook_id FROM webhook_event_types WHERE type IN ('*', ?))`
   )
   return (e: EventOutbox.OutboxEvent) =>
-    storage("events.append")(handle.use(() => {
-      insertEvent.run(e.id, e.orgId, e.type, e.timestamp, e.payload)
-      insertDeliveries.run(e.id, Date.parse(e.timestamp), e.timestamp, e.orgId, e.type)
-    }))
+    Effect.zipLeft(
+      storage("events.append")(handle.use(() => {
+        insertEvent.run(e.id, e.orgId, e.type, e.timestamp, e.payload)
+        insertDeliveries.run(e.id, Date.parse(e.timestamp), e.timestamp, e.orgId, e.type)
+      })),
+      countFinished([e])
+    )
 }
 
 export const EventOutboxLayer = Layer.effect(
@@ -83,12 +87,15 @@ export const EventOutboxLayer = Layer.effect(
     return EventOutbox.EventOutbox.of({
       // The event and one pending delivery per enabled endpoint that wants its type, in the caller's transaction.
       append: Option.isSome(handle) ? sqliteAppend(handle.value) : (e) =>
-        storage("events.append")(Effect.zipRight(
-          sql`INSERT INTO events ${sql.insert(eventRow(e))}`,
-          sql`INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
-              SELECT ${e.id}, id, 0, ${Date.parse(e.timestamp)}, 'pending', ${e.timestamp}
-              FROM webhooks w WHERE org_id = ${e.orgId} AND disabled_at IS NULL AND ${wants(sql`w.id`, sql`${e.type}`)}`
-        )),
+        Effect.zipLeft(
+          storage("events.append")(Effect.zipRight(
+            sql`INSERT INTO events ${sql.insert(eventRow(e))}`,
+            sql`INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
+                SELECT ${e.id}, id, 0, ${Date.parse(e.timestamp)}, 'pending', ${e.timestamp}
+                FROM webhooks w WHERE org_id = ${e.orgId} AND disabled_at IS NULL AND ${wants(sql`w.id`, sql`${e.type}`)}`
+          )),
+          countFinished([e])
+        ),
       // A batch in a few statements rather than two per event; the dispatcher appends hundreds at a time.
       appendAll: (events) => {
         if (events.length === 0) return Effect.void
@@ -98,10 +105,13 @@ export const EventOutboxLayer = Layer.effect(
           if (ids === undefined) byTimestamp.set(e.timestamp, [e.id])
           else ids.push(e.id)
         }
-        return storage("events.appendAll")(Effect.zipRight(
-          sql`INSERT INTO events ${sql.insert(events.map(eventRow))}`,
-          Effect.forEach(byTimestamp, ([timestamp, ids]) => deliveries(timestamp, ids), { discard: true })
-        ))
+        return Effect.zipLeft(
+          storage("events.appendAll")(Effect.zipRight(
+            sql`INSERT INTO events ${sql.insert(events.map(eventRow))}`,
+            Effect.forEach(byTimestamp, ([timestamp, ids]) => deliveries(timestamp, ids), { discard: true })
+          )),
+          countFinished(events)
+        )
       },
       list: (orgId) =>
         storage("events.list")(Effect.map(list(orgId), (rows) =>

@@ -6,6 +6,10 @@ import { ServerConfig } from "../../config/ServerConfig.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
+import { LoopHeartbeats } from "../../observability/Health.js"
+import { Metrics } from "../../observability/Metrics.js"
+import { MetricsListenerLive } from "../../observability/MetricsEndpoint.js"
+import { TracingLive } from "../../observability/Tracing.js"
 import { RetentionLive } from "../../store/Retention.js"
 import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
@@ -25,11 +29,11 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
       yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
     }
-    // Parley exports no traces: with the tracer off, the spans the core and the SQL client open on every
-    // request and statement are not built (each captured a stack trace and a dozen attributes).
+    // One registry and one set of loop heartbeats for the process; traces exported only when configured.
     return yield* Layer.launch(
-      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive).pipe(
-        Layer.provide(Layer.setTracerEnabled(false))
+      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive, MetricsListenerLive).pipe(
+        Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
+        Layer.provide(TracingLive)
       )
     )
   })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
