@@ -33,7 +33,7 @@ export const emit = (type: EventType, action: Action): Effect.Effect<void, Stora
       type,
       timestamp,
       payload: encodePayload({ type, timestamp, data: toActionRecord(action) }),
-      subject: { kind: action.kind, status: action.status }
+      subject: { actionId: action.id, kind: action.kind, status: action.status }
     })
   })
 
@@ -54,7 +54,7 @@ export const emitAll = (
       type,
       timestamp,
       payload: encodePayload({ type, timestamp, data: toActionRecord(action) }),
-      subject: { kind: action.kind, status: action.status }
+      subject: { actionId: action.id, kind: action.kind, status: action.status }
     })))
   })
 

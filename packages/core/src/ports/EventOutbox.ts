@@ -17,10 +17,10 @@ export interface OutboxEvent {
   /** The encoded JSON payload `{type, timestamp, data}`. */
   readonly payload: string
   /**
-   * The reported action's kind and status as the server's metrics count them (finished actions by status),
-   * so an outbox need not parse the payload back; not stored.
+   * The reported action, as the server's metrics count it (finished actions by status) and its traces link
+   * the event to the action's request, so an outbox need not parse the payload back; not stored as such.
    */
-  readonly subject?: { readonly kind: ActionKind; readonly status: RecordStatus }
+  readonly subject?: { readonly actionId: string; readonly kind: ActionKind; readonly status: RecordStatus }
 }
 
 export interface EventOutboxService {

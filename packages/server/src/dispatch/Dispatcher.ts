@@ -28,10 +28,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Crypto, DispatchRules, Organisations, type StorageError } from "@parley/core/internal"
-import { Cause, Clock, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Effect, identity, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { beat } from "../observability/Health.js"
-import { forProvider, Metrics } from "../observability/Metrics.js"
+import { forProvider, Metrics, type ProviderName } from "../observability/Metrics.js"
+import * as TraceLinks from "../observability/TraceLinks.js"
+import { withStoredParent } from "../observability/TraceLinks.js"
 import { skipLocked } from "../store/Dialect.js"
 import { storage } from "../store/rows.js"
 import { SqliteHandle } from "../store/SqliteDriver.js"
@@ -62,6 +64,15 @@ export const MIN_PAUSE_MS = 10
 export const pauseMs = (nextDue: number | null, now: number, pollMs: number): number =>
   nextDue === null ? pollMs : Math.min(pollMs, Math.max(MIN_PAUSE_MS, nextDue - now))
 
+/** The span of one action's hand-over to its provider, a child of the request that created it. */
+const dispatchSpan = (parents: ReadonlyMap<string, string>) => (row: ClaimedRow, provider: ProviderName) =>
+  withStoredParent("action.dispatch", parents.get(String(row.id)), {
+    "parley.action_id": String(row.id),
+    "parley.kind": row.kind,
+    "parley.provider": provider,
+    "parley.org_id": row.org_id
+  })
+
 export const DispatcherLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -72,6 +83,7 @@ export const DispatcherLive = Layer.scopedDiscard(
     const realProviders = yield* RealProviders.make(config)
     const worker = Crypto.newId("worker")
     const metrics = yield* Effect.serviceOption(Metrics)
+    const links = yield* TraceLinks.make
 
     // The two statements every round runs whatever it finds: on SQLite prepared, each one synchronous step.
     const handle = yield* Effect.serviceOption(SqliteHandle)
@@ -184,7 +196,8 @@ export const DispatcherLive = Layer.scopedDiscard(
           (rows) => rows.length > 0
         )),
       record: (row, change) =>
-        storage("dispatch.record")(batches.transaction(batches.apply(worker, [transition(row, change, modified)])))
+        storage("dispatch.record")(batches.transaction(batches.apply(worker, [transition(row, change, modified)]))),
+      traced: () => identity
     })
 
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */
@@ -199,11 +212,14 @@ export const DispatcherLive = Layer.scopedDiscard(
           const handedAt = yield* Clock.currentTimeMillis
           for (const row of toSubmit) metrics.value.dispatchLate((handedAt - row.due_at) / 1000)
         }
+        // While traces are exported, each hand-over is a span under the request that created the action.
+        const parents = yield* links.actionParents(toSubmit.map((r) => r.id))
         // Real providers' rows are sent and recorded one by one (hooks); the rest goes to the simulator as a batch.
-        const toSimulate = yield* realProviders.submit(toSubmit, now, hooks(modified))
+        const toSimulate = yield* realProviders.submit(toSubmit, now, { ...hooks(modified), traced: dispatchSpan(parents) })
         const receipts = yield* providers.submit(
           toSimulate.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
         )
+        yield* Effect.forEach(toSimulate, (row) => dispatchSpan(parents)(row, "simulator")(Effect.void), { discard: true })
         yield* yieldToEventLoop
         // What a real provider has is rechecked with it; the rest is the simulator's next step.
         const toAdvance = yield* realProviders.recheck(phase("advance"), now, hooks(modified))

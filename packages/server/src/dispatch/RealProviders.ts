@@ -88,6 +88,11 @@ export interface SubmitHooks {
   readonly hold: (row: ClaimedRow, until: number) => Effect.Effect<boolean, StorageError>
   /** Applies the row's change in its own transaction. */
   readonly record: (row: ClaimedRow, change: Change) => Effect.Effect<void, StorageError>
+  /** Wraps the row's hand-over in its trace span (observability/TraceLinks). */
+  readonly traced: (
+    row: ClaimedRow,
+    provider: "twilio" | "vapi"
+  ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 type Failure = Twilio.TwilioSendError | Vapi.VapiCallError
@@ -369,6 +374,7 @@ export const make = (config: ServerSettings) =>
             yield* settleOutcome(id, outcome)
             yield* hooks.record(row, change)
           }).pipe(
+            hooks.traced(row, provider),
             forProvider(provider),
             // One row's storage failure leaves its lease to lapse (its attempt stays pending: reconciled next time).
             Effect.catchAll((error) =>

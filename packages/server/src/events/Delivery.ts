@@ -17,6 +17,7 @@ import { ServerConfig } from "../config/ServerConfig.js"
 import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
 import { beat } from "../observability/Health.js"
 import { Metrics, type WebhookOutcome } from "../observability/Metrics.js"
+import { withStoredParent } from "../observability/TraceLinks.js"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
 import * as SecretBox from "../store/SecretBox.js"
@@ -34,7 +35,8 @@ const DueDelivery = Schema.Struct({
   secret: Schema.String,
   previous_secret: NullableString,
   previous_secret_until: Schema.NullOr(DbInt),
-  payload: Schema.String
+  payload: Schema.String,
+  trace_parent: NullableString
 })
 type DueDelivery = typeof DueDelivery.Type
 const decodeDue = Schema.decodeUnknown(Schema.Array(DueDelivery))
@@ -104,7 +106,7 @@ export const DeliveryLive = Layer.scopedDiscard(
           )`
         const due = yield* decodeDue(
           yield* sql`SELECT d.event_id, d.webhook_id, d.attempts, w.url, w.secret, w.previous_secret,
-                            w.previous_secret_until, e.payload
+                            w.previous_secret_until, e.payload, e.trace_parent
                      FROM webhook_deliveries d
                      JOIN webhooks w ON w.id = d.webhook_id
                      JOIN events e ON e.id = d.event_id
@@ -170,7 +172,14 @@ export const DeliveryLive = Layer.scopedDiscard(
           Effect.gen(function*() {
             const result = yield* attempt(delivery, yield* Clock.currentTimeMillis)
             yield* record(delivery, result, yield* Clock.currentTimeMillis)
-          }),
+          }).pipe(
+            // A child of the request that created the action the event is about, while traces are exported.
+            withStoredParent("webhook.deliver", delivery.trace_parent, {
+              "parley.event_id": delivery.event_id,
+              "parley.webhook_id": delivery.webhook_id,
+              "parley.attempt": delivery.attempts + 1
+            })
+          ),
         { concurrency: CONCURRENCY, discard: true }
       )
       return due.length

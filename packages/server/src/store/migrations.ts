@@ -351,6 +351,17 @@ const settingsVersion = Effect.gen(function*() {
   })
 })
 
+/**
+ * Tracing (observability/TraceLinks): the W3C traceparent of the request that created an action, and of
+ * the events about it, so its dispatch and its webhook deliveries — later, maybe in another replica — are
+ * children of that request's span. Written only while traces are exported.
+ */
+const traceLinks = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE actions ADD COLUMN trace_parent TEXT`
+  yield* sql`ALTER TABLE events ADD COLUMN trace_parent TEXT`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -359,5 +370,6 @@ export const migrations = {
   "0005_hardening": hardening,
   "0006_webhook_event_types": webhookEventTypes,
   "0007_providers": providers,
-  "0008_settings_version": settingsVersion
+  "0008_settings_version": settingsVersion,
+  "0015_trace_links": traceLinks
 }
