@@ -246,6 +246,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           Effect.catchAll((error) =>
             Effect.annotateLogs(Effect.logWarning("dispatch batch failed; it will be retried when its leases lapse"), {
               actions: claimed.length,
+              actionIds: claimed.map((row) => String(row.id)),
               operation: error.operation
             })
           )
