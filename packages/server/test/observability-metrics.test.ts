@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { Scrape } from "./support/prometheus.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { testStore } from "./support/store.js"
 
 const TOKEN = "metrics-token-for-tests-0123456789"
 const TO = "+14155556677"
@@ -149,6 +150,15 @@ describe("Prometheus metrics", () => {
     }, { timeoutMs: 30_000, intervalMs: 200, what: "the webhook deliveries" })
     expect(delivered.value("parley_webhook_deliveries_total", { outcome: "delivered" }) -
       before.value("parley_webhook_deliveries_total", { outcome: "delivered" })).toBe(10) // 4 queued + 3 sent + 3 delivered
+
+    // On Postgres, the pool: connections in use now, and every checkout's wait.
+    if (testStore === "postgres") {
+      expect(delivered.family("parley_db_pool_in_use")?.type).toBe("GAUGE")
+      expect(delivered.value("parley_db_pool_in_use")).toBeGreaterThanOrEqual(0)
+      expect(delivered.count("parley_db_pool_wait_seconds") - before.count("parley_db_pool_wait_seconds")).toBeGreaterThan(0)
+    } else {
+      expect(delivered.family("parley_db_pool_in_use")).toBeUndefined()
+    }
 
     // Nothing secret or personal anywhere in the exposition.
     for (const secret of [demo.keys.live, demo.keys.test, TOKEN, TO, TO.slice(2), BODY]) {

@@ -15,6 +15,7 @@
 import * as Prom from "prom-client"
 import { type EventOutbox, FINAL_STATUSES } from "@parley/core/internal"
 import { Context, Effect, FiberRef, Layer, Option } from "effect"
+import { PgPool } from "../store/MeteredPool.js"
 
 /** Which provider the current work is for: set by the dispatcher and the provider callbacks (see ProviderLabel). */
 export type ProviderName = "twilio" | "vapi" | "simulator" | "none"
@@ -133,7 +134,7 @@ export const makeMetrics = () => {
     /** Set at scrape time from the database (see MetricsEndpoint). */
     setQueueDepth: (state: QueueState, count: number) => queueDepth.set({ state }, count),
     setWebhookOldestPending: (seconds: number) => webhookOldestPending.set(Math.max(0, seconds)),
-    /** Postgres only: registered by the database layer with its pool. */
+    /** Postgres only: the pool's series (PoolMetricsLive). */
     registerPool: (pool: { readonly inUse: () => number; readonly waiting: () => number }) => {
       new Prom.Gauge({
         name: "parley_db_pool_in_use",
@@ -194,3 +195,12 @@ export const countFinished = (events: ReadonlyArray<EventOutbox.OutboxEvent>): E
       }
     })
   })
+
+/** On Postgres, the pool's series: connections in use and waiting (read at scrape), and each checkout's wait. */
+export const PoolMetricsLive = Layer.effectDiscard(Effect.gen(function*() {
+  const pool = yield* Effect.serviceOption(PgPool)
+  if (Option.isNone(pool)) return
+  const metrics = yield* Metrics
+  const wait = metrics.registerPool({ inUse: () => pool.value.inUse, waiting: () => pool.value.waitingCount })
+  pool.value.onWait = (seconds) => wait.observe(seconds)
+}))

@@ -7,7 +7,7 @@ import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
 import { LoopHeartbeats } from "../../observability/Health.js"
-import { Metrics } from "../../observability/Metrics.js"
+import { Metrics, PoolMetricsLive } from "../../observability/Metrics.js"
 import { MetricsListenerLive } from "../../observability/MetricsEndpoint.js"
 import { TracingLive } from "../../observability/Tracing.js"
 import { RetentionLive } from "../../store/Retention.js"
@@ -31,7 +31,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     }
     // One registry and one set of loop heartbeats for the process; traces exported only when configured.
     return yield* Layer.launch(
-      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive, MetricsListenerLive).pipe(
+      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive, MetricsListenerLive, PoolMetricsLive).pipe(
         Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
         Layer.provide(TracingLive)
       )
