@@ -3,14 +3,21 @@
  * creating span's W3C traceparent is stored with the action (and with each
  * event about it), and the dispatch and the webhook deliveries, which run
  * later in a loop (maybe in another replica), open their spans as its
- * children. Everything here is a no-op while Effect's tracer is off (no
- * exporter configured): no statement, no allocation beyond a fiber-ref read.
+ * children. Everything here is a no-op unless traces are exported
+ * (TracesExported): no statement, no allocation beyond a fiber-ref read.
  */
 import { SqlClient } from "@effect/sql"
 import type { EventOutbox } from "@parley/core/internal"
 import { Effect, FiberRef, Option, Tracer } from "effect"
 
-const tracing = FiberRef.get(FiberRef.currentTracerEnabled)
+/**
+ * Whether spans leave the process (Tracing.ts sets it with the exporter). Not Effect's own "tracer
+ * enabled": a CLI command or a test runtime keeps Effect's in-memory tracer on with nothing exported, and
+ * storing traceparents there would cost a statement per creation for nothing.
+ */
+export const TracesExported: FiberRef.FiberRef<boolean> = FiberRef.unsafeMake(false)
+
+const tracing = FiberRef.get(TracesExported)
 
 /** `00-<trace id>-<span id>-01`, as the W3C Trace Context header writes a sampled parent. */
 const traceParentOf = (span: Tracer.AnySpan): string => `00-${span.traceId}-${span.spanId}-01`

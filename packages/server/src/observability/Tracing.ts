@@ -15,16 +15,20 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { TracesExported } from "./TraceLinks.js"
 
 export const TracingLive: Layer.Layer<never, never, ServerConfig> = Layer.unwrapEffect(
   Effect.map(ServerConfig, (config) =>
     Option.match(config.otlpTracesUrl, {
       onNone: () => Layer.setTracerEnabled(false),
       onSome: (url) =>
-        Layer.discard(NodeSdk.layer(() => ({
-          resource: { serviceName: config.serviceName },
-          spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 1000 })
-        })))
+        Layer.merge(
+          Layer.discard(NodeSdk.layer(() => ({
+            resource: { serviceName: config.serviceName },
+            spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 1000 })
+          }))),
+          Layer.scopedDiscard(Effect.locallyScoped(TracesExported, true))
+        )
     }))
 )
 
