@@ -14,6 +14,7 @@ import { redactingJsonLogger } from "../src/Logging.js"
 import { maskPhone, redact } from "../src/observability/Redaction.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { until } from "./support/poll.js"
+import { Scrape } from "./support/prometheus.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const CARRIER_TOKEN = "carrier-token-0123456789abcdef"
@@ -104,6 +105,14 @@ describe("logs of a scripted session", () => {
       body: new URLSearchParams({ From: INBOUND_FROM, To: "+14155550100", Body: BODIES[2]! }).toString()
     })
     expect(inbound.status).toBe(401)
+
+    // The provider's series moved: Parley's request to the fake, and the text finished under Twilio's name.
+    const scraped = Scrape.parse(await (await server.fetch("/metrics", { key: METRICS_TOKEN })).text())
+    expect(scraped.value("parley_provider_requests_total", { provider: "twilio", outcome: "answered_2xx" })).toBeGreaterThanOrEqual(1)
+    await until(async () => {
+      const now = Scrape.parse(await (await server.fetch("/metrics", { key: METRICS_TOKEN })).text())
+      return now.value("parley_actions_finished_total", { kind: "message", provider: "twilio" }) === 1 ? true : undefined
+    }, { timeoutMs: 30_000, what: "the Twilio text to be counted as finished under twilio" })
 
     const output = server.output
     const lines = output.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as LogLine)

@@ -166,6 +166,13 @@ describe("Prometheus metrics", () => {
     }
   })
 
+  it("answers /healthz and /readyz without a key", async () => {
+    expect(await (await server.fetch("/healthz")).json()).toEqual({ status: "ok" })
+    const ready = await server.fetch("/readyz")
+    expect(ready.status).toBe(200)
+    expect(await ready.json()).toEqual({ status: "ready" })
+  })
+
   it("counts requests refused by the rate limit", async () => {
     const before = await scrape()
     let refused = 0
