@@ -5,6 +5,7 @@
 import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
 import { Effect, Layer } from "effect"
+import { consoleRoutes } from "../admin/ConsoleRoutes.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { providerCallbackRoutes } from "../providers/ProviderCallbacks.js"
 import { compileContract } from "./ApiRouter.js"
@@ -60,7 +61,8 @@ const ServeLive = Layer.scopedDiscard(
       ...(yield* healthRoutes),
       yield* metricsRoute,
       ...(yield* carrierInboundRoutes),
-      ...(yield* providerCallbackRoutes)
+      ...(yield* providerCallbackRoutes),
+      ...(yield* consoleRoutes)
     ]
     const pipeline = makeRequestPipeline({
       maxBodyBytes: config.maxBodyBytes,

@@ -5,14 +5,10 @@
  * never printed again, not even by `show`.
  */
 import { Command, Options } from "@effect/cli"
-import { Clock, Effect, Option } from "effect"
-import {
-  DEFAULT_API_BASE,
-  PROVIDER_KINDS,
-  type ProviderAccount,
-  ProviderAccounts
-} from "../../store/SqlProviderAccounts.js"
-import { fail, fields, nonEmpty, requireOrg } from "../Input.js"
+import { Clock, Effect, Either, Option } from "effect"
+import { type ProviderField, providerAccount } from "../../admin/ProviderSettings.js"
+import { PROVIDER_KINDS, ProviderAccounts } from "../../store/SqlProviderAccounts.js"
+import { fail, fields, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
 const orgOption = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
@@ -22,18 +18,16 @@ const kindOption = Options.choice("kind", PROVIDER_KINDS).pipe(
 const optionalText = (name: string, description: string) =>
   Options.text(name).pipe(Options.withDescription(description), Options.optional)
 
-/** An absolute http(s) URL without a trailing slash. */
-const apiBase = (value: string) =>
-  Effect.gen(function*() {
-    const trimmed = value.trim().replace(/\/+$/, "")
-    if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(trimmed)) {
-      return yield* fail(`--api-base "${value}" must be an http:// or https:// URL, such as ${DEFAULT_API_BASE.twilio}`)
-    }
-    return trimmed
-  })
-
-const required = (flag: string, value: Option.Option<string>, kind: string) =>
-  Option.isNone(value) ? fail(`${flag} is required for --kind ${kind}`) : nonEmpty(flag, value.value)
+const FLAGS: Readonly<Record<ProviderField, string>> = {
+  apiBase: "--api-base",
+  accountSid: "--account-sid",
+  authToken: "--auth-token",
+  apiKeySid: "--api-key-sid",
+  apiKeySecret: "--api-key-secret",
+  messagingServiceSid: "--messaging-service-sid",
+  apiKey: "--api-key",
+  webhookSecret: "--webhook-secret"
+}
 
 const set = Command.make(
   "set",
@@ -53,35 +47,22 @@ const set = Command.make(
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      const base = Option.isSome(input.apiBase) ? yield* apiBase(input.apiBase.value) : DEFAULT_API_BASE[input.kind]
-      let account: ProviderAccount
-      if (input.kind === "twilio") {
-        const accountSid = yield* required("--account-sid", input.accountSid, "twilio")
-        if (!/^AC[0-9a-fA-F]{32}$/.test(accountSid)) {
-          return yield* fail(`--account-sid "${accountSid}" must be AC followed by 32 hex digits (Twilio Console → Account Info)`)
-        }
-        if (Option.isSome(input.apiKeySid) !== Option.isSome(input.apiKeySecret)) {
-          return yield* fail("--api-key-sid and --api-key-secret go together")
-        }
-        account = {
-          kind: "twilio",
-          orgId: input.org,
-          apiBase: base,
-          accountSid,
-          authToken: yield* required("--auth-token", input.authToken, "twilio"),
-          apiKeySid: Option.getOrUndefined(input.apiKeySid),
-          apiKeySecret: Option.getOrUndefined(input.apiKeySecret),
-          messagingServiceSid: Option.getOrUndefined(input.messagingServiceSid)
-        }
-      } else {
-        account = {
-          kind: "vapi",
-          orgId: input.org,
-          apiBase: base,
-          apiKey: yield* required("--api-key", input.apiKey, "vapi"),
-          webhookSecret: yield* required("--webhook-secret", input.webhookSecret, "vapi")
-        }
-      }
+      // The rules are the console's too (ProviderSettings); a refusal is reported against its flag.
+      const checked = providerAccount({
+        kind: input.kind,
+        orgId: input.org,
+        apiBase: Option.getOrUndefined(input.apiBase),
+        accountSid: Option.getOrUndefined(input.accountSid),
+        authToken: Option.getOrUndefined(input.authToken),
+        apiKeySid: Option.getOrUndefined(input.apiKeySid),
+        apiKeySecret: Option.getOrUndefined(input.apiKeySecret),
+        messagingServiceSid: Option.getOrUndefined(input.messagingServiceSid),
+        apiKey: Option.getOrUndefined(input.apiKey),
+        webhookSecret: Option.getOrUndefined(input.webhookSecret)
+      })
+      if (Either.isLeft(checked)) return yield* fail(`${FLAGS[checked.left.field]} ${checked.left.message}`)
+      const account = checked.right
+      const base = account.apiBase
       const at = new Date(yield* Clock.currentTimeMillis).toISOString()
       yield* (yield* ProviderAccounts).set(account, at)
       const shown = { orgId: input.org, kind: input.kind, apiBase: base, accountId: account.kind === "twilio" ? account.accountSid : null }
