@@ -1,7 +1,7 @@
 /** `parley serve`: the HTTP server (what `pnpm start` runs, with --demo). */
 import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
@@ -13,6 +13,9 @@ import { TracingLive } from "../../observability/Tracing.js"
 import { RetentionLive } from "../../store/Retention.js"
 import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
+
+/** Where `serve --demo` (`pnpm start`) listens when HOST is unset. */
+export const DEMO_HOST = "127.0.0.1"
 
 const withDemo = Options.boolean("demo").pipe(
   Options.withDescription("Seed the demo organisation and print its keys and a curl to try")
@@ -29,11 +32,17 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
       yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
     }
-    // One registry and one set of loop heartbeats for the process; traces exported only when configured.
+    // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
+    // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
+    const http = demo && Option.isNone(config.host)
+      ? HttpServerLive.pipe(Layer.provide(Layer.succeed(ServerConfig, { ...config, host: Option.some(DEMO_HOST) })))
+      : HttpServerLive
+    // One registry and one set of loop heartbeats for the process; traces exported only when configured
+    // (TracingLive: otherwise Effect's tracer is off and no span is built).
     return yield* Layer.launch(
-      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive, MetricsListenerLive, PoolMetricsLive).pipe(
+      Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive, MetricsListenerLive, PoolMetricsLive).pipe(
         Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
         Layer.provide(TracingLive)
       )
     )
-  })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
+  })).pipe(Command.withDescription("Run the Parley server (PORT, HOST, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
