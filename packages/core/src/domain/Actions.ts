@@ -14,6 +14,7 @@ import {
   AiCallsDisabled,
   AllowanceExhausted,
   CrmPermissionDenied,
+  DestinationNotAllowed,
   type IdempotencyKeyReused,
   InvalidRequest,
   NotFound,
@@ -30,10 +31,12 @@ import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { toActionRecord } from "./ActionRecords.js"
 import type { CallerInfo } from "./Caller.js"
 import { newId } from "./Crypto.js"
+import { refusal } from "./Destinations.js"
 import { Directory } from "./Directory.js"
 import { emit } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
+import { allowanceUnits } from "./Segments.js"
 import { isOpen, nextOpening, parseSendingHours } from "./SendingHours.js"
 import { renderTemplate } from "./Templates.js"
 import { isVisible, visibility } from "./Visibility.js"
@@ -44,6 +47,7 @@ export type CreateError =
   | ResourceDenied
   | CrmPermissionDenied
   | AllowanceExhausted
+  | DestinationNotAllowed
   | AiCallsDisabled
   | OutsideSendingHours
   | IdempotencyKeyReused
@@ -173,6 +177,19 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
         ({ replayed, value }) => ({ ack: value, replayed })
       )
 
+    /** The organisation's destination rules (Destinations), for test and live keys alike. */
+    const allowedDestination = (caller: CallerInfo, line: string, to: string) => {
+      const organisation = caller.organisation
+      const refused = refusal({
+        countries: organisation.destinationCountries,
+        premiumNumbers: organisation.premiumNumbersAllowed,
+        internationalNetworks: organisation.internationalNetworksAllowed
+      }, line, to)
+      return Either.isLeft(refused)
+        ? Effect.fail(new DestinationNotAllowed({ message: `to: ${refused.left}.` }))
+        : Effect.void
+    }
+
     /** Finds an action the caller may see; anything else reads as missing. */
     const visibleAction = (caller: CallerInfo, kind: ActionKind, id: string) =>
       Effect.flatMap(visibility(caller, directory), (seen) =>
@@ -193,6 +210,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
               request.fromNumberSid,
               request.channel === "WhatsApp" ? "whatsApp" : "sms"
             )
+            yield* allowedDestination(caller, number.phoneNumber, request.to)
             const record = yield* linkedRecord(caller, request.record)
             let body = request.body ?? ""
             let templateId: string | null = null
@@ -231,9 +249,15 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
                 })
               }
             }
+            const units = allowanceUnits(request.channel, body)
             if (caller.mode === "live" && caller.organisation.smsAllowance !== null &&
-              caller.organisation.smsAllowance <= 0) {
-              return yield* new AllowanceExhausted({ message: "The organisation's text allowance is used up." })
+              caller.organisation.smsAllowance < units) {
+              return yield* new AllowanceExhausted({
+                message: units === 1
+                  ? "The organisation's text allowance is used up."
+                  : `The organisation's text allowance has ${caller.organisation.smsAllowance} SMS segments left; ` +
+                    `this text needs ${units}.`
+              })
             }
             const now = new Date(yield* Clock.currentTimeMillis).toISOString()
             return yield* commit(caller, {
@@ -265,6 +289,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
             }
             const schedule = yield* validateScheduledFor(request.scheduledFor)
             const number = yield* directory.resolveNumber(caller, request.fromNumberSid, "voice")
+            yield* allowedDestination(caller, number.phoneNumber, request.to)
             const bot = yield* directory.resolveBot(caller, request.botId)
             const record = yield* linkedRecord(caller, request.record)
             if (caller.mode === "live" && caller.organisation.callAllowance !== null &&

@@ -14,6 +14,9 @@
  * - PARLEY_DISPATCH_POLL_MS (default 50): how often an idle dispatcher looks for due work
  * - PARLEY_WEBHOOK_RETRY_SCALE (default 1): multiplies the event retry schedule
  *   (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); tests shorten it
+ * - PARLEY_WEBHOOK_ALLOWED_NETWORKS (unset): comma-separated CIDRs of private
+ *   networks event deliveries may reach (loopback, 10.0.0.0/8…); public
+ *   addresses are always allowed, link-local and metadata addresses never
  * - PARLEY_CARRIER_AUTH_TOKEN (unset): when set, POST /carrier/inbound must carry
  *   a valid `X-Twilio-Signature` made with it
  * - PARLEY_PUBLIC_URL (unset): the server's public base URL, for that signature
@@ -38,6 +41,7 @@
  *   OTEL_SERVICE_NAME (default parley); the exporter itself reads the other
  *   OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression)
  */
+import { WebhookAddresses } from "@parley/core/internal"
 import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 
 export interface ServerSettings {
@@ -51,6 +55,7 @@ export interface ServerSettings {
   readonly simStepMs: number
   readonly dispatchPollMs: number
   readonly webhookRetryScale: number
+  readonly webhookAllowedNetworks: WebhookAddresses.AllowedNetworks
   readonly carrierAuthToken: Option.Option<Redacted.Redacted<string>>
   readonly publicUrl: Option.Option<string>
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
@@ -117,6 +122,15 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   webhookRetryScale: Config.number("PARLEY_WEBHOOK_RETRY_SCALE").pipe(
     Config.validate({ message: "must be a positive number", validation: (n) => n > 0 }),
     Config.withDefault(1)
+  ),
+  webhookAllowedNetworks: Config.string("PARLEY_WEBHOOK_ALLOWED_NETWORKS").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) => {
+      const parsed = WebhookAddresses.parseAllowedNetworks(text)
+      return Either.isLeft(parsed)
+        ? Either.left(ConfigError.InvalidData(["PARLEY_WEBHOOK_ALLOWED_NETWORKS"], parsed.left))
+        : Either.right(parsed.right)
+    })
   ),
   carrierAuthToken: Config.option(Config.redacted("PARLEY_CARRIER_AUTH_TOKEN")),
   publicUrl: Config.option(Config.string("PARLEY_PUBLIC_URL")),

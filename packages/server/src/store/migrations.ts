@@ -352,6 +352,39 @@ const settingsVersion = Effect.gen(function*() {
 })
 
 /**
+ * Abuse limits: per-organisation destination rules (see Destinations) and the per-key limit as a sliding
+ * window counted in buckets (see RateLimitStore). On SQLite the settings trigger of `organisations` is made
+ * again so that it compares the new columns too.
+ */
+const abuseLimits = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE organisations ADD COLUMN destination_countries TEXT`
+  yield* sql`ALTER TABLE organisations ADD COLUMN premium_numbers_allowed INTEGER NOT NULL DEFAULT 0`
+  yield* sql`ALTER TABLE organisations ADD COLUMN international_networks_allowed INTEGER NOT NULL DEFAULT 0`
+  // Organisations that existed before keep sending where they did: every region, as before the rules.
+  yield* sql`UPDATE organisations SET destination_countries = '*'`
+  // The per-key limit's sliding window, in buckets (RateLimitStore); `rate_limits` stays for replicas of the
+  // release before during a rolling deploy.
+  yield* sql`CREATE TABLE rate_limit_buckets (
+    key TEXT NOT NULL,
+    bucket BIGINT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (key, bucket)
+  )`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
+        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
+        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
+/**
  * The admin console (issue 26): administrators of one organisation, their sessions and their one-time
  * sign-in links. Passwords are stored as scrypt hashes; session and link tokens as SHA-256 hashes, so a
  * copy of the database signs nobody in.
@@ -398,6 +431,7 @@ export const migrations = {
   "0006_webhook_event_types": webhookEventTypes,
   "0007_providers": providers,
   "0008_settings_version": settingsVersion,
+  "0011_abuse_limits": abuseLimits,
   "0014_admin_console": adminConsole,
   "0015_trace_links": traceLinks
 }

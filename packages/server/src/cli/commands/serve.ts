@@ -27,11 +27,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // Every stored secret opens with the keys given (or the server does not start), and is sealed under the
     // current one: after a rotation, the old key is needed only until this has run on one server.
     yield* SecretBox.resealSecrets
-    if (demo) {
-      const summary = yield* Demo.seedDemo()
-      yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
-      yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
-    }
+    const summary = demo ? Option.some(yield* Demo.seedDemo()) : Option.none()
     // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
     // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
     const http = demo && Option.isNone(config.host)
@@ -39,10 +35,19 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
       : HttpServerLive
     // One registry and one set of loop heartbeats for the process; traces exported only when configured
     // (TracingLive: otherwise Effect's tracer is off and no span is built).
-    return yield* Layer.launch(
-      Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive, MetricsListenerLive, PoolMetricsLive).pipe(
-        Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
-        Layer.provide(TracingLive)
-      )
+    const server = Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive, MetricsListenerLive, PoolMetricsLive).pipe(
+      Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
+      Layer.provide(TracingLive)
     )
+    return yield* Effect.scoped(Effect.gen(function*() {
+      // Built first: the keys are printed only by a server that listens (a port in use prints none).
+      yield* Layer.build(server)
+      if (Option.isSome(summary)) {
+        yield* Console.log(describeDemo(summary.value, `http://localhost:${config.port}`))
+        yield* Console.log(
+          `\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`
+        )
+      }
+      return yield* Effect.never
+    }))
   })).pipe(Command.withDescription("Run the Parley server (PORT, HOST, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
