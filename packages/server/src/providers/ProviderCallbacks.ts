@@ -26,6 +26,8 @@ import {
 import { Clock, Effect, Either, Option, Predicate } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { refusal } from "../http/ErrorResponses.js"
+// Actions these reports finish are counted under their provider (parley_actions_finished_total).
+import { forProvider } from "../observability/Metrics.js"
 import type { PlainRoute } from "../http/PlainRoutes.js"
 import { ProviderAccounts } from "../store/SqlProviderAccounts.js"
 import { requestUrl, TWILIO_STATUS_PATH, VAPI_EVENTS_PATH } from "./CallbackUrls.js"
@@ -84,7 +86,7 @@ export const providerCallbackRoutes = Effect.gen(function*() {
     })
     if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No message ${actionId}.` }))
     return done()
-  }).pipe(Effect.catchAll(answerFailure))
+  }).pipe(Effect.catchAll(answerFailure), forProvider("twilio"))
 
   const vapiEvents = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -114,7 +116,7 @@ export const providerCallbackRoutes = Effect.gen(function*() {
     })
     if (outcome._tag === "NotFound") return yield* refusal(new NotFound({ message: `No AI call ${actionId}.` }))
     return HttpServerResponse.unsafeJson({})
-  }).pipe(Effect.catchAll(answerFailure))
+  }).pipe(Effect.catchAll(answerFailure), forProvider("vapi"))
 
   return [
     { method: "POST", path: TWILIO_STATUS_PATH, body: "form", handler: twilioStatus },
