@@ -139,12 +139,15 @@ afterAll(async () => {
 })
 
 describe("the packed @parley/core", () => {
-  it("ships only its build, with effect and @effect/platform as peers", () => {
+  it("ships only its build, with effect and @effect/platform as peers and two pinned libraries", () => {
     expect(Object.keys(peers).sort()).toEqual(["@effect/platform", "effect"])
-    const manifest: { dependencies?: unknown; exports: Record<string, unknown> } = JSON.parse(
+    const manifest: { dependencies?: Record<string, unknown>; exports: Record<string, unknown> } = JSON.parse(
       readFileSync(join(work, "package", "package.json"), "utf8")
     )
-    expect(manifest.dependencies).toBeUndefined()
+    // Destination rules (libphonenumber-js: number types and regions) and webhook address classification
+    // (ipaddr.js) are the core's own rules, so their libraries ship with it, pinned; nothing else does.
+    expect(Object.keys(manifest.dependencies ?? {}).sort()).toEqual(["ipaddr.js", "libphonenumber-js"])
+    expect(Object.values(manifest.dependencies ?? {}).every((v) => /^\d+\.\d+\.\d+$/.test(String(v)))).toBe(true)
     expect(Object.keys(manifest.exports).sort()).toEqual([".", "./domain", "./package.json", "./testing"])
     expect(readdirSync(join(work, "package")).sort()).toEqual(["README.md", "dist", "package.json"])
   })
