@@ -15,6 +15,7 @@ import * as SqlCrm from "./store/SqlCrm.js"
 import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
 import * as SqlProviderAccounts from "./store/SqlProviderAccounts.js"
+import * as SqlProviderHandoffs from "./store/SqlProviderHandoffs.js"
 import { CursorSignerLayer, EventOutboxLayer, RateLimitStoreLayer, UnitOfWorkLayer } from "./store/SqlSmallPorts.js"
 import * as SqlWebhooks from "./store/SqlWebhooks.js"
 
@@ -52,6 +53,7 @@ export const SqlPortsLive = Layer.mergeAll(
   CursorSignerLayer,
   SqlWebhooks.layer,
   SqlProviderAccounts.layer,
+  SqlProviderHandoffs.layer,
   Carrier.layerMemory,
   AiCallProvider.layerMemory
 ).pipe(Layer.provideMerge(StoreLive))

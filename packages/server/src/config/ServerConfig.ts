@@ -13,6 +13,10 @@
  *   (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); tests shorten it
  * - PARLEY_CARRIER_AUTH_TOKEN (unset): when set, POST /carrier/inbound must carry
  *   a valid `X-Twilio-Signature` made with it
+ * - PARLEY_INBOUND_UNSIGNED (refuse): `accept` takes inbound messages without a
+ *   signature to numbers of organisations that have no Twilio account when
+ *   PARLEY_CARRIER_AUTH_TOKEN is unset (a demo, a local test); by default they
+ *   are refused, since a forged inbound message opens a WhatsApp session
  * - PARLEY_PUBLIC_URL (unset): the server's public base URL, for that signature
  *   (default: http:// + the request's Host)
  * - DATABASE_URL (unset): `postgres://…` selects the Postgres store (several
@@ -38,6 +42,8 @@ export interface ServerSettings {
   readonly dispatchPollMs: number
   readonly webhookRetryScale: number
   readonly carrierAuthToken: Option.Option<Redacted.Redacted<string>>
+  /** Whether unsigned inbound messages are taken when there is no token to check them with. */
+  readonly inboundUnsigned: "refuse" | "accept"
   readonly publicUrl: Option.Option<string>
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dbPoolSize: number
@@ -92,6 +98,7 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
     Config.withDefault(1)
   ),
   carrierAuthToken: Config.option(Config.redacted("PARLEY_CARRIER_AUTH_TOKEN")),
+  inboundUnsigned: Config.literal("refuse", "accept")("PARLEY_INBOUND_UNSIGNED").pipe(Config.withDefault("refuse" as const)),
   publicUrl: Config.option(Config.string("PARLEY_PUBLIC_URL")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL").pipe(
     Config.validate({

@@ -32,7 +32,9 @@ import { Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 import { twilioStatusCallback } from "../providers/CallbackUrls.js"
 import * as Twilio from "../providers/twilio/TwilioClient.js"
+import { twilioMessageStatus } from "../providers/twilio/TwilioStatuses.js"
 import * as Vapi from "../providers/vapi/VapiClient.js"
+import { vapiCallStatus, vapiEnding } from "../providers/vapi/VapiStatuses.js"
 import { DbInt, storage } from "../store/rows.js"
 import {
   ProviderAccounts,
@@ -177,11 +179,12 @@ export const make = (config: ServerSettings) =>
       ProviderReports.isFinal(kind, status) ? null : now + config.providerRecheckMs
 
     const textChange = (message: Twilio.TwilioMessage, now: number): Change => {
-      const status = ProviderReports.twilioMessageStatus(message.status) ?? "Sending"
+      const status = twilioMessageStatus(message.status) ?? "Sending"
       return {
         status,
         workAt: recheck("message", status, now),
-        sid: message.sid,
+        // Twilio's schema lets an answer omit the sid: the status callbacks carry it.
+        ...(message.sid === null ? {} : { sid: message.sid }),
         providerStatus: message.status,
         // A text's time is when it was sent.
         at: new Date(now).toISOString(),
@@ -192,8 +195,13 @@ export const make = (config: ServerSettings) =>
     }
 
     const callChange = (call: Vapi.VapiCall, now: number): Change => {
-      const status = ProviderReports.vapiCallStatus(call.status) ?? "Queued"
-      return { status, workAt: recheck("ai_call", status, now), sid: call.id, providerStatus: call.status }
+      const status = (call.status === null ? null : vapiCallStatus(call.status)) ?? "Queued"
+      return {
+        status,
+        workAt: recheck("ai_call", status, now),
+        sid: call.id,
+        ...(call.status === null ? {} : { providerStatus: call.status })
+      }
     }
 
     interface Submitted {
@@ -212,19 +220,38 @@ export const make = (config: ServerSettings) =>
 
     const twilioAccount = (account: TwilioAccountSettings): Twilio.TwilioAccount => ({
       apiBase: account.apiBase,
+      contentApiBase: account.contentApiBase,
       accountSid: account.accountSid,
       authToken: account.authToken,
       apiKeySid: account.apiKeySid,
       apiKeySecret: account.apiKeySecret
     })
 
+    /**
+     * A content-template message records what the recipient saw — the template's text with its variables
+     * (Twilio's Content API), or a placeholder naming both — not the text the request carried beside it.
+     */
+    const withSentText = (client: Twilio.TwilioAccount, row: ClaimedRow, change: Change) =>
+      row.wa_content_sid === null
+        ? Effect.succeed(change)
+        : Effect.map(
+          Twilio.renderContent(client, row.wa_content_sid, row.wa_content_variables ?? {}),
+          (text): Change => ({
+            ...change,
+            body: Option.getOrElse(text, () =>
+              Twilio.contentPlaceholder(row.wa_content_sid ?? "", row.wa_content_variables ?? {}))
+          })
+        )
+
     const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: Attempt, now: number) =>
       Effect.gen(function*() {
         const client = twilioAccount(account)
         const id = String(row.id)
         const to = twilioAddress(row, row.counterpart)
+        // Through a Messaging Service, From still names the action's number: without it Twilio would pick any
+        // number of the service's pool while the record names the chosen one.
         const sender = account.messagingServiceSid !== undefined && row.type !== "WhatsApp"
-          ? { messagingServiceSid: account.messagingServiceSid }
+          ? { messagingServiceSid: account.messagingServiceSid, from: row.line }
           : { from: twilioAddress(row, row.line) }
         if (attempt.reconcile) {
           // An earlier attempt may have reached Twilio: look before sending again.
@@ -234,8 +261,8 @@ export const make = (config: ServerSettings) =>
             since: attempt.firstAt,
             ...(row.wa_content_sid === null ? { body: row.body } : { contentSid: row.wa_content_sid })
           })
-          if (Option.isSome(earlier) && !(yield* takenByAnother(row, earlier.value.sid))) {
-            return accepted(textChange(earlier.value, now))
+          if (Option.isSome(earlier) && earlier.value.sid !== null && !(yield* takenByAnother(row, earlier.value.sid))) {
+            return accepted(yield* withSentText(client, row, textChange(earlier.value, now)))
           }
         }
         const sent = yield* Twilio.sendMessage(client, {
@@ -249,7 +276,7 @@ export const make = (config: ServerSettings) =>
             }),
           statusCallback: twilioStatusCallback(config, row.org_id, id)
         })
-        return accepted(textChange(sent, now))
+        return accepted(yield* withSentText(client, row, textChange(sent, now)))
       }).pipe(
         Effect.catchTag("TwilioSendError", (error) =>
           Effect.succeed(answered(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now), error)))
@@ -416,7 +443,7 @@ export const make = (config: ServerSettings) =>
           if (Option.isNone(account)) return { status: row.status, workAt: null }
           const found = yield* Twilio.fetchMessage(twilioAccount(account.value), row.sid)
           if (Option.isNone(found)) return unchanged
-          const status = ProviderReports.twilioMessageStatus(found.value.status)
+          const status = twilioMessageStatus(found.value.status)
           if (status === null || !ProviderReports.movesForward("message", row.status, status)) return unchanged
           return { ...textChange(found.value, now), at: row.at, workAt: ProviderReports.isFinal("message", status) ? null : later }
         }
@@ -425,21 +452,23 @@ export const make = (config: ServerSettings) =>
         const found = yield* Vapi.getCall({ apiBase: account.value.apiBase, apiKey: account.value.apiKey }, row.sid)
         if (Option.isNone(found)) return unchanged
         const call = found.value
-        const status = call.status === "ended"
-          ? ProviderReports.vapiEndedStatus(call.endedReason ?? "")
-          : ProviderReports.vapiCallStatus(call.status)
+        const ending = call.status === "ended" || (call.status === null && call.endedReason !== null)
+          ? vapiEnding(call.endedReason ?? "")
+          : null
+        const status = ending?.status ?? (call.status === null ? null : vapiCallStatus(call.status))
         if (status === null || !ProviderReports.movesForward("ai_call", row.status, status)) return unchanged
+        const raw = call.endedReason ?? call.status ?? ""
         return status === "Completed"
           ? {
             status,
             workAt: null,
-            providerStatus: call.endedReason ?? call.status,
+            providerStatus: raw,
             body: call.transcript ?? "",
             ...(call.recordingUrl === null ? {} : { audioFileId: call.recordingUrl })
           }
           : ProviderReports.isFinal("ai_call", status)
-          ? { status, workAt: null, providerStatus: call.endedReason ?? call.status, errorMessage: call.endedReason }
-          : { status, workAt: later, providerStatus: call.status }
+          ? { status, workAt: null, providerStatus: raw, errorMessage: ending?.errorMessage ?? raw }
+          : { status, workAt: later, providerStatus: raw }
       }).pipe(
         Effect.catchTags({
           TwilioSendError: () => Effect.succeed<Change>({ status: row.status, workAt: laterFor(firstAt, now) }),

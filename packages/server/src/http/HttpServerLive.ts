@@ -6,6 +6,7 @@ import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
 import { Effect, Layer } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
+import * as CallbackGate from "../providers/CallbackGate.js"
 import { providerCallbackRoutes } from "../providers/ProviderCallbacks.js"
 import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
@@ -24,7 +25,8 @@ const HandlersLive = Layer.mergeAll(
   MessagesHandlers,
   AiCallsHandlers,
   WebhookEndpointsHandlers,
-  AuthorizationLive
+  AuthorizationLive,
+  CallbackGate.layer
 )
 
 const listen = (server: Server, port: number) =>

@@ -13,6 +13,7 @@ import {
   ProviderAccounts
 } from "../../store/SqlProviderAccounts.js"
 import { fail, fields, nonEmpty, requireOrg } from "../Input.js"
+import { isInteractive, oneFromStdin, resolveSecret, secretOptions } from "../Secrets.js"
 import { json, print, table } from "../Output.js"
 
 const orgOption = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
@@ -35,6 +36,24 @@ const apiBase = (value: string) =>
 const required = (flag: string, value: Option.Option<string>, kind: string) =>
   Option.isNone(value) ? fail(`${flag} is required for --kind ${kind}`) : nonEmpty(flag, value.value)
 
+const authToken = secretOptions("auth-token", "Twilio: the Auth Token (also checks X-Twilio-Signature on callbacks)")
+const apiKeySecret = secretOptions("api-key-secret", "Twilio: that API key's secret")
+const apiKey = secretOptions("api-key", "Vapi: the private API key")
+const webhookSecret = secretOptions(
+  "webhook-secret",
+  "Vapi: the secret of the server URL or credential that authenticates Vapi's server messages"
+)
+
+/** A header name as HTTP allows it (a token). */
+const headerName = (flag: string, value: Option.Option<string>) =>
+  Option.match(value, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (name) =>
+      /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name.trim())
+        ? Effect.succeed(name.trim().toLowerCase())
+        : fail(`${flag} "${name}" must be an HTTP header name, such as x-signature`)
+  })
+
 const set = Command.make(
   "set",
   {
@@ -42,44 +61,82 @@ const set = Command.make(
     org: orgOption,
     kind: kindOption,
     apiBase: optionalText("api-base", "The provider's API base URL (default: its public API); for regional edges and local fakes"),
+    contentApiBase: optionalText(
+      "content-api-base",
+      "Twilio: the Content API base URL for templates' text (default https://content.twilio.com; with --api-base, that URL)"
+    ),
     accountSid: optionalText("account-sid", "Twilio: the Account SID (AC…)"),
-    authToken: optionalText("auth-token", "Twilio: the Auth Token (also checks X-Twilio-Signature on callbacks)"),
+    authToken: Options.all(authToken),
     apiKeySid: optionalText("api-key-sid", "Twilio: an API key SID (SK…) to send with instead of the Auth Token"),
-    apiKeySecret: optionalText("api-key-secret", "Twilio: that API key's secret"),
+    apiKeySecret: Options.all(apiKeySecret),
     messagingServiceSid: optionalText("messaging-service-sid", "Twilio: send through this Messaging Service (MG…)"),
-    apiKey: optionalText("api-key", "Vapi: the private API key"),
-    webhookSecret: optionalText("webhook-secret", "Vapi: the secret Vapi sends with server messages (X-Vapi-Secret)")
+    apiKey: Options.all(apiKey),
+    webhookSecret: Options.all(webhookSecret),
+    signatureHeader: optionalText("signature-header", "Vapi HMAC credential: the signature header (default x-signature)"),
+    timestampHeader: optionalText("timestamp-header", "Vapi HMAC credential: the timestamp header (default x-timestamp)"),
+    payloadFormat: optionalText(
+      "payload-format",
+      "Vapi HMAC credential: what is signed, from {timestamp} {body} {method} {url} (default {timestamp}.{body})"
+    ),
+    credentialHeader: optionalText(
+      "credential-header",
+      "Vapi Bearer credential: the header carrying the token (default Authorization)"
+    )
   },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
       const base = Option.isSome(input.apiBase) ? yield* apiBase(input.apiBase.value) : DEFAULT_API_BASE[input.kind]
+      const interactive = isInteractive()
       let account: ProviderAccount
       if (input.kind === "twilio") {
+        yield* oneFromStdin([["auth-token", input.authToken], ["api-key-secret", input.apiKeySecret]])
         const accountSid = yield* required("--account-sid", input.accountSid, "twilio")
         if (!/^AC[0-9a-fA-F]{32}$/.test(accountSid)) {
           return yield* fail(`--account-sid "${accountSid}" must be AC followed by 32 hex digits (Twilio Console → Account Info)`)
         }
-        if (Option.isSome(input.apiKeySid) !== Option.isSome(input.apiKeySecret)) {
+        if (Option.isSome(input.messagingServiceSid) && !/^MG[0-9a-fA-F]{32}$/.test(input.messagingServiceSid.value)) {
+          return yield* fail(`--messaging-service-sid "${input.messagingServiceSid.value}" must be MG followed by 32 hex digits`)
+        }
+        const token = yield* resolveSecret("auth-token", input.authToken, interactive)
+        const keySecret = yield* resolveSecret("api-key-secret", input.apiKeySecret, false)
+        if (Option.isSome(input.apiKeySid) !== Option.isSome(keySecret)) {
           return yield* fail("--api-key-sid and --api-key-secret go together")
         }
+        const contentBase = Option.isSome(input.contentApiBase)
+          ? yield* apiBase(input.contentApiBase.value)
+          : Option.isSome(input.apiBase) ? base : undefined
         account = {
           kind: "twilio",
           orgId: input.org,
           apiBase: base,
           accountSid,
-          authToken: yield* required("--auth-token", input.authToken, "twilio"),
+          authToken: yield* required("--auth-token", token, "twilio"),
           apiKeySid: Option.getOrUndefined(input.apiKeySid),
-          apiKeySecret: Option.getOrUndefined(input.apiKeySecret),
-          messagingServiceSid: Option.getOrUndefined(input.messagingServiceSid)
+          apiKeySecret: Option.getOrUndefined(keySecret),
+          messagingServiceSid: Option.getOrUndefined(input.messagingServiceSid),
+          contentApiBase: contentBase
         }
       } else {
+        yield* oneFromStdin([["api-key", input.apiKey], ["webhook-secret", input.webhookSecret]])
+        const payloadFormat = Option.getOrUndefined(input.payloadFormat)
+        if (payloadFormat !== undefined && !payloadFormat.includes("{body}")) {
+          return yield* fail(`--payload-format "${payloadFormat}" must include {body}`)
+        }
         account = {
           kind: "vapi",
           orgId: input.org,
           apiBase: base,
-          apiKey: yield* required("--api-key", input.apiKey, "vapi"),
-          webhookSecret: yield* required("--webhook-secret", input.webhookSecret, "vapi")
+          apiKey: yield* required("--api-key", yield* resolveSecret("api-key", input.apiKey, interactive), "vapi"),
+          webhookSecret: yield* required(
+            "--webhook-secret",
+            yield* resolveSecret("webhook-secret", input.webhookSecret, interactive),
+            "vapi"
+          ),
+          signatureHeader: yield* headerName("--signature-header", input.signatureHeader),
+          timestampHeader: yield* headerName("--timestamp-header", input.timestampHeader),
+          payloadFormat,
+          credentialHeader: yield* headerName("--credential-header", input.credentialHeader)
         }
       }
       const at = new Date(yield* Clock.currentTimeMillis).toISOString()
