@@ -216,6 +216,8 @@ export class VapiFake extends ProviderFake {
   private auth: VapiServerAuth = "x-vapi-secret"
   private signing: VapiSigning = {}
   private readonly endings = new Map<string, Ending>()
+  /** Server messages describe the call without its assistantOverrides (so without Parley's metadata). */
+  messagesWithoutMetadata = false
 
   private constructor(private readonly options: VapiFakeOptions) {
     super()
@@ -290,6 +292,11 @@ export class VapiFake extends ProviderFake {
         ? {}
         : { artifact: { transcript: call.transcript ?? "", recordingUrl: call.recordingUrl } })
     }
+  }
+
+  private messageCall(call: VapiFakeCall) {
+    const { assistantOverrides: _, ...rest } = this.resource(call)
+    return this.messagesWithoutMetadata ? rest : this.resource(call)
   }
 
   private async handle(
@@ -485,7 +492,7 @@ export class VapiFake extends ProviderFake {
         status,
         ...(status === "ended" ? { endedReason: call.endedReason } : {}),
         timestamp: now,
-        call: this.resource(call),
+        call: this.messageCall(call),
         customer: call.customer,
         phoneNumber: { id: call.phoneNumberId }
       }
@@ -508,7 +515,7 @@ export class VapiFake extends ProviderFake {
         cost: 0,
         artifact: { transcript: call.transcript ?? "", messages: [], ...recording },
         analysis: { summary: call.transcript === null ? "" : "The customer confirmed." },
-        call: this.resource(call),
+        call: this.messageCall(call),
         customer: call.customer,
         phoneNumber: { id: call.phoneNumberId }
       }
