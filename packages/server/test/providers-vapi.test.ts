@@ -297,10 +297,16 @@ describe("Vapi", () => {
     it("finds the call by Vapi's id when the server message carries no Parley metadata", async () => {
       vapi.messagesWithoutMetadata = true
       try {
-        const id = await call("+14155550219")
+        const to = "+14155550219"
+        const id = await call(to)
         const record = await settle(id)
         expect(record.status).toBe("Completed")
         expect(record.body).toContain("Confirm tomorrow at 10")
+        await vapi.settled()
+        // Completed by the end-of-call report itself, not by Parley asking Vapi later.
+        const report = vapi.deliveriesFor(vapi.calls.find((c) => c.customer.number === to)?.id ?? "")
+          .find(({ json }) => JSON.stringify(json).includes("end-of-call-report"))
+        expect(report?.delivery.answered).toBe(200)
       } finally {
         vapi.messagesWithoutMetadata = false
       }
