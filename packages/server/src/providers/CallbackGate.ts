@@ -15,7 +15,7 @@ export interface BucketLimit {
   readonly burst: number
 }
 
-export const SOURCE_LIMIT: BucketLimit = { perSecond: 100, burst: 500 }
+export const SOURCE_LIMIT: BucketLimit = { perSecond: 50, burst: 200 }
 export const ORGANISATION_LIMIT: BucketLimit = { perSecond: 100, burst: 500 }
 /** Callbacks doing database work at once in this process, and how many may wait for their turn. */
 export const CONCURRENT_CALLBACKS = 2
