@@ -1,7 +1,7 @@
 /** The carrier's inbound webhook: Twilio form fields, Twilio's signature, and what an inbound message changes. */
 import twilioSdk from "twilio"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { twilioSignature } from "../src/http/CarrierInbound.js"
+import { twilioSignature } from "../src/providers/twilio/TwilioSignature.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const TOKEN = "carrier-test-token"

@@ -377,6 +377,19 @@ describe("Twilio", () => {
       expect((await read(record.id) as ActionRecord & { body?: string }).body).toBe("Hi Grace, see you at noon.")
     }, HEAVY)
 
+    it("records the template's text even when Twilio's callbacks finished the message before its answer", async () => {
+      twilio.tweakNextCallbacks({ beforeAnswer: true })
+      const to = "+14155550158"
+      const { record } = await template(TEMPLATE, { "{{1}}": "Alan", "{{2}}": "today" }, to)
+      expect(record.status).toBe("Delivered")
+      const body = await readUntil(
+        async () => (await read(record.id) as ActionRecord & { body?: string }).body,
+        (text) => text !== "Text the recipient never sees",
+        10_000
+      )
+      expect(body).toBe("Hello Alan, your order ships today.")
+    }, HEAVY)
+
     it("records a placeholder naming the template and its variables when the Content API cannot say", async () => {
       const to = "+14155550153"
       const { record } = await template(MISSING_TEMPLATE, { "{{1}}": "Ada" }, to)

@@ -232,16 +232,18 @@ export const make = (config: ServerSettings) =>
      * (Twilio's Content API), or a placeholder naming both — not the text the request carried beside it.
      */
     const withSentText = (client: Twilio.TwilioAccount, row: ClaimedRow, change: Change) =>
-      row.wa_content_sid === null
-        ? Effect.succeed(change)
-        : Effect.map(
-          Twilio.renderContent(client, row.wa_content_sid, row.wa_content_variables ?? {}),
-          (text): Change => ({
-            ...change,
-            body: Option.getOrElse(text, () =>
-              Twilio.contentPlaceholder(row.wa_content_sid ?? "", row.wa_content_variables ?? {}))
-          })
+      Effect.gen(function*() {
+        if (row.wa_content_sid === null) return change
+        const variables = row.wa_content_variables ?? {}
+        const rendered = yield* Twilio.renderContent(client, row.wa_content_sid, variables)
+        const body = Option.getOrElse(rendered, () => Twilio.contentPlaceholder(row.wa_content_sid ?? "", variables))
+        // Written at once, whatever the status: Twilio's callbacks may already have moved the action on, and
+        // the change below then no longer applies.
+        yield* storage("providers.sentText")(
+          sql`UPDATE actions SET body = ${body} WHERE id = ${Number(row.id)} AND org_id = ${row.org_id}`
         )
+        return { ...change, body } satisfies Change
+      })
 
     const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: Attempt, now: number) =>
       Effect.gen(function*() {

@@ -7,10 +7,9 @@ import { ParleyApi } from "@parley/core"
 import { Effect, Layer } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import * as CallbackGate from "../providers/CallbackGate.js"
-import { providerCallbackRoutes } from "../providers/ProviderCallbacks.js"
+import { providerRoutes } from "../providers/Registry.js"
 import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
-import { carrierInboundRoutes } from "./CarrierInbound.js"
 import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
@@ -52,7 +51,7 @@ const ServeLive = Layer.scopedDiscard(
     const context = yield* Effect.context<never>()
     const runtime = yield* Effect.runtime<never>()
     const contract = compileContract(ParleyApi, context)
-    const plain = [...(yield* extraRoutes), ...(yield* carrierInboundRoutes), ...(yield* providerCallbackRoutes)]
+    const plain = [...(yield* extraRoutes), ...(yield* providerRoutes)]
     const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)

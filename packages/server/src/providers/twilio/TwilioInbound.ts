@@ -33,14 +33,14 @@ import {
   SetupUnavailable
 } from "@parley/core/internal"
 import { Clock, Effect, Option, Redacted } from "effect"
-import { ServerConfig } from "../config/ServerConfig.js"
-import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../providers/CallbackGate.js"
-import { requestUrl, TWILIO_INBOUND_PATH } from "../providers/CallbackUrls.js"
-import { callbacksBusy, notAdmitted, sourceOf, unverified } from "../providers/ProviderCallbacks.js"
-import { verifyTwilioSignature } from "../providers/twilio/TwilioSignature.js"
-import { ProviderAccounts, type TwilioAccountSettings } from "../store/SqlProviderAccounts.js"
-import { refusal } from "./ErrorResponses.js"
-import type { PlainRoute } from "./PlainRoutes.js"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { refusal } from "../../http/ErrorResponses.js"
+import type { PlainRoute } from "../../http/PlainRoutes.js"
+import { ProviderAccounts, type TwilioAccountSettings } from "../../store/SqlProviderAccounts.js"
+import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
+import { requestUrl, TWILIO_INBOUND_PATH } from "../CallbackUrls.js"
+import { callbacksBusy, notAdmitted, sourceOf, unverified } from "../ProviderCallbacks.js"
+import { verifyTwilioSignature } from "./TwilioSignature.js"
 
 export const CARRIER_INBOUND_PATH = "/carrier/inbound"
 
@@ -51,8 +51,6 @@ const SHORT_CODE = /^\d{3,8}$/
 /** Twilio sends at most 10 media items a message. */
 const MAX_MEDIA = 10
 
-/** Kept for callers of the first release; the algorithm lives with the Twilio client. */
-export { twilioSignature } from "../providers/twilio/TwilioSignature.js"
 
 const taken = () => HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
 
@@ -66,7 +64,7 @@ const parse = (address: string) => {
 export const inboundText = (body: string, media: ReadonlyArray<string>): string =>
   [...(body === "" ? [] : [body]), ...media].join("\n")
 
-export const carrierInboundRoutes = Effect.gen(function*() {
+export const twilioInboundRoutes = Effect.gen(function*() {
   const config = yield* ServerConfig
   const organisations = yield* Organisations.Organisations
   const inbound = yield* Inbound.Inbound
