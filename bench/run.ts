@@ -174,6 +174,33 @@ const json = async <A>(response: Response): Promise<A> => {
 
 // ───────────────────────────── scenarios ─────────────────────────────
 
+/**
+ * The admin console's pages under the same load as the read rows, signed in as an administrator made with
+ * `parley admins create` (the password set through its link, as a person would): what a page costs the
+ * server, beside what an API read costs it.
+ */
+const consoleScenarios = async (server: LoadTarget, dir: string, orgId: string) => {
+  const password = "bench administrator passphrase"
+  const invited = await parleyCliJson<{ link: string }>(["admins", "create", orgId, "--email", "bench@console.example"], dir)
+  const form = { "content-type": "application/x-www-form-urlencoded" }
+  const token = new URL(invited.link).searchParams.get("token") ?? ""
+  await fetch(`${server.baseUrl}/admin/set-password`, { method: "POST", headers: form, redirect: "manual", body: new URLSearchParams({ token, password }).toString() })
+  const signedIn = await fetch(`${server.baseUrl}/admin/sign-in`, {
+    method: "POST",
+    headers: form,
+    redirect: "manual",
+    body: new URLSearchParams({ email: "bench@console.example", password }).toString()
+  })
+  const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0] ?? ""
+  if (signedIn.status !== 303 || cookie === "") {
+    notes.push(`Console rows skipped: signing in answered ${signedIn.status}.`)
+    return
+  }
+  for (const [id, path] of [["console.keys", "/admin/keys"], ["console.activity", "/admin/activity"]] as const) {
+    await measure(id, `console: GET ${path} (HTML page)`, "parley", server, loadSpec(server, { method: "GET", path, headers: { cookie } }))
+  }
+}
+
 /** Read path, replay and write path, on one server started on a fresh data directory. */
 const apiScenarios = async (): Promise<{ demo: DemoSummary; org: OrgContext; templateDir: string }> => {
   const mainDir = dataDir("main")
@@ -235,6 +262,9 @@ const apiScenarios = async (): Promise<{ demo: DemoSummary; org: OrgContext; tem
     await read.stop()
     await constant.stop()
   }
+
+  // Console pages (issue 26), on the same server as the read rows: their CPU per page beside the API's.
+  await consoleScenarios(server, mainDir, demo.orgId)
 
   // 5. Idempotent replay: the same request, answered from the stored first result.
   const replayHeaders = { ...auth, "idempotency-key": "bench-replay" }

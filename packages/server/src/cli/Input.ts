@@ -5,6 +5,7 @@
  */
 import { Crm, E164, OffsetTimestamp, Organisations } from "@parley/core/internal"
 import { Clock, Effect, Either, Option, Schema } from "effect"
+import { allowanceValue } from "../admin/SendingRules.js"
 import { CliError } from "./Output.js"
 
 export const fail = (message: string) => Effect.fail(new CliError({ message }))
@@ -62,12 +63,8 @@ export const oneOfEach = <A extends string>(
 }
 
 /** `N` (a whole number ≥ 0) or `unlimited` (null). */
-export const allowance = (flag: string, value: string): Effect.Effect<number | null, CliError> => {
-  const text = value.trim().toLowerCase()
-  if (text === "unlimited") return Effect.succeed(null)
-  if (/^\d{1,15}$/.test(text)) return Effect.succeed(Number(text))
-  return fail(`${flag} "${value}" must be a whole number of at least 0 or "unlimited"`)
-}
+export const allowance = (flag: string, value: string): Effect.Effect<number | null, CliError> =>
+  Either.match(allowanceValue(value), { onLeft: (message) => fail(`${flag} ${message}`), onRight: Effect.succeed })
 
 export const MODULES: ReadonlyArray<Crm.CrmPermissions["modules"][number]> = ["Leads", "Contacts", "Vendors", "Deals"]
 

@@ -18,7 +18,8 @@
  *   PARLEY_CARRIER_AUTH_TOKEN is unset (a demo, a local test); by default they
  *   are refused, since a forged inbound message opens a WhatsApp session
  * - PARLEY_PUBLIC_URL (unset): the server's public base URL, for that signature
- *   (default: http:// + the request's Host)
+ *   (default: http:// + the request's Host); also the base of the console's
+ *   sign-in links, and https makes its session cookie Secure
  * - DATABASE_URL (unset): `postgres://…` selects the Postgres store (several
  *   replicas on one database); unset, the embedded SQLite file is the store
  * - PARLEY_DB_POOL_SIZE (default 10): Postgres connections per process

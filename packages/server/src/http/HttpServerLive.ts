@@ -5,6 +5,7 @@
 import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
 import { Effect, Layer } from "effect"
+import { consoleRoutes } from "../admin/ConsoleRoutes.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import * as CallbackGate from "../providers/CallbackGate.js"
 import { providerRoutes } from "../providers/Registry.js"
@@ -51,7 +52,7 @@ const ServeLive = Layer.scopedDiscard(
     const context = yield* Effect.context<never>()
     const runtime = yield* Effect.runtime<never>()
     const contract = compileContract(ParleyApi, context)
-    const plain = [...(yield* extraRoutes), ...(yield* providerRoutes)]
+    const plain = [...(yield* extraRoutes), ...(yield* providerRoutes), ...(yield* consoleRoutes)]
     const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)

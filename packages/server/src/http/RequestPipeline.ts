@@ -123,7 +123,11 @@ const platformRequest = (request: IncomingMessage, text: string | undefined): Ht
     if (value === undefined || name === "transfer-encoding" || name === "content-length") continue
     headers[name] = Array.isArray(value) ? value.join(", ") : value
   }
-  return HttpServerRequest.fromWeb(source).modify({ headers: Headers.fromInput(headers) })
+  const remoteAddress = request.socket.remoteAddress
+  return HttpServerRequest.fromWeb(source).modify({
+    headers: Headers.fromInput(headers),
+    ...(remoteAddress === undefined ? {} : { remoteAddress })
+  })
 }
 
 /** A platform response as the pipeline writes it (plain routes answer JSON, text, HTML or nothing). */

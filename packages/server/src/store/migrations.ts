@@ -351,6 +351,33 @@ const settingsVersion = Effect.gen(function*() {
   })
 })
 
+/**
+ * The admin console (issue 26): administrators of one organisation, their sessions and their one-time
+ * sign-in links. Passwords are stored as scrypt hashes; session and link tokens as SHA-256 hashes, so a
+ * copy of the database signs nobody in.
+ */
+const adminConsole = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE admins (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    email TEXT NOT NULL UNIQUE,
+    password_hash TEXT,
+    link_hash TEXT,
+    link_expires_at BIGINT,
+    created_at TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX admins_by_org ON admins (org_id, email)`
+  yield* sql`CREATE TABLE admin_sessions (
+    token_hash TEXT PRIMARY KEY,
+    admin_id TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    csrf_token TEXT NOT NULL,
+    expires_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX admin_sessions_by_admin ON admin_sessions (admin_id)`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -359,5 +386,6 @@ export const migrations = {
   "0005_hardening": hardening,
   "0006_webhook_event_types": webhookEventTypes,
   "0007_providers": providers,
-  "0008_settings_version": settingsVersion
+  "0008_settings_version": settingsVersion,
+  "0014_admin_console": adminConsole
 }

@@ -5,17 +5,14 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
+import { accountIdFor, connectAccount, disconnectAccount } from "../../admin/CrmConnection.js"
 import { Effect, Option } from "effect"
 import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"
 
 const org = Args.text({ name: "ORG" }).pipe(Args.withDescription("Organisation id (org_…)"))
 
-/** A stable account id from a display name: "Dana Demo" → "crm_user_dana_demo". */
-export const accountIdFor = (name: string): string => {
-  const slug = name.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "")
-  return `crm_user_${slug === "" ? "account" : slug}`
-}
+
 
 const view = (orgId: string, connection: Crm.CrmConnection) =>
   connection.state === "disconnected"
@@ -54,16 +51,11 @@ const connect = Command.make(
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      const crm = yield* Crm.Crm
       const name = yield* nonEmpty("--account", input.account)
       const id = Option.isSome(input.accountId)
         ? yield* nonEmpty("--account-id", input.accountId.value)
         : accountIdFor(name)
-      const current = yield* crm.connection(input.org)
-      // Reconnecting keeps the permissions set for the organisation; a first connection gets full permissions.
-      const permissions = current.state === "disconnected" ? Crm.FULL_PERMISSIONS : current.account.permissions
-      const connection: Crm.CrmConnection = { state: "connected", account: { id, name, permissions } }
-      yield* crm.setConnection(input.org, connection)
+      const connection = yield* connectAccount(input.org, name, id)
       yield* show(input.json, input.org, connection)
     })
 ).pipe(Command.withDescription("Connect (or reconnect) the CRM account every key of the organisation runs as"))
@@ -71,9 +63,7 @@ const connect = Command.make(
 const disconnect = Command.make("disconnect", { json, org }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
-    const crm = yield* Crm.Crm
-    const connection: Crm.CrmConnection = { state: "disconnected" }
-    yield* crm.setConnection(input.org, connection)
+    const connection = yield* disconnectAccount(input.org)
     yield* show(input.json, input.org, connection)
   })).pipe(Command.withDescription("Disconnect the CRM account (requests then fail with OAUTH_REQUIRED)"))
 

@@ -11,6 +11,7 @@ import { records } from "./records.js"
 import { serve } from "./serve.js"
 import { templates } from "./templates.js"
 import { webhooks } from "./webhooks.js"
+import { admins } from "./admins.js"
 
 export const commands = [
   serve,
@@ -24,5 +25,6 @@ export const commands = [
   records,
   webhooks,
   providers,
-  inbound
+  inbound,
+  admins
 ] as const

@@ -4,9 +4,10 @@
  * every request, so a running server refuses the key on its next request.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { ALL_SCOPES, ApiKeys, ApiKeyStore, Crm, Organisations } from "@parley/core/internal"
+import { ALL_SCOPES, ApiKeyStore } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
-import { csv, fail, fields, isoTimestamp, nonEmpty, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
+import { issueKey, type KeyField, type KeyRefused } from "../../admin/KeyIssuing.js"
+import { csv, fail, fields, nowIso, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
 const orgOption = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
@@ -29,6 +30,22 @@ const summary = (key: ApiKeyStore.ApiKeyRow, now: number) => ({
   expiresAt: key.expiresAt,
   revokedAt: key.revokedAt
 })
+
+const FLAGS: Readonly<Record<KeyField, string>> = {
+  crm: "",
+  name: "--name",
+  scopes: "--scopes",
+  numbers: "--numbers",
+  bots: "--bots",
+  expiresAt: "--expires-at"
+}
+
+const refusalLine = (orgId: string, refusal: KeyRefused): string =>
+  refusal.field === "crm"
+    ? `${orgId}: ${refusal.message} Use \`parley crm connect ${orgId} --account NAME\`, then create the key.`
+    : refusal.message.startsWith("\"")
+    ? `${FLAGS[refusal.field]} ${refusal.message}` // `--expires-at "next tuesday" must be…`
+    : `${FLAGS[refusal.field]}: ${refusal.message}`
 
 const all = (items: ReadonlyArray<string>) => (items.length === 0 ? "all" : items.join(", "))
 
@@ -60,62 +77,20 @@ const create = Command.make(
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      const organisations = yield* Organisations.Organisations
-      // Every request runs as the connected CRM account (the contract: connect it before issuing keys).
-      const connection = yield* (yield* Crm.Crm).connection(input.org)
-      if (connection.state === "disconnected") {
-        return yield* fail(
-          `${input.org} has no CRM account connected, and every request runs as that account: connect one first ` +
-            `with \`parley crm connect ${input.org} --account NAME\`, then create the key.`
-        )
-      }
-      if (connection.state === "identity_changed") {
-        return yield* fail(
-          `The CRM account of ${input.org} changed identity: reconnect it with ` +
-            `\`parley crm connect ${input.org} --account NAME\`, then create the key.`
-        )
-      }
-      const name = yield* nonEmpty("--name", input.name)
       const scopeItems = csv(input.scopes)
       if (scopeItems.length === 0) {
         return yield* fail(`--scopes is empty; give a comma-separated list of ${ALL_SCOPES.join(", ")}, or all`)
       }
-      const scopes = scopeItems.length === 1 && scopeItems[0] === "all"
-        ? ALL_SCOPES
-        : yield* oneOfEach("--scopes", scopeItems, ALL_SCOPES, "scope")
-      const numberSids = Option.isNone(input.numbers)
-        ? []
-        : yield* oneOfEach(
-          "--numbers",
-          csv(input.numbers.value),
-          (yield* organisations.listNumbers(input.org)).map((n) => n.sid),
-          `number sid of ${input.org}`
-        )
-      const botIds = Option.isNone(input.bots)
-        ? []
-        : yield* oneOfEach(
-          "--bots",
-          csv(input.bots.value),
-          (yield* organisations.listBots(input.org)).map((b) => b.id),
-          `bot id of ${input.org}`
-        )
-      const expiresAt = Option.isNone(input.expiresAt) ? null : yield* isoTimestamp("--expires-at", input.expiresAt.value)
-      if (expiresAt !== null && Date.parse(expiresAt) <= (yield* Clock.currentTimeMillis)) {
-        return yield* fail(
-          `--expires-at ${input.expiresAt.pipe(Option.getOrElse(() => expiresAt))} is not in the future: ` +
-            "a key that is already expired could never be used (omit --expires-at for a key that does not expire)."
-        )
-      }
-      const apiKeys = yield* ApiKeys.ApiKeys
-      const { key, token } = yield* apiKeys.create({
+      // The rules are the console's too (KeyIssuing); a refusal is reported against the flag it is about.
+      const { key, token } = yield* issueKey({
         orgId: input.org,
-        name,
+        name: input.name,
         mode: input.mode,
-        scopes,
-        numberSids,
-        botIds,
-        expiresAt
-      })
+        scopes: scopeItems.length === 1 && scopeItems[0] === "all" ? ALL_SCOPES : scopeItems,
+        numberSids: Option.isNone(input.numbers) ? [] : csv(input.numbers.value),
+        botIds: Option.isNone(input.bots) ? [] : csv(input.bots.value),
+        expiresAt: Option.getOrNull(input.expiresAt)
+      }).pipe(Effect.catchTag("KeyRefused", (refusal) => fail(refusalLine(input.org, refusal))))
       const created = {
         id: key.id,
         key: token,

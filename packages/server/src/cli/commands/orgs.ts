@@ -1,6 +1,7 @@
 /** `parley orgs create | update | list`: organisations and their settings. */
 import { Args, Command, Options } from "@effect/cli"
-import { Crypto, Organisations, SendingHours } from "@parley/core/internal"
+import { Crypto, Organisations } from "@parley/core/internal"
+import { sendingHoursChange } from "../../admin/SendingRules.js"
 import { Effect, Either, Option } from "effect"
 import { allowance, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
@@ -88,13 +89,13 @@ const update = Command.make(
       if (Option.isSome(input.sendingHours) || Option.isSome(input.timezone)) {
         const spec = Option.getOrElse(input.sendingHours, () => current.sendingHours)
         const zone = Option.getOrElse(input.timezone, () => current.timezone)
-        if (!SendingHours.isValidTimeZone(zone.trim())) {
-          return yield* fail(`Invalid --timezone "${zone}": expected an IANA time zone such as Europe/Berlin`)
+        const change = sendingHoursChange(spec, zone)
+        if (Either.isLeft(change)) {
+          const flag = change.left.field === "timezone" ? `--timezone "${zone}"` : `--sending-hours "${spec}"`
+          return yield* fail(`Invalid ${flag}: ${change.left.message}`)
         }
-        const parsed = SendingHours.parseSendingHours(spec, zone)
-        if (Either.isLeft(parsed)) return yield* fail(`Invalid --sending-hours "${spec}": ${parsed.left.message}`)
-        patch.sendingHours = spec.trim().toLowerCase() === "always" ? "always" : spec.trim()
-        patch.timezone = parsed.right.timezone
+        patch.sendingHours = change.right.sendingHours
+        patch.timezone = change.right.timezone
       }
       if (Option.isSome(input.smsAllowance)) {
         patch.smsAllowance = yield* allowance("--sms-allowance", input.smsAllowance.value)

@@ -5,14 +5,10 @@
  * never printed again, not even by `show`.
  */
 import { Command, Options } from "@effect/cli"
-import { Clock, Effect, Option } from "effect"
-import {
-  DEFAULT_API_BASE,
-  PROVIDER_KINDS,
-  type ProviderAccount,
-  ProviderAccounts
-} from "../../store/SqlProviderAccounts.js"
-import { fail, fields, nonEmpty, requireOrg } from "../Input.js"
+import { Clock, Effect, Either, Option } from "effect"
+import { type ProviderField, providerAccount } from "../../admin/ProviderSettings.js"
+import { PROVIDER_KINDS, ProviderAccounts } from "../../store/SqlProviderAccounts.js"
+import { fail, fields, requireOrg } from "../Input.js"
 import { isInteractive, oneFromStdin, resolveSecret, secretOptions } from "../Secrets.js"
 import { json, print, table } from "../Output.js"
 
@@ -23,18 +19,21 @@ const kindOption = Options.choice("kind", PROVIDER_KINDS).pipe(
 const optionalText = (name: string, description: string) =>
   Options.text(name).pipe(Options.withDescription(description), Options.optional)
 
-/** An absolute http(s) URL without a trailing slash. */
-const apiBase = (value: string) =>
-  Effect.gen(function*() {
-    const trimmed = value.trim().replace(/\/+$/, "")
-    if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(trimmed)) {
-      return yield* fail(`--api-base "${value}" must be an http:// or https:// URL, such as ${DEFAULT_API_BASE.twilio}`)
-    }
-    return trimmed
-  })
-
-const required = (flag: string, value: Option.Option<string>, kind: string) =>
-  Option.isNone(value) ? fail(`${flag} is required for --kind ${kind}`) : nonEmpty(flag, value.value)
+const FLAGS: Readonly<Record<ProviderField, string>> = {
+  apiBase: "--api-base",
+  accountSid: "--account-sid",
+  authToken: "--auth-token",
+  apiKeySid: "--api-key-sid",
+  apiKeySecret: "--api-key-secret",
+  messagingServiceSid: "--messaging-service-sid",
+  apiKey: "--api-key",
+  webhookSecret: "--webhook-secret",
+  contentApiBase: "--content-api-base",
+  signatureHeader: "--signature-header",
+  timestampHeader: "--timestamp-header",
+  payloadFormat: "--payload-format",
+  credentialHeader: "--credential-header"
+}
 
 const authToken = secretOptions("auth-token", "Twilio: the Auth Token (also checks X-Twilio-Signature on callbacks)")
 const apiKeySecret = secretOptions("api-key-secret", "Twilio: that API key's secret")
@@ -43,16 +42,6 @@ const webhookSecret = secretOptions(
   "webhook-secret",
   "Vapi: the secret of the server URL or credential that authenticates Vapi's server messages"
 )
-
-/** A header name as HTTP allows it (a token). */
-const headerName = (flag: string, value: Option.Option<string>) =>
-  Option.match(value, {
-    onNone: () => Effect.succeed(undefined),
-    onSome: (name) =>
-      /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name.trim())
-        ? Effect.succeed(name.trim().toLowerCase())
-        : fail(`${flag} "${name}" must be an HTTP header name, such as x-signature`)
-  })
 
 const set = Command.make(
   "set",
@@ -86,59 +75,35 @@ const set = Command.make(
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      const base = Option.isSome(input.apiBase) ? yield* apiBase(input.apiBase.value) : DEFAULT_API_BASE[input.kind]
+      // Secrets from standard input, a named environment variable or a prompt (Secrets), the flag last.
+      const twilio = input.kind === "twilio"
       const interactive = isInteractive()
-      let account: ProviderAccount
-      if (input.kind === "twilio") {
-        yield* oneFromStdin([["auth-token", input.authToken], ["api-key-secret", input.apiKeySecret]])
-        const accountSid = yield* required("--account-sid", input.accountSid, "twilio")
-        if (!/^AC[0-9a-fA-F]{32}$/.test(accountSid)) {
-          return yield* fail(`--account-sid "${accountSid}" must be AC followed by 32 hex digits (Twilio Console → Account Info)`)
-        }
-        if (Option.isSome(input.messagingServiceSid) && !/^MG[0-9a-fA-F]{32}$/.test(input.messagingServiceSid.value)) {
-          return yield* fail(`--messaging-service-sid "${input.messagingServiceSid.value}" must be MG followed by 32 hex digits`)
-        }
-        const token = yield* resolveSecret("auth-token", input.authToken, interactive)
-        const keySecret = yield* resolveSecret("api-key-secret", input.apiKeySecret, false)
-        if (Option.isSome(input.apiKeySid) !== Option.isSome(keySecret)) {
-          return yield* fail("--api-key-sid and --api-key-secret go together")
-        }
-        const contentBase = Option.isSome(input.contentApiBase)
-          ? yield* apiBase(input.contentApiBase.value)
-          : Option.isSome(input.apiBase) ? base : undefined
-        account = {
-          kind: "twilio",
-          orgId: input.org,
-          apiBase: base,
-          accountSid,
-          authToken: yield* required("--auth-token", token, "twilio"),
-          apiKeySid: Option.getOrUndefined(input.apiKeySid),
-          apiKeySecret: Option.getOrUndefined(keySecret),
-          messagingServiceSid: Option.getOrUndefined(input.messagingServiceSid),
-          contentApiBase: contentBase
-        }
-      } else {
-        yield* oneFromStdin([["api-key", input.apiKey], ["webhook-secret", input.webhookSecret]])
-        const payloadFormat = Option.getOrUndefined(input.payloadFormat)
-        if (payloadFormat !== undefined && !payloadFormat.includes("{body}")) {
-          return yield* fail(`--payload-format "${payloadFormat}" must include {body}`)
-        }
-        account = {
-          kind: "vapi",
-          orgId: input.org,
-          apiBase: base,
-          apiKey: yield* required("--api-key", yield* resolveSecret("api-key", input.apiKey, interactive), "vapi"),
-          webhookSecret: yield* required(
-            "--webhook-secret",
-            yield* resolveSecret("webhook-secret", input.webhookSecret, interactive),
-            "vapi"
-          ),
-          signatureHeader: yield* headerName("--signature-header", input.signatureHeader),
-          timestampHeader: yield* headerName("--timestamp-header", input.timestampHeader),
-          payloadFormat,
-          credentialHeader: yield* headerName("--credential-header", input.credentialHeader)
-        }
-      }
+      yield* oneFromStdin(twilio
+        ? [["auth-token", input.authToken], ["api-key-secret", input.apiKeySecret]]
+        : [["api-key", input.apiKey], ["webhook-secret", input.webhookSecret]])
+      const secret = (flag: string, given: Parameters<typeof resolveSecret>[1], required: boolean) =>
+        Effect.map(resolveSecret(flag, given, required && interactive), Option.getOrUndefined)
+      // The rules are the console's too (ProviderSettings); a refusal is reported against its flag.
+      const checked = providerAccount({
+        kind: input.kind,
+        orgId: input.org,
+        apiBase: Option.getOrUndefined(input.apiBase),
+        accountSid: Option.getOrUndefined(input.accountSid),
+        authToken: twilio ? yield* secret("auth-token", input.authToken, true) : undefined,
+        apiKeySid: Option.getOrUndefined(input.apiKeySid),
+        apiKeySecret: twilio ? yield* secret("api-key-secret", input.apiKeySecret, false) : undefined,
+        messagingServiceSid: Option.getOrUndefined(input.messagingServiceSid),
+        apiKey: twilio ? undefined : yield* secret("api-key", input.apiKey, true),
+        webhookSecret: twilio ? undefined : yield* secret("webhook-secret", input.webhookSecret, true),
+        contentApiBase: Option.getOrUndefined(input.contentApiBase),
+        signatureHeader: Option.getOrUndefined(input.signatureHeader),
+        timestampHeader: Option.getOrUndefined(input.timestampHeader),
+        payloadFormat: Option.getOrUndefined(input.payloadFormat),
+        credentialHeader: Option.getOrUndefined(input.credentialHeader)
+      })
+      if (Either.isLeft(checked)) return yield* fail(`${FLAGS[checked.left.field]} ${checked.left.message}`)
+      const account = checked.right
+      const base = account.apiBase
       const at = new Date(yield* Clock.currentTimeMillis).toISOString()
       yield* (yield* ProviderAccounts).set(account, at)
       const shown = { orgId: input.org, kind: input.kind, apiBase: base, accountId: account.kind === "twilio" ? account.accountSid : null }

@@ -5,16 +5,12 @@
  * as the API's /webhook-endpoints, with the same URL rules and event filters.
  */
 import { Command, Options } from "@effect/cli"
-import { ALL_EVENTS, Crypto, type EnabledEvent, Events, WebhookEndpoints, Webhooks as Signing } from "@parley/core/internal"
-import { Clock, Effect, Either, Option } from "effect"
+import { ALL_EVENTS, type EnabledEvent, Events } from "@parley/core/internal"
+import { Effect, Either, Option } from "effect"
+import { addEndpoint, rotateSecret } from "../../admin/WebhookManagement.js"
 import { Webhooks, type WebhookRow } from "../../store/SqlWebhooks.js"
 import { csv, fail, fields, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
-
-const httpUrl = (value: string) => {
-  const url = WebhookEndpoints.endpointUrl(value)
-  return Either.isRight(url) ? Effect.succeed(url.right) : fail(`--url "${value}" ${url.left}`)
-}
 
 const EVENT_CHOICES: ReadonlyArray<EnabledEvent> = [ALL_EVENTS, ...Events.EventType.literals]
 
@@ -58,22 +54,10 @@ const add = Command.make(
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      const url = yield* httpUrl(input.url)
       const events = yield* enabledEvents(input.events)
-      const webhooks = yield* Webhooks
-      const row: WebhookRow = {
-        id: Crypto.newId("wh"),
-        orgId: input.org,
-        url,
-        secret: Signing.newSecret(),
-        enabledEvents: WebhookEndpoints.normalisedEvents(events),
-        description: Option.getOrNull(input.description),
-        createdAt: yield* nowIso,
-        disabledAt: null,
-        disabledReason: null,
-        lastSuccessAt: null
-      }
-      yield* webhooks.insert(row)
+      const added = yield* addEndpoint(input.org, input.url, events, Option.getOrNull(input.description))
+      if (Either.isLeft(added)) return yield* fail(`--url "${input.url}" ${added.left}`)
+      const row = added.right
       yield* print(input.json, { ...view(row), secret: row.secret }, () =>
         [
           `Added webhook ${row.id} for ${row.orgId}`,
@@ -120,21 +104,15 @@ const existing = (id: string) =>
       onSome: Effect.succeed
     })))
 
-/** How long the previous secret keeps signing after a rotation. */
-const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000
-
 const rotate = Command.make("rotate", { json, webhook: webhookId }, (input) =>
   Effect.gen(function*() {
     const row = yield* existing(input.webhook)
-    const secret = Signing.newSecret()
-    const until = (yield* Clock.currentTimeMillis) + ROTATION_OVERLAP_MS
-    yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.rotate(row.id, secret, until))
-    const previousUntil = new Date(until).toISOString()
-    yield* print(input.json, { id: row.id, secret, previousSecretValidUntil: previousUntil }, () =>
+    const { previousSecretValidUntil, secret } = yield* rotateSecret(row.id)
+    yield* print(input.json, { id: row.id, secret, previousSecretValidUntil }, () =>
       [
         `New signing secret for ${row.id} (shown only now):`,
         `  ${secret}`,
-        `The previous secret also signs every event until ${previousUntil}.`
+        `The previous secret also signs every event until ${previousSecretValidUntil}.`
       ].join("\n"))
   })).pipe(Command.withDescription("Replace the signing secret; the old one keeps signing for 24 hours"))
 

@@ -1,0 +1,94 @@
+/**
+ * How the console reads requests and writes answers: its cookie, form bodies, query strings, and the headers
+ * every console answer carries — a Content-Security-Policy without inline script, no framing, no caching of
+ * pages (they show an organisation's settings, and a new key or signing secret once).
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import type { Html } from "./Html.js"
+
+export const SESSION_COOKIE = "parley_admin"
+
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  // Sign-in links carry their token in the URL: it must not leave in a Referer. (Not no-referrer: with it,
+  // Chromium sends `Origin: null` on the console's own form posts, which the same-origin check refuses.)
+  "referrer-policy": "same-origin",
+  "cache-control": "no-store",
+  "cross-origin-opener-policy": "same-origin"
+}
+
+export const page = (body: Html, options: { readonly status?: number; readonly headers?: Record<string, string> } = {}) =>
+  HttpServerResponse.text(`<!doctype html>\n${body.text}`, {
+    status: options.status ?? 200,
+    contentType: "text/html; charset=utf-8",
+    headers: { ...SECURITY_HEADERS, ...options.headers }
+  })
+
+/** After a POST: 303, so reloading the next page does not post again. */
+export const redirect = (location: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.empty({ status: 303, headers: { ...SECURITY_HEADERS, location, ...headers } })
+
+export const asset = (text: string, contentType: string) =>
+  HttpServerResponse.text(text, {
+    contentType,
+    headers: { "x-content-type-options": "nosniff", "cache-control": "public, max-age=3600" }
+  })
+
+export const cookieValue = (header: string | undefined, name: string): string | undefined => {
+  if (header === undefined) return undefined
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=")
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+  }
+  return undefined
+}
+
+/** The session cookie: HttpOnly (no script reads it), SameSite=Lax, Secure behind https, only sent to /admin. */
+export const sessionCookie = (token: string, secure: boolean, maxAgeSeconds: number): string =>
+  `${SESSION_COOKIE}=${token}; Path=/admin; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`
+
+export const clearedCookie = (secure: boolean): string =>
+  `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Lax; Max-Age=0${secure ? "; Secure" : ""}`
+
+export interface ConsoleRequest {
+  readonly method: string
+  readonly query: URLSearchParams
+  readonly form: URLSearchParams
+  readonly cookie: string | undefined
+  readonly origin: string | undefined
+  readonly host: string | undefined
+  readonly address: string
+}
+
+export const readRequest: Effect.Effect<ConsoleRequest, never, HttpServerRequest.HttpServerRequest> = Effect.gen(
+  function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const url = new URL(request.url, "http://parley.local")
+    // The pipeline read the body already (form routes only); a GET has none.
+    const text = request.method === "POST" ? yield* Effect.orElseSucceed(request.text, () => "") : ""
+    return {
+      method: request.method,
+      query: url.searchParams,
+      form: new URLSearchParams(text),
+      cookie: request.headers["cookie"],
+      origin: request.headers["origin"],
+      host: request.headers["host"],
+      address: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown"
+    }
+  }
+)
+
+/** A cross-site form post sends its Origin; a same-origin one sends ours (or none, from older browsers). */
+export const sameOrigin = (request: ConsoleRequest): boolean => {
+  if (request.origin === undefined || request.host === undefined) return true
+  try {
+    return new URL(request.origin).host === request.host
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The admin console, mounted under /admin as plain routes of the one request pipeline (so it gets the
+ * same request ids, body limits and logs as the API, and the API's routes are matched before any of these:
+ * an API request never looks at them). Each page of a signed-in administrator runs with their session,
+ * scoped to their organisation; every POST but sign-in's must carry the session's CSRF token and come from
+ * this origin. Failures the administrator did not cause answer a bare 500 page, logged without details.
+ */
+import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { SqlClient } from "@effect/sql"
+import {
+  type Actions,
+  type ApiKeys,
+  type ApiKeyStore,
+  type Conversations,
+  type Crm,
+  Crypto,
+  type Organisations,
+  type RecordLists
+} from "@parley/core/internal"
+import { Cause, Effect, Option } from "effect"
+import type { ServerConfig } from "../config/ServerConfig.js"
+import type { PlainRoute } from "../http/PlainRoutes.js"
+import { describeCause } from "../http/ErrorResponses.js"
+import type { ProviderAccounts } from "../store/SqlProviderAccounts.js"
+import type { Webhooks } from "../store/SqlWebhooks.js"
+import { AdminStore, layer as AdminStoreLive, type Session } from "./AdminStore.js"
+import { CONSOLE_CSS, CONSOLE_JS } from "./Assets.js"
+import { asset, type ConsoleRequest, cookieValue, page, readRequest, redirect, sameOrigin, SESSION_COOKIE } from "./ConsoleHttp.js"
+import { html } from "./Html.js"
+import { layout } from "./Layout.js"
+import { activityPage, conversationPage, recordPage } from "./pages/ActivityPage.js"
+import { connectCrm, crmOverview, disconnectCrm, startExternalCrm } from "./pages/CrmPage.js"
+import {
+  addWebhook,
+  confirmDeleteWebhook,
+  deleteWebhook,
+  disableWebhook,
+  enableWebhook,
+  eventsOverview,
+  rotateWebhook
+} from "./pages/EventsPage.js"
+import { confirmRevokePage, createKey, keysPage, newKeyPage, revokeKey } from "./pages/Keys.js"
+import { clearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
+import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
+import { setPassword, setPasswordPage, signIn, signInPage, signOut } from "./pages/SignInPage.js"
+import { SignInThrottle } from "./SignInThrottle.js"
+
+/** What the console's pages read and change: the same services and stores as the API and the CLI. */
+export type ConsoleServices =
+  | AdminStore
+  | ApiKeyStore.ApiKeyStore
+  | ApiKeys.ApiKeys
+  | Crm.Crm
+  | Organisations.Organisations
+  | RecordLists.RecordLists
+  | Actions.Actions
+  | Conversations.Conversations
+  | Webhooks
+  | ProviderAccounts
+  | SqlClient.SqlClient
+  | ServerConfig
+
+type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
+type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer
+type OpenHandler = (request: ConsoleRequest) => Answer
+
+const forbidden = (session: Session | null) =>
+  page(
+    layout({
+      title: "Refused",
+      session,
+      body: html`<p>This form expired or did not come from this console. Go back, reload the page and try again.</p>`
+    }),
+    { status: 403 }
+  )
+
+const failed = page(
+  layout({ title: "Something went wrong", session: null, body: html`<p>Something went wrong on our side; try again.</p>` }),
+  { status: 500 }
+)
+
+export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Exclude<ConsoleServices, AdminStore>> = Effect.gen(
+  function*() {
+    const context = yield* Effect.context<ConsoleServices>()
+    const throttle = new SignInThrottle()
+
+    const run = (
+      answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices | HttpServerRequest.HttpServerRequest>
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
+      answer.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(
+            Effect.annotateLogs(Effect.logError("console failure"), { cause: describeCause(Cause.squash(cause)) }),
+            failed
+          )
+        ),
+        Effect.provide(context)
+      )
+
+    const open = (handler: OpenHandler, options: { readonly post: boolean }) =>
+      run(Effect.flatMap(readRequest, (request) =>
+        options.post && !sameOrigin(request) ? Effect.succeed(forbidden(null)) : handler(request)))
+
+    const signedIn = (handler: SignedInHandler, options: { readonly post: boolean }) =>
+      run(Effect.gen(function*() {
+        const request = yield* readRequest
+        const token = cookieValue(request.cookie, SESSION_COOKIE)
+        const session = token === undefined ? Option.none() : yield* (yield* AdminStore).findSession(token)
+        if (Option.isNone(session)) return redirect("/admin/sign-in")
+        if (options.post) {
+          const sent = request.form.get("csrf") ?? ""
+          if (!sameOrigin(request) || !Crypto.constantTimeEqual(sent, session.value.csrfToken)) {
+            return forbidden(session.value)
+          }
+        }
+        return yield* handler(request, session.value)
+      }))
+
+    type Handler = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
+    const get = (path: string, handler: Handler): PlainRoute => ({ method: "GET", path, handler })
+    const post = (path: string, handler: Handler): PlainRoute => ({ method: "POST", path, body: "form", handler })
+    const page_ = (path: string, handler: SignedInHandler) => get(path, signedIn(handler, { post: false }))
+    const action = (path: string, handler: SignedInHandler) => post(path, signedIn(handler, { post: true }))
+
+    return [
+      get("/admin", Effect.succeed(redirect("/admin/keys"))),
+      get("/admin/assets/console.css", Effect.succeed(asset(CONSOLE_CSS, "text/css; charset=utf-8"))),
+      get("/admin/assets/console.js", Effect.succeed(asset(CONSOLE_JS, "text/javascript; charset=utf-8"))),
+      get("/admin/sign-in", open(signInPage, { post: false })),
+      post("/admin/sign-in", open(signIn(throttle), { post: true })),
+      get("/admin/set-password", open(setPasswordPage, { post: false })),
+      post("/admin/set-password", open(setPassword, { post: true })),
+      post("/admin/sign-out", signedIn((request) => signOut(request), { post: true })),
+      page_("/admin/keys", keysPage),
+      page_("/admin/keys/new", newKeyPage),
+      action("/admin/keys/new", createKey),
+      page_("/admin/keys/revoke", confirmRevokePage),
+      action("/admin/keys/revoke", revokeKey),
+      page_("/admin/crm", crmOverview),
+      action("/admin/crm/connect", connectCrm),
+      action("/admin/crm/disconnect", disconnectCrm),
+      action("/admin/crm/zoho", startExternalCrm),
+      page_("/admin/providers", providersPage),
+      action("/admin/providers/set", setProvider),
+      action("/admin/providers/clear", clearProvider),
+      page_("/admin/rules", sendingRulesPage),
+      action("/admin/rules", saveSendingRules),
+      page_("/admin/events", eventsOverview),
+      action("/admin/events/add", addWebhook),
+      action("/admin/events/rotate", rotateWebhook),
+      action("/admin/events/disable", disableWebhook),
+      action("/admin/events/enable", enableWebhook),
+      page_("/admin/events/delete", confirmDeleteWebhook),
+      action("/admin/events/delete", deleteWebhook),
+      page_("/admin/activity", activityPage),
+      page_("/admin/activity/record", recordPage),
+      page_("/admin/activity/conversation", conversationPage)
+    ]
+  }
+).pipe(Effect.provide(AdminStoreLive))

@@ -1,0 +1,113 @@
+/**
+ * Sending rules: sending hours and their time zone, AI calls on or off, the text and call allowances.
+ * Validated by the same rules as `parley orgs update` (SendingRules) and written through the Organisations
+ * port, whose change the dispatcher reads for the next action it considers.
+ */
+import { Organisations } from "@parley/core/internal"
+import { Effect, Either, Option } from "effect"
+import type { Session } from "../AdminStore.js"
+import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
+import { flag, html } from "../Html.js"
+import { csrfField, type FieldErrors, layout, textField } from "../Layout.js"
+import { allowanceValue, sendingHoursChange } from "../SendingRules.js"
+import { notFoundPage } from "./NotFound.js"
+
+interface RulesForm {
+  readonly sendingHours: string
+  readonly timezone: string
+  readonly aiCalls: boolean
+  readonly smsAllowance: string
+  readonly callAllowance: string
+}
+
+const shown = (n: number | null) => (n === null ? "unlimited" : String(n))
+
+const rulesPage = (session: Session, form: RulesForm, errors: FieldErrors, notice: string | undefined) =>
+  page(
+    layout({
+      title: "Sending rules",
+      session,
+      current: "/admin/rules",
+      notice,
+      alert: Object.keys(errors).length === 0 ? null : "Nothing was changed: see the fields marked below.",
+      body: html`<form class="card" method="post" action="/admin/rules" novalidate>
+${csrfField(session)}
+${
+        textField({
+          name: "sendingHours",
+          label: "Sending hours",
+          value: form.sendingHours,
+          errors,
+          hint: "always, or windows such as Mon-Fri 09:00-17:00; Sat 10:00-14:00. Live texts and calls due outside them wait for the next opening."
+        })
+      }
+${textField({ name: "timezone", label: "Time zone", value: form.timezone, errors, hint: "IANA name, such as Europe/Berlin." })}
+<fieldset><legend>AI calls</legend>
+<label for="field-aiCalls"><input type="checkbox" id="field-aiCalls" name="aiCalls" value="on"${flag("checked", form.aiCalls)}>AI calls enabled</label>
+</fieldset>
+${
+        textField({
+          name: "smsAllowance",
+          label: "Text allowance left",
+          value: form.smsAllowance,
+          errors,
+          hint: "Texts that may still be dispatched: a whole number, or unlimited. Each dispatched text uses one."
+        })
+      }
+${
+        textField({
+          name: "callAllowance",
+          label: "Call allowance left",
+          value: form.callAllowance,
+          errors,
+          hint: "AI calls that may still be started: a whole number, or unlimited. Each dispatched call uses one."
+        })
+      }
+<button type="submit">Save sending rules</button>
+</form>`
+    }),
+    { status: Object.keys(errors).length === 0 ? 200 : 400 }
+  )
+
+export const sendingRulesPage = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const org = yield* (yield* Organisations.Organisations).get(session.orgId)
+    if (Option.isNone(org)) return notFoundPage(session, "The organisation is gone.")
+    const o = org.value
+    return rulesPage(session, {
+      sendingHours: o.sendingHours,
+      timezone: o.timezone,
+      aiCalls: o.aiCallsEnabled,
+      smsAllowance: shown(o.smsAllowance),
+      callAllowance: shown(o.callAllowance)
+    }, {}, request.query.get("done") === "saved" ? "Sending rules saved." : undefined)
+  })
+
+export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const f = request.form
+    const form: RulesForm = {
+      sendingHours: f.get("sendingHours") ?? "",
+      timezone: f.get("timezone") ?? "",
+      aiCalls: f.get("aiCalls") === "on",
+      smsAllowance: f.get("smsAllowance") ?? "",
+      callAllowance: f.get("callAllowance") ?? ""
+    }
+    const errors: Record<string, string> = {}
+    const hours = sendingHoursChange(form.sendingHours, form.timezone)
+    if (Either.isLeft(hours)) errors[hours.left.field] = hours.left.message
+    const sms = allowanceValue(form.smsAllowance)
+    if (Either.isLeft(sms)) errors["smsAllowance"] = sms.left
+    const calls = allowanceValue(form.callAllowance)
+    if (Either.isLeft(calls)) errors["callAllowance"] = calls.left
+    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls)) return rulesPage(session, form, errors, undefined)
+    const updated = yield* (yield* Organisations.Organisations).update(session.orgId, {
+      sendingHours: hours.right.sendingHours,
+      timezone: hours.right.timezone,
+      aiCallsEnabled: form.aiCalls,
+      smsAllowance: sms.right,
+      callAllowance: calls.right
+    })
+    if (Option.isNone(updated)) return notFoundPage(session, "The organisation is gone.")
+    return redirect("/admin/rules?done=saved")
+  })
