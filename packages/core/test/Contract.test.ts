@@ -29,6 +29,7 @@ interface Parameter {
 interface Response {
   readonly description?: string
   readonly content?: Readonly<Record<string, { readonly schema?: JsonSchema }>>
+  readonly headers?: Readonly<Record<string, { readonly $ref?: string }>>
 }
 interface Operation {
   readonly security?: ReadonlyArray<Readonly<Record<string, ReadonlyArray<string>>>>
@@ -43,6 +44,7 @@ interface Document {
   readonly components: {
     readonly schemas: Readonly<Record<string, JsonSchema>>
     readonly securitySchemes?: Readonly<Record<string, { readonly type: string; readonly scheme?: string }>>
+    readonly headers?: Readonly<Record<string, { readonly required?: boolean; readonly schema?: JsonSchema }>>
   }
 }
 
@@ -305,14 +307,45 @@ describe("OpenAPI document", () => {
     }
   })
 
+  it("declares the response headers the server sends, so generated clients can read them", () => {
+    const headerNames = (path: string, method: string, status: string) =>
+      Object.entries(doc.paths[path]?.[method]?.responses[status]?.headers ?? {}).map(([name, header]) => {
+        expect(header.$ref, `${name} on ${method} ${path} ${status}`).toBe(`#/components/headers/${name}`)
+        expect(doc.components.headers?.[name], `${name} is not in components.headers`).toBeDefined()
+        return name
+      })
+    for (const { method, path } of ENDPOINTS) {
+      const op = operation(method, path)
+      for (const status of Object.keys(op.responses)) {
+        const names = headerNames(path, method, status)
+        expect(names, `${method} ${path} ${status}`).toContain("X-Request-ID")
+        // Every operation is behind the key: its quota is told on every answer given once the key is read.
+        if (["401", "413", "415"].includes(status)) expect(names).not.toContain("RateLimit")
+        else expect(names, `${method} ${path} ${status}`).toEqual(expect.arrayContaining(["RateLimit-Policy", "RateLimit"]))
+        expect(names.includes("Retry-After"), `${method} ${path} ${status}`).toBe(status === "429")
+        expect(names.includes("Idempotent-Replayed"), `${method} ${path} ${status}`).toBe(
+          status.startsWith("2") && (op.parameters ?? []).some((p) => p.name === "idempotency-key")
+        )
+      }
+    }
+    expect(doc.components.headers?.["X-Request-ID"]?.required).toBe(true)
+    expect(doc.components.headers?.["Retry-After"]).toMatchObject({ required: true, schema: { type: "integer" } })
+    // Creations are the operations that take an Idempotency-Key.
+    expect(headerNames("/api/v1/messages", "post", "202")).toContain("Idempotent-Replayed")
+    expect(headerNames("/api/v1/ai-calls", "post", "202")).toContain("Idempotent-Replayed")
+  })
+
   it("keeps no HttpApiDecodeError and no dangling $ref", () => {
     const text = JSON.stringify(doc)
     expect(text).not.toContain("HttpApiDecodeError")
     const refs = [...text.matchAll(/"\$ref":"([^"]+)"/g)].map((m) => m[1] ?? "")
     expect(refs.length).toBeGreaterThan(0)
     for (const ref of new Set(refs)) {
-      expect(ref).toMatch(/^#\/components\/schemas\//)
-      expect(doc.components.schemas[ref.replace("#/components/schemas/", "")], ref).toBeDefined()
+      expect(ref).toMatch(/^#\/components\/(schemas|headers)\//)
+      const target = ref.startsWith("#/components/headers/")
+        ? doc.components.headers?.[ref.replace("#/components/headers/", "")]
+        : doc.components.schemas[ref.replace("#/components/schemas/", "")]
+      expect(target, ref).toBeDefined()
     }
   })
 })

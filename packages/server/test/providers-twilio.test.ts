@@ -219,9 +219,8 @@ describe("Twilio", () => {
     const to = "+14155550139"
     const id = await send({ to })
     await readUntil(async () => twilio.messages.filter((m) => m.to === to).length, (n) => n > 0)
-    // Killed once it has met the lost answer (its outcome journalled as unknown): killed before that, while
-    // the request is still out, the row stays leased to the dead process for PROVIDER_LEASE_MS (5 minutes)
-    // first, which this test would not wait out under load.
+    // Killed once it has met the lost answer (its outcome journalled as unknown), so that this test covers
+    // the unknown outcome; a kill while the request is out, or right after the answer, is crash-twilio.test.ts.
     await readUntil(async () =>
       (await server.db.query<{ last_outcome: string }>(
         "SELECT last_outcome FROM provider_submissions WHERE action_id = ?",

@@ -7,7 +7,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platfor
 import { Context, Schema } from "effect"
 import { ErrorCatalog } from "./Errors.js"
 import { finishOpenApiDocument } from "./OpenApiTransform.js"
-import { ActionId, type Scope } from "./Primitives.js"
+import { ActionId, maxCharacters, type Scope } from "./Primitives.js"
 import { AiCallPage, ListAiCallsParams, ListMessagesParams } from "./RecordLists.js"
 import { CreateAiCallRequest, CreateMessageRequest, IDEMPOTENCY_HEADER, IdempotencyHeaders } from "./Requests.js"
 import {
@@ -37,13 +37,13 @@ const Accepted = { status: 202 } as const
 
 const ActionIdPath = Schema.Struct({ id: ActionId })
 const ConversationIdPath = Schema.Struct({
-  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+  id: Schema.String.pipe(Schema.minLength(1), maxCharacters(256)).annotations({
     description: "Opaque conversation id from GET /conversations."
   })
 })
 const CursorParams = Schema.Struct({
   cursor: Schema.optional(
-    Schema.String.pipe(Schema.maxLength(512, { message: () => "not a cursor this API issued (too long)" })).annotations({
+    Schema.String.pipe(maxCharacters(512, { message: "not a cursor this API issued (too long)" })).annotations({
       description: "The opaque `nextCursor` of the previous page; omit for the first page."
     })
   )
@@ -85,7 +85,7 @@ export class ResourcesGroup extends HttpApiGroup.make("resources")
       .addSuccess(TemplateList)
       .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
       .addError(ErrorCatalog.CRM_UNAVAILABLE)
-      .annotate(OpenApi.Summary, "List up to 200 CRM message templates, ordered by name")
+      .annotate(OpenApi.Summary, "List up to 200 CRM message templates, ordered by name as people read it (Unicode root collation: case-insensitive, accents beside their letter, numbers by value)")
       .annotateContext(scoped("resources:read"))
   )
   .middleware(Authorization)

@@ -9,6 +9,7 @@
  */
 import { JSONSchema } from "effect"
 import { EVENT_DESCRIPTIONS, EventPayload } from "./Events.js"
+import { IDEMPOTENCY_HEADER } from "./Requests.js"
 
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
 const INVALID_REQUEST_REF = "#/components/schemas/Error_INVALID_REQUEST"
@@ -71,6 +72,93 @@ const webhooks = (definitions: Record<string, JSONSchema.JsonSchema7>): Record<s
   )
 }
 
+/**
+ * The response headers the server sends, declared so that generated clients can read them. The
+ * platform derives no response headers from the contract, so they are added here, by what decides
+ * them: every response has a request id; an operation behind the bearer key gets the rate-limit
+ * headers once the key is authenticated (so not on 401, 413 or 415), and its 429 `Retry-After`;
+ * an operation taking an Idempotency-Key marks a replayed success.
+ */
+const RESPONSE_HEADERS: Record<string, Json> = {
+  "X-Request-ID": {
+    description:
+      "The request's id, equal to `error.requestId` in an error body. A safe incoming `X-Request-ID` " +
+      "(`[A-Za-z0-9._:-]`, at most 128 characters) is reused; otherwise the server makes one.",
+    required: true,
+    schema: { type: "string", maxLength: 128 },
+    example: "req_5d2CS3vRk2Zp1GQ4Kx0fWe"
+  },
+  "RateLimit-Policy": {
+    description:
+      "The key's quota, IETF draft RateLimit headers: `<limit>;w=<window seconds>` (a fixed window per API key). " +
+      "Sent on every answer once the key is authenticated.",
+    schema: { type: "string" },
+    example: "60;w=60"
+  },
+  "RateLimit": {
+    description:
+      "What is left of the quota in the current window: `limit=<limit>, remaining=<requests left>, reset=<seconds " +
+      "until the window ends>`. Sent on every answer once the key is authenticated.",
+    schema: { type: "string" },
+    example: "limit=60, remaining=59, reset=42"
+  },
+  "Retry-After": {
+    description: "Seconds to wait before the key may make another request.",
+    required: true,
+    schema: { type: "integer", minimum: 0 },
+    example: 42
+  },
+  "Idempotent-Replayed": {
+    description:
+      "`true` when this answer replays the first one given to the same Idempotency-Key and payload (nothing new " +
+      "was created); absent on the first answer.",
+    schema: { type: "string", enum: ["true"] }
+  }
+}
+
+const headerRef = (name: string): Json => ({ $ref: `#/components/headers/${name}` })
+
+const isSecured = (operation: { readonly [key: string]: Json }): boolean =>
+  Array.isArray(operation.security) && operation.security.some((requirement) => isJsonObject(requirement) && Object.keys(requirement).length > 0)
+
+const takesIdempotencyKey = (operation: { readonly [key: string]: Json }): boolean =>
+  Array.isArray(operation.parameters) &&
+  operation.parameters.some((parameter) => isJsonObject(parameter) && parameter.in === "header" && parameter.name === IDEMPOTENCY_HEADER)
+
+/**
+ * Answers given before the key is read: 401 (no valid key), and 413 and 415, which the server
+ * answers from the request's headers before it runs the operation.
+ */
+const BEFORE_AUTHENTICATION = new Set(["401", "413", "415"])
+
+const headersOf = (operation: { readonly [key: string]: Json }, status: string): Record<string, Json> => {
+  const secured = isSecured(operation)
+  const success = status.startsWith("2")
+  return {
+    "X-Request-ID": headerRef("X-Request-ID"),
+    ...(secured && !BEFORE_AUTHENTICATION.has(status) ? { "RateLimit-Policy": headerRef("RateLimit-Policy"), "RateLimit": headerRef("RateLimit") } : {}),
+    ...(secured && status === "429" ? { "Retry-After": headerRef("Retry-After") } : {}),
+    ...(success && takesIdempotencyKey(operation) ? { "Idempotent-Replayed": headerRef("Idempotent-Replayed") } : {})
+  }
+}
+
+const withResponseHeaders = (paths: Json): Json => {
+  if (!isJsonObject(paths)) return paths
+  return Object.fromEntries(Object.entries(paths).map(([path, item]): [string, Json] => [
+    path,
+    !isJsonObject(item) ? item : Object.fromEntries(Object.entries(item).map(([method, operation]): [string, Json] => {
+      if (!isJsonObject(operation) || !isJsonObject(operation.responses)) return [method, operation]
+      const responses = Object.fromEntries(Object.entries(operation.responses).map(([status, response]): [string, Json] => [
+        status,
+        isJsonObject(response)
+          ? { ...response, headers: { ...(isJsonObject(response.headers) ? response.headers : {}), ...headersOf(operation, status) } }
+          : response
+      ]))
+      return [method, { ...operation, responses }]
+    }))
+  ]))
+}
+
 export const finishOpenApiDocument = (spec: Record<string, unknown>): Record<string, unknown> => {
   const components = isJsonObject(spec.components) ? spec.components : {}
   const schemas = isJsonObject(components.schemas) ? components.schemas : {}
@@ -80,9 +168,10 @@ export const finishOpenApiDocument = (spec: Record<string, unknown>): Record<str
   return {
     ...spec,
     webhooks: events,
-    paths: replaceDecodeError(paths),
+    paths: withResponseHeaders(replaceDecodeError(paths)),
     components: {
       ...components,
+      headers: { ...(isJsonObject(components.headers) ? components.headers : {}), ...RESPONSE_HEADERS },
       schemas: {
         ...eventDefinitions,
         ...Object.fromEntries(Object.entries(schemas).filter(([name]) => !PLATFORM_ONLY_SCHEMAS.has(name)))

@@ -121,5 +121,37 @@ export type CallMode = typeof CallMode.Type
 export const KeyMode = Schema.Literal("test", "live")
 export type KeyMode = typeof KeyMode.Type
 
-/** A bounded string: `maxLength` is part of the contract (Limits table). */
-export const BoundedString = (max: number) => Schema.String.pipe(Schema.maxLength(max))
+/**
+ * How many characters a string has, as people and JSON Schema count them: Unicode code points. A
+ * JavaScript string's `length` counts UTF-16 units, two for every emoji and every character beyond
+ * the Basic Multilingual Plane, so a limit checked with it refuses text a client validating against
+ * the OpenAPI document (whose `maxLength` counts code points) rightly thinks fits.
+ */
+export const characterCount = (s: string): number => {
+  let count = s.length
+  for (let i = 0; i < s.length - 1; i++) {
+    const unit = s.charCodeAt(i)
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = s.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count--
+        i++
+      }
+    }
+  }
+  return count
+}
+
+/**
+ * At most `max` characters (code points, see `characterCount`); published as JSON Schema's
+ * `maxLength`, which counts the same way. Every length limit of the contract goes through here.
+ */
+export const maxCharacters = (max: number, options: { readonly message?: string } = {}) =>
+<A extends string, I, R>(self: Schema.Schema<A, I, R>): Schema.filter<Schema.Schema<A, I, R>> =>
+  self.pipe(Schema.filter((s) => {
+    const count = characterCount(s)
+    return count <= max || (options.message ?? `must be at most ${max} characters long, but has ${count}`)
+  }, { jsonSchema: { maxLength: max } }))
+
+/** A bounded string: its limit is part of the contract (Limits table), in characters. */
+export const BoundedString = (max: number) => Schema.String.pipe(maxCharacters(max))

@@ -4,12 +4,12 @@
  * list; a cursor is bound to the filters it was issued for.
  */
 import { Schema } from "effect"
-import { OffsetTimestamp } from "./Primitives.js"
+import { maxCharacters, OffsetTimestamp } from "./Primitives.js"
 import { ActionRecord } from "./Resources.js"
 import { CallStatus, MessageStatus } from "./Statuses.js"
 
 const cursor = Schema.optional(
-  Schema.String.pipe(Schema.maxLength(512, { message: () => "not a cursor this API issued (too long)" })).annotations({
+  Schema.String.pipe(maxCharacters(512, { message: "not a cursor this API issued (too long)" })).annotations({
     description: "The opaque `nextCursor` of the previous page, with the same filters; omit for the first page."
   })
 )
@@ -31,7 +31,7 @@ const since = Schema.optional(OffsetTimestamp).annotations({
 })
 
 const number = Schema.optional(
-  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
+  Schema.String.pipe(Schema.minLength(1), maxCharacters(64)).annotations({
     description: "Only records on this line of the organisation (the sender of outbound records, the recipient of " +
       "inbound ones): a `sid` from GET /numbers or its E.164 `phoneNumber`."
   })

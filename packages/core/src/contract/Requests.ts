@@ -4,11 +4,11 @@
  * WhatsApp never scheduled) live here too, so they are a 400 before any work.
  */
 import { Schema } from "effect"
-import { BoundedString, CallMode, Channel, CrmModule, E164, OffsetTimestamp } from "./Primitives.js"
+import { BoundedString, CallMode, Channel, CrmModule, E164, maxCharacters, OffsetTimestamp } from "./Primitives.js"
 
 export const RecordLink = Schema.Struct({
   module: CrmModule,
-  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
+  id: BoundedString(64).pipe(Schema.minLength(1))
 }).annotations({ identifier: "RecordLink", description: "Links the action to a CRM record." })
 export type RecordLink = typeof RecordLink.Type
 
@@ -27,7 +27,7 @@ const refuseUnknownFields = { parseOptions: { onExcessProperty: "error" } } as c
 // refusing them, so `{"name": "Ada"}` would decode as `{}`.
 const ContentVariables = Schema.Record({
   key: Schema.String,
-  value: Schema.String.pipe(Schema.maxLength(1024))
+  value: BoundedString(1024)
 }).pipe(
   Schema.filter((variables) => {
     const bad = Object.keys(variables).find((key) => !VARIABLE_KEY.test(key))
@@ -107,7 +107,7 @@ export type CreateAiCallRequest = typeof CreateAiCallRequest.Type
 export const IdempotencyHeaders = Schema.Struct({
   "idempotency-key": Schema.optional(Schema.String.pipe(
     Schema.minLength(1, { message: () => "Idempotency-Key must not be empty" }),
-    Schema.maxLength(128, { message: () => "Idempotency-Key must be at most 128 characters" })
+    maxCharacters(128, { message: "Idempotency-Key must be at most 128 characters" })
   )).annotations({
     description:
       "Required. At most 128 characters. Retrying with the same key and payload replays the first result " +

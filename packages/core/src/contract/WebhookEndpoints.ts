@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { EventType } from "./Events.js"
-import { Timestamp } from "./Primitives.js"
+import { maxCharacters, Timestamp } from "./Primitives.js"
 
 /** Every kind of event, present and future: what endpoints made before event filters (and by default in the CLI) receive. */
 export const ALL_EVENTS = "*"
@@ -37,17 +37,17 @@ export const EnabledEvents = Schema.Array(EnabledEvent).pipe(
 export const MAX_URL_LENGTH = 2048
 
 export const CreateWebhookEndpointRequest = Schema.Struct({
-  url: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_URL_LENGTH)).annotations({
+  url: Schema.String.pipe(Schema.minLength(1), maxCharacters(MAX_URL_LENGTH)).annotations({
     description: "Absolute http:// or https:// URL that receives the events (no user:password part)."
   }),
   enabledEvents: EnabledEvents,
-  description: Schema.optional(Schema.String.pipe(Schema.maxLength(256))).annotations({
+  description: Schema.optional(Schema.String.pipe(maxCharacters(256))).annotations({
     description: "A note for people: what this endpoint is for (e.g. the n8n workflow)."
   })
 }).annotations({ identifier: "CreateWebhookEndpointRequest" })
 export type CreateWebhookEndpointRequest = typeof CreateWebhookEndpointRequest.Type
 
-export const WebhookEndpointId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)).annotations({
+export const WebhookEndpointId = Schema.String.pipe(Schema.minLength(1), maxCharacters(64)).annotations({
   identifier: "WebhookEndpointId",
   description: "`wh_…` id from POST or GET /webhook-endpoints.",
   examples: ["wh_4Zb2kQ9xTq1mN7cV"]

@@ -7,7 +7,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { type CrmPermissionDenied, InvalidRequest, NotFound } from "../contract/Errors.js"
-import type { CrmModule } from "../contract/Primitives.js"
+import { characterCount, type CrmModule } from "../contract/Primitives.js"
 import { type ActionRecord, ConversationSummary, type LinkedRecord } from "../contract/Resources.js"
 import { Crm, type CrmError } from "../ports/Crm.js"
 import { ActionStore, type ConversationEntry } from "../ports/ActionStore.js"
@@ -73,7 +73,10 @@ const summarise = (id: string, group: Group, readable: ReadonlyArray<CrmModule>)
     id,
     phone: newest.counterpart,
     name: name ?? newest.counterpart,
-    preview: newest.body.length > PREVIEW_LENGTH ? `${newest.body.slice(0, PREVIEW_LENGTH - 1)}…` : newest.body,
+    // Cut between characters: a cut inside an emoji's surrogate pair would answer half a character.
+    preview: characterCount(newest.body) > PREVIEW_LENGTH
+      ? `${Array.from(newest.body).slice(0, PREVIEW_LENGTH - 1).join("")}…`
+      : newest.body,
     at: newest.at,
     unread: unreadCount > 0,
     owner: newest.owner,

@@ -64,9 +64,22 @@ export interface CrmRecord {
   readonly fields: Readonly<Record<string, string>>
 }
 
+/**
+ * The order templates are listed in: names as people read them, not as bytes ("alpha" before "Zed",
+ * "Émile" beside "Emile", "Step 2" before "Step 10"). The Unicode Collation Algorithm's root order
+ * (CLDR's `und` locale, through ICU's Intl.Collator), numeric, at full strength so case and accents
+ * only break ties ("alpha" before "Alpha"); identical names by id. Every implementation of the port
+ * sorts with this one function, so both stores (and any CRM) list the same templates in the same
+ * order, and the first 200 are the ones a reader expects first.
+ */
+const templateNameCollator = new Intl.Collator("und", { numeric: true })
+export const byTemplateName = (a: TemplateRow, b: TemplateRow): number =>
+  templateNameCollator.compare(a.name, b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
 export interface CrmService {
   readonly connection: (orgId: string) => Effect.Effect<CrmConnection, CrmError | StorageError>
   readonly setConnection: (orgId: string, connection: CrmConnection) => Effect.Effect<void, CrmError | StorageError>
+  /** The organisation's first `limit` templates in `byTemplateName` order. */
   readonly listTemplates: (orgId: string, limit: number) => Effect.Effect<ReadonlyArray<TemplateRow>, CrmError | StorageError>
   readonly findTemplate: (orgId: string, id: string) => Effect.Effect<Option.Option<TemplateRow>, CrmError | StorageError>
   readonly upsertTemplate: (row: TemplateRow) => Effect.Effect<void, CrmError | StorageError>
@@ -97,7 +110,7 @@ export const layerMemory: Layer.Layer<Crm> = Layer.effect(
         Effect.map(Ref.get(templates), (m) =>
           [...m.values()]
             .filter((t) => t.orgId === orgId)
-            .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
+            .sort(byTemplateName)
             .slice(0, limit)),
       findTemplate: (orgId, id) =>
         Effect.map(Ref.get(templates), (m) => Option.fromNullable(m.get(`${orgId}\u0000${id}`))),

@@ -2,6 +2,9 @@
  * The one place that reads configuration. Parley is configured from the
  * environment only:
  * - PORT (default 8787)
+ * - HOST (unset: every interface, for a server behind a proxy or in a
+ *   container; `parley serve --demo`, which `pnpm start` runs, binds 127.0.0.1
+ *   unless HOST is set, since its demo keys are printed for anyone to paste)
  * - PARLEY_DATA_DIR (default ./.parley; holds the SQLite file parley.db)
  * - PARLEY_RATE_LIMIT_PER_MINUTE (default 60, per API key)
  * - LOG_LEVEL (default info: debug, info, warn, error, none; any case)
@@ -35,6 +38,8 @@ import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, type Opt
 
 export interface ServerSettings {
   readonly port: number
+  /** The address to listen on; none: every interface (`serve --demo` picks loopback). */
+  readonly host: Option.Option<string>
   readonly dataDir: string
   readonly rateLimitPerMinute: number
   readonly logLevel: LogLevel.LogLevel
@@ -76,6 +81,13 @@ const logLevel = Config.string("LOG_LEVEL").pipe(
 
 export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(8787)),
+  host: Config.option(Config.string("HOST").pipe(
+    Config.mapOrFail((raw) =>
+      raw.trim() === ""
+        ? Either.left(ConfigError.InvalidData(["HOST"], "must be an address or host name to listen on, such as 127.0.0.1, :: or 0.0.0.0"))
+        : Either.right(raw.trim())
+    )
+  )),
   dataDir: Config.string("PARLEY_DATA_DIR").pipe(Config.withDefault("./.parley")),
   rateLimitPerMinute: Config.integer("PARLEY_RATE_LIMIT_PER_MINUTE").pipe(
     Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),

@@ -19,11 +19,12 @@
  * in one provider request, and moved on in one transaction that also writes
  * their events, so every status change and its event commit together. The
  * event loop gets a turn between these steps. A process that dies mid-step
- * leaves leases that lapse; another process (or the same one restarted)
+ * leaves leases that lapse (Lease: 30 s, renewed only while a live worker
+ * waits on a real provider); another process (or the same one restarted)
  * redoes the step: the simulator answers a repeated action id with its first
- * outcome, and a real provider's attempt whose outcome is unknown is looked
- * up at the provider before anything is sent again (RealProviders), so a
- * redone submission never sends twice. Nothing is
+ * outcome, and a real provider's attempt that may have reached it is
+ * reconciled with the provider before anything is sent again (RealProviders),
+ * so a redone submission never sends twice. Nothing is
  * kept in memory per action: 100,000 scheduled actions cost 100,000 rows.
  */
 import { SqlClient } from "@effect/sql"
@@ -35,6 +36,7 @@ import { storage } from "../store/rows.js"
 import { SqliteHandle } from "../store/SqliteDriver.js"
 import * as ActionBatches from "./ActionBatches.js"
 import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
+import { LEASE_MS } from "./Lease.js"
 import { advance, afterSubmit, needsBot, type Phase, phaseOf } from "./Lifecycle.js"
 import * as RealProviders from "./RealProviders.js"
 import * as SimulatedProviders from "./SimulatedProviders.js"
@@ -42,7 +44,6 @@ import { yieldToEventLoop } from "./yieldToEventLoop.js"
 
 /** Rows per claim: large enough to amortise each statement, small enough that one step of a batch stays a few ms. */
 const BATCH = 500
-const LEASE_MS = 30_000
 /**
  * The shortest pause after a round that drained what was due. Waking for every action of a steady stream
  * would pay a round's fixed cost (claim, rules, provider lookups, two transactions: ~15 statements) per
@@ -172,7 +173,7 @@ export const DispatcherLive = Layer.scopedDiscard(
         return yield* batches.commit(worker, send, now, modified)
       })
 
-    /** A real provider's row: its lease held past one slow request, its answer recorded the moment it comes. */
+    /** A real provider's row: its lease renewed while its request lasts, its answer recorded the moment it comes. */
     const hooks = (modified: string): RealProviders.SubmitHooks => ({
       hold: (row, until) =>
         storage("dispatch.hold")(Effect.map(
@@ -180,8 +181,7 @@ export const DispatcherLive = Layer.scopedDiscard(
               WHERE id = ${Number(row.id)} AND lease_owner = ${worker} AND status = ${row.status} RETURNING id`,
           (rows) => rows.length > 0
         )),
-      record: (row, change) =>
-        storage("dispatch.record")(batches.transaction(batches.apply(worker, [transition(row, change, modified)])))
+      apply: (row, change) => storage("dispatch.record")(batches.apply(worker, [transition(row, change, modified)]))
     })
 
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */

@@ -3,16 +3,30 @@
  * WhatsApp, Vapi for its AI calls, when it has connected them (`parley
  * providers set`); everything else stays with the simulator.
  *
- * A submission is journalled (provider_submissions) before each attempt, with
- * its outcome after it. An attempt whose outcome is unknown — the process
- * died, the connection dropped after the request left, a 5xx — is reconciled
- * with the provider (did it create the message or call?) before anything is
- * sent again, so a retry never sends twice; an attempt known not to have sent
- * (a 429, a refused connection) is simply made again. A provider's id already
- * recorded on another action is never adopted. Each row's lease is extended
- * before its request and each answer is recorded at once, in its own
- * transaction, so a slow provider can neither let another replica take the
- * row mid-request nor lose an answer with the rest of the batch. After the
+ * Never twice. A submission is journalled (provider_submissions) before each
+ * attempt, and its outcome is committed together with what the answer does to
+ * the action (the provider's id, the status): a crash leaves either both or
+ * neither. Any attempt that may have reached the provider — in flight when the
+ * process died, a dropped connection, a 5xx, even an answer recorded without
+ * its id — makes every later attempt look at the provider first
+ * (reconciliation) and never send while a candidate there is unexplained:
+ * - every message (call) the provider has from the sender to the recipient in
+ *   the attempt's window is a candidate, all pages of its list read;
+ * - a candidate whose id another action has recorded is that action's; a
+ *   candidate Vapi tags with another action's id is that action's;
+ * - of the others, the action adopts its own (Vapi's tag) or else the oldest.
+ *   The same text to the same person twice (two appointment confirmations)
+ *   makes two candidates, and each action adopts one. Adoptions in one
+ *   organisation are decided one at a time (its row locked), and not while
+ *   another action to the same recipient may be mid-request (its candidate
+ *   could be that one's): then the action waits a moment and looks again;
+ * - with no candidate left, nothing was sent: send.
+ * An attempt known not to have sent (a 429, a refused connection) after none
+ * that may have is simply made again.
+ *
+ * Each row's lease is short (Lease.LEASE_MS) and renewed while its request
+ * lasts, so a slow provider never lets another worker take the row
+ * mid-request, while a crash delays the action by at most one lease. After the
  * provider accepts, its callbacks drive the action (ProviderReports), with a
  * recheck in case they are lost.
  *
@@ -28,20 +42,23 @@
 import { SqlClient } from "@effect/sql"
 import type { RecordStatus } from "@parley/core"
 import { Organisations, ProviderReports, type StorageError } from "@parley/core/domain"
-import { Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 import { twilioStatusCallback } from "../providers/CallbackUrls.js"
 import * as Twilio from "../providers/twilio/TwilioClient.js"
 import { twilioMessageStatus } from "../providers/twilio/TwilioStatuses.js"
 import * as Vapi from "../providers/vapi/VapiClient.js"
 import { vapiCallStatus, vapiEnding } from "../providers/vapi/VapiStatuses.js"
+import { forUpdate } from "../store/Dialect.js"
 import { DbInt, storage } from "../store/rows.js"
 import {
   ProviderAccounts,
   type TwilioAccountSettings,
   type VapiAccountSettings
 } from "../store/SqlProviderAccounts.js"
+import { transactions } from "../store/SqliteDriver.js"
 import type { Change, ClaimedRow } from "./ClaimedAction.js"
+import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
 
 /** Attempts before giving up: with the backoff below, about two hours of retrying. */
 export const MAX_ATTEMPTS = 16
@@ -49,8 +66,8 @@ const BASE_BACKOFF_MS = 1_000
 const MAX_BACKOFF_MS = 15 * 60_000
 /** After an unknown outcome, the provider may still be creating the message or call: wait before looking. */
 const UNKNOWN_OUTCOME_WAIT_MS = 30_000
-/** How long a row handed to a real provider stays leased to this worker (a request and a reconciliation). */
-export const PROVIDER_LEASE_MS = 5 * 60_000
+/** While another action to the same recipient may be mid-request, how long a reconciliation waits before looking again. */
+const RIVAL_WAIT_MS = 5_000
 /** How long Parley keeps asking a provider about an action whose reports stopped: two days. */
 const MAX_TRACKING_MS = 48 * 3_600_000
 /** Requests to one provider at once from one process. */
@@ -66,9 +83,18 @@ const Journal = Schema.Struct({
   last_outcome: Schema.String
 })
 const decodeJournal = Schema.decodeUnknown(Schema.Array(Journal))
+const decodeSids = Schema.decodeUnknown(Schema.Array(Schema.Struct({ sid: Schema.String })))
 
-/** What became of the last attempt: in flight (or its process died), accepted, known not sent, or unknown. */
-type Outcome = "pending" | "accepted" | "not_sent" | "unknown"
+/**
+ * What became of the last attempt:
+ * - pending: its request may be out (or its process died with it out);
+ * - reconciling: it is looking at the provider before sending (an earlier attempt may have sent);
+ * - accepted: answered, committed with the provider's id;
+ * - not_sent: known not to have sent, and no earlier attempt may have;
+ * - unknown: it, or an earlier attempt, may have sent.
+ * Only not_sent lets the next attempt send without looking.
+ */
+type Outcome = "pending" | "reconciling" | "accepted" | "not_sent" | "unknown"
 
 interface Attempt {
   readonly attempts: number
@@ -83,12 +109,20 @@ interface VapiDirectory {
   readonly bots: ReadonlyArray<Organisations.BotRow>
 }
 
-/** What the dispatcher lends the submissions: its lease on a row, and recording a row's change at once. */
+/** What the dispatcher lends the submissions: its lease on a row, and applying a row's change. */
 export interface SubmitHooks {
-  /** Extends this worker's lease on the row; false when it was lost (another worker has the row). */
+  /** Extends this worker's lease on the row; false when it was lost (another worker, or a callback, has the row). */
   readonly hold: (row: ClaimedRow, until: number) => Effect.Effect<boolean, StorageError>
-  /** Applies the row's change in its own transaction. */
-  readonly record: (row: ClaimedRow, change: Change) => Effect.Effect<void, StorageError>
+  /** Applies the row's change (with its event); run it inside a transaction. */
+  readonly apply: (row: ClaimedRow, change: Change) => Effect.Effect<void, StorageError>
+}
+
+/** A message or call at the provider that may be the action's: its id, and the Parley action it names, if any. */
+interface Candidate<A> {
+  readonly id: string
+  /** The Parley action id the provider keeps with it (Vapi's metadata); null when it keeps none (Twilio). */
+  readonly owner: string | null
+  readonly found: A
 }
 
 type Failure = Twilio.TwilioSendError | Vapi.VapiCallError
@@ -105,37 +139,105 @@ export const make = (config: ServerSettings) =>
     const sql = yield* SqlClient.SqlClient
     const accounts = yield* ProviderAccounts
     const organisations = yield* Organisations.Organisations
+    const transaction = yield* transactions
 
-    /** Counts an attempt before it is made (outcome pending); answers the attempt with what the last one left. */
+    /**
+     * Counts an attempt before it is made; answers the attempt with what the earlier ones left. Every
+     * outcome but not_sent may have reached the provider, accepted included (an answer recorded without the
+     * provider's id, by a version that committed them apart, is as good as unknown).
+     */
     const journal = (id: string, provider: string, now: number) =>
       storage("providers.journal")(Effect.gen(function*() {
         const [previous] = yield* Effect.flatMap(
           sql`SELECT action_id, attempts, first_attempt_at, last_outcome FROM provider_submissions WHERE action_id = ${id}`,
           decodeJournal
         )
+        const reconcile = previous !== undefined && previous.last_outcome !== "not_sent"
+        const outcome: Outcome = reconcile ? "reconciling" : "pending"
         const [current] = yield* Effect.flatMap(
           sql`INSERT INTO provider_submissions ${
-            sql.insert({ action_id: id, provider, attempts: 1, first_attempt_at: now, last_attempt_at: now, last_outcome: "pending" })
+            sql.insert({ action_id: id, provider, attempts: 1, first_attempt_at: now, last_attempt_at: now, last_outcome: outcome })
           } ON CONFLICT (action_id) DO UPDATE SET attempts = provider_submissions.attempts + 1,
-              last_attempt_at = excluded.last_attempt_at, last_outcome = 'pending'
+              last_attempt_at = excluded.last_attempt_at, last_outcome = excluded.last_outcome
             RETURNING action_id, attempts, first_attempt_at, last_outcome`,
           decodeJournal
         )
-        return {
-          attempts: current?.attempts ?? 1,
-          firstAt: current?.first_attempt_at ?? now,
-          reconcile: previous !== undefined && (previous.last_outcome === "pending" || previous.last_outcome === "unknown")
-        } satisfies Attempt
+        return { attempts: current?.attempts ?? 1, firstAt: current?.first_attempt_at ?? now, reconcile } satisfies Attempt
       }))
 
     const settleOutcome = (id: string, outcome: Outcome) =>
       storage("providers.outcome")(sql`UPDATE provider_submissions SET last_outcome = ${outcome} WHERE action_id = ${id}`)
 
-    /** A provider id already recorded on another action is not this action's: never adopt it. */
-    const takenByAnother = (row: ClaimedRow, sid: string) =>
-      storage("providers.sidTaken")(Effect.map(
-        sql`SELECT id FROM actions WHERE org_id = ${row.org_id} AND sid = ${sid} AND id <> ${Number(row.id)}`,
-        (rows) => rows.length > 0
+    /** The attempt's outcome and the change its answer makes, in one commit: a crash leaves both or neither. */
+    const settle = (row: ClaimedRow, outcome: Outcome, change: Change, hooks: SubmitHooks) =>
+      storage("providers.settle")(transaction(Effect.zipRight(settleOutcome(String(row.id), outcome), hooks.apply(row, change))))
+
+    /**
+     * Whether another action from the same line to the same recipient may have its request out right now
+     * (journalled pending, its lease live): a candidate nobody has recorded could be that action's.
+     */
+    const rivalInFlight = (row: ClaimedRow, now: number) =>
+      Effect.gen(function*() {
+        const rivals = yield* sql`SELECT id FROM actions
+          WHERE org_id = ${row.org_id} AND line = ${row.line} AND counterpart = ${row.counterpart} AND kind = ${row.kind}
+            AND id <> ${Number(row.id)} AND sid IS NULL AND charged_at IS NOT NULL AND lease_until > ${now}`
+        if (rivals.length === 0) return false
+        const sending = yield* sql`SELECT action_id FROM provider_submissions
+          WHERE action_id IN ${sql.in(rivals.map((r) => String(r["id"])))} AND last_outcome = 'pending'`
+        return sending.length > 0
+      })
+
+    /**
+     * Decides, from the candidates the provider has, whether this action's earlier attempt reached it: adopts
+     * the action's own candidate (recording it, with the outcome, in the same commit), or says to send (no
+     * candidate left unexplained), or to wait (one is, and another action's request may be out). One decision
+     * per organisation at a time (its row locked): two actions never adopt the same candidate.
+     */
+    const adoptOrSend = <A>(
+      row: ClaimedRow,
+      candidates: ReadonlyArray<Candidate<A>>,
+      toChange: (found: A) => Change,
+      hooks: SubmitHooks
+    ) =>
+      storage("providers.reconcile")(transaction(Effect.gen(function*() {
+        const id = String(row.id)
+        yield* sql`SELECT id FROM organisations WHERE id = ${row.org_id} ${forUpdate(sql)}`
+        // A candidate the provider says is another action's is explained.
+        const open = candidates.filter((c) => c.owner === null || c.owner === id)
+        const claimed = open.length === 0 ? [] : yield* Effect.flatMap(
+          sql`SELECT sid FROM actions
+              WHERE org_id = ${row.org_id} AND sid IN ${sql.in(open.map((c) => c.id))} AND id <> ${Number(row.id)}`,
+          decodeSids
+        )
+        const free = open.filter((c) => !claimed.some((r) => r.sid === c.id))
+        const chosen = free.find((c) => c.owner === id) ??
+          (free.length > 0 && !(yield* rivalInFlight(row, yield* Clock.currentTimeMillis)) ? free[0] : undefined)
+        if (chosen !== undefined) {
+          yield* settleOutcome(id, "accepted")
+          yield* hooks.apply(row, toChange(chosen.found))
+          return "adopted" as const
+        }
+        if (free.length > 0) return "wait" as const
+        // Nothing there is this action's: its request goes out now (a rival's reconciliation sees it pending).
+        yield* settleOutcome(id, "pending")
+        return "send" as const
+      })))
+
+    /** Runs a row's work with its lease renewed while it lasts: a crash lets the lease lapse within LEASE_MS. */
+    const keepingLease = <A, E, R>(row: ClaimedRow, hooks: SubmitHooks, work: Effect.Effect<A, E, R>) =>
+      Effect.scoped(Effect.zipRight(
+        Effect.forkScoped(Effect.gen(function*() {
+          while (true) {
+            yield* Effect.sleep(LEASE_RENEWAL_MS)
+            const held = yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS).pipe(
+              // A renewal that failed is tried again at the next; the lease has two more in hand.
+              Effect.orElseSucceed(() => true)
+            )
+            // Lost: a callback (or, after a stall, another worker) has the row now.
+            if (!held) return
+          }
+        })),
+        work
       ))
 
     /** Whether a failed attempt may have reached the provider. */
@@ -204,27 +306,31 @@ export const make = (config: ServerSettings) =>
       }
     }
 
-    interface Submitted {
-      readonly change: Change
-      readonly outcome: Outcome
-    }
+    /** What an attempt came to: an answer to record, or an earlier attempt's message adopted (recorded already). */
+    type Submitted = { readonly change: Change; readonly outcome: Outcome } | "adopted"
     const accepted = (change: Change): Submitted => ({ change, outcome: "accepted" })
-    const answered = (change: Change, error: Failure): Submitted => ({
+    const answered = (change: Change, error: Failure, attempt: Attempt): Submitted => ({
       change,
-      outcome: mayHaveSent(error) ? "unknown" : "not_sent"
+      // Once an attempt may have sent, every later one looks first, whatever the later ones met.
+      outcome: mayHaveSent(error) || attempt.reconcile ? "unknown" : "not_sent"
     })
     /** Refused before any request: Failed, nothing sent. */
     const notSent = (errorMessage: string): Submitted => ({ change: failed(errorMessage), outcome: "not_sent" })
+    /** Another action's request may be out, and a candidate could be its: look again in a moment. */
+    const waiting = (row: ClaimedRow, now: number): Submitted => ({
+      change: { status: row.status, workAt: now + Math.min(RIVAL_WAIT_MS, config.providerRecheckMs) },
+      outcome: "unknown"
+    })
 
     const twilioAddress = (row: ClaimedRow, number: string) => row.type === "WhatsApp" ? `whatsapp:${number}` : number
 
     const twilioAccount = (account: TwilioAccountSettings): Twilio.TwilioAccount => ({
       apiBase: account.apiBase,
-      contentApiBase: account.contentApiBase,
       accountSid: account.accountSid,
       authToken: account.authToken,
       apiKeySid: account.apiKeySid,
-      apiKeySecret: account.apiKeySecret
+      apiKeySecret: account.apiKeySecret,
+      contentApiBase: account.contentApiBase
     })
 
     /**
@@ -245,7 +351,7 @@ export const make = (config: ServerSettings) =>
         return { ...change, body } satisfies Change
       })
 
-    const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: Attempt, now: number) =>
+    const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: Attempt, now: number, hooks: SubmitHooks) =>
       Effect.gen(function*() {
         const client = twilioAccount(account)
         const id = String(row.id)
@@ -257,15 +363,20 @@ export const make = (config: ServerSettings) =>
           : { from: twilioAddress(row, row.line) }
         if (attempt.reconcile) {
           // An earlier attempt may have reached Twilio: look before sending again.
-          const earlier = yield* Twilio.findMessage(client, {
+          const found = yield* Twilio.findMessages(client, {
             to,
             ...sender,
             since: attempt.firstAt,
             ...(row.wa_content_sid === null ? { body: row.body } : { contentSid: row.wa_content_sid })
           })
-          if (Option.isSome(earlier) && earlier.value.sid !== null && !(yield* takenByAnother(row, earlier.value.sid))) {
-            return accepted(yield* withSentText(client, row, textChange(earlier.value, now)))
-          }
+          const decision = yield* adoptOrSend(
+            row,
+            found.flatMap((f) => (f.message.sid === null ? [] : [{ id: f.message.sid, owner: null, found: f.message }])),
+            (message) => textChange(message, now),
+            hooks
+          )
+          if (decision === "adopted") return decision
+          if (decision === "wait") return waiting(row, now)
         }
         const sent = yield* Twilio.sendMessage(client, {
           to,
@@ -281,10 +392,17 @@ export const make = (config: ServerSettings) =>
         return accepted(yield* withSentText(client, row, textChange(sent, now)))
       }).pipe(
         Effect.catchTag("TwilioSendError", (error) =>
-          Effect.succeed(answered(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now), error)))
+          Effect.succeed(answered(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now), error, attempt)))
       )
 
-    const startCall = (account: VapiAccountSettings, directory: VapiDirectory, row: ClaimedRow, attempt: Attempt, now: number) =>
+    const startCall = (
+      account: VapiAccountSettings,
+      directory: VapiDirectory,
+      row: ClaimedRow,
+      attempt: Attempt,
+      now: number,
+      hooks: SubmitHooks
+    ) =>
       Effect.gen(function*() {
         const client: Vapi.VapiAccount = { apiBase: account.apiBase, apiKey: account.apiKey }
         const id = String(row.id)
@@ -305,10 +423,15 @@ export const make = (config: ServerSettings) =>
           )
         }
         if (attempt.reconcile) {
-          const earlier = yield* Vapi.findCall(client, { phoneNumberId, since: attempt.firstAt, parleyActionId: id })
-          if (Option.isSome(earlier) && !(yield* takenByAnother(row, earlier.value.id))) {
-            return accepted(callChange(earlier.value, now))
-          }
+          const found = yield* Vapi.findCalls(client, { phoneNumberId, customerNumber: row.counterpart, since: attempt.firstAt })
+          const decision = yield* adoptOrSend(
+            row,
+            found.map((f) => ({ id: f.call.id, owner: f.parleyActionId, found: f.call })),
+            (call) => callChange(call, now),
+            hooks
+          )
+          if (decision === "adopted") return decision
+          if (decision === "wait") return waiting(row, now)
         }
         const call = yield* Vapi.createCall(client, {
           assistantId,
@@ -323,8 +446,12 @@ export const make = (config: ServerSettings) =>
         return accepted(callChange(call, now))
       }).pipe(
         Effect.catchTag("VapiCallError", (error) =>
-          Effect.succeed(answered(afterFailure("Vapi", row.org_id, row, error, attempt.attempts, now), error)))
+          Effect.succeed(answered(afterFailure("Vapi", row.org_id, row, error, attempt.attempts, now), error, attempt)))
       )
+
+    /** Applies a row's change in its own transaction. */
+    const record = (row: ClaimedRow, hooks: SubmitHooks, change: Change) =>
+      storage("providers.record")(transaction(hooks.apply(row, change)))
 
     /** Journalled rows among these: handed to a real provider at least once. */
     const journalled = (rows: ReadonlyArray<ClaimedRow>) =>
@@ -365,37 +492,42 @@ export const make = (config: ServerSettings) =>
           }
         }
         const simulated: Array<ClaimedRow> = []
-        const real: Array<{ row: ClaimedRow; provider: string; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }> = []
+        const real: Array<
+          { row: ClaimedRow; provider: string; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }
+        > = []
         for (const row of rows) {
           if (row.kind === "message") {
             const account = twilio.get(row.org_id) ?? Option.none()
             if (Option.isNone(account)) simulated.push(row)
-            else real.push({ row, provider: "twilio", send: (attempt) => sendText(account.value, row, attempt, now) })
+            else real.push({ row, provider: "twilio", send: (attempt) => sendText(account.value, row, attempt, now, hooks) })
           } else {
             const account = vapi.get(row.org_id) ?? Option.none()
             if (Option.isNone(account)) simulated.push(row)
             else {
               const directory = directories.get(row.org_id) ?? { numbers: [], bots: [] }
-              real.push({ row, provider: "vapi", send: (attempt) => startCall(account.value, directory, row, attempt, now) })
+              real.push({
+                row,
+                provider: "vapi",
+                send: (attempt) => startCall(account.value, directory, row, attempt, now, hooks)
+              })
             }
           }
         }
         const orphans = yield* journalled(simulated)
         for (const row of simulated.filter((r) => orphans.has(String(r.id)))) {
-          yield* hooks.record(row, failed(
+          yield* record(row, hooks, failed(
             `The organisation's ${row.kind === "message" ? "Twilio" : "Vapi"} account was removed after Parley handed ` +
               "this to it; whether it was sent is unknown to Parley."
           ))
         }
         yield* Effect.forEach(real, ({ provider, row, send }) =>
           Effect.gen(function*() {
-            // The lease covers this request and a reconciliation; a row another worker took is left to it.
-            if (!(yield* hooks.hold(row, now + PROVIDER_LEASE_MS))) return
-            const id = String(row.id)
-            const attempt = yield* journal(id, provider, now)
-            const { change, outcome } = yield* send(attempt)
-            yield* settleOutcome(id, outcome)
-            yield* hooks.record(row, change)
+            // Renewed while the request lasts; a row another worker (or a callback) took is left to it.
+            if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
+            yield* keepingLease(row, hooks, Effect.gen(function*() {
+              const submitted = yield* send(yield* journal(String(row.id), provider, now))
+              if (submitted !== "adopted") yield* settle(row, submitted.outcome, submitted.change, hooks)
+            }))
           }).pipe(
             // One row's storage failure leaves its lease to lapse (its attempt stays pending: reconciled next time).
             Effect.catchAll((error) =>
@@ -419,8 +551,13 @@ export const make = (config: ServerSettings) =>
         const known = yield* journalled(rows)
         yield* Effect.forEach(rows.filter((r) => known.has(String(r.id))), (row) =>
           Effect.gen(function*() {
-            if (!(yield* hooks.hold(row, now + PROVIDER_LEASE_MS))) return
-            yield* hooks.record(row, yield* recheckOne(row, known.get(String(row.id))?.first_attempt_at ?? now, now))
+            if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
+            const change = yield* keepingLease(
+              row,
+              hooks,
+              recheckOne(row, known.get(String(row.id))?.first_attempt_at ?? now, now)
+            )
+            yield* record(row, hooks, change)
           }).pipe(
             Effect.catchAll((error) =>
               Effect.annotateLogs(Effect.logWarning("provider recheck not recorded; it will be tried again"), {

@@ -4,7 +4,7 @@
  */
 import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { consoleRoutes } from "../admin/ConsoleRoutes.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import * as CallbackGate from "../providers/CallbackGate.js"
@@ -29,11 +29,11 @@ const HandlersLive = Layer.mergeAll(
   CallbackGate.layer
 )
 
-const listen = (server: Server, port: number) =>
+const listen = (server: Server, port: number, host: Option.Option<string>) =>
   Effect.async<void, Error>((resume) => {
     const onError = (cause: Error) => resume(Effect.fail(cause))
     server.once("error", onError)
-    server.listen({ port }, () => {
+    server.listen({ port, ...Option.match(host, { onNone: () => ({}), onSome: (address) => ({ host: address }) }) }, () => {
       server.off("error", onError)
       resume(Effect.void)
     })
@@ -56,10 +56,16 @@ const ServeLive = Layer.scopedDiscard(
     const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)
-    yield* listen(server, config.port).pipe(Effect.orDie)
+    yield* listen(server, config.port, config.host).pipe(
+      // An address this machine does not have, or a port in use: said in one line, not as a stack trace.
+      Effect.mapError((cause) =>
+        new Error(`cannot listen on ${Option.getOrElse(config.host, () => "every interface")} port ${config.port} (HOST, PORT): ${cause.message}`)
+      ),
+      Effect.orDie
+    )
     const address = server.address()
     const where = typeof address === "object" && address !== null
-      ? `http://${address.address === "::" ? "0.0.0.0" : address.address}:${address.port}`
+      ? `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`
       : String(address)
     yield* Effect.log(`Listening on ${where}`)
   })

@@ -12,9 +12,16 @@ export const TWILIO_STATUS_PATH = "/providers/twilio/status"
 export const TWILIO_INBOUND_PATH = "/providers/twilio/inbound"
 export const VAPI_EVENTS_PATH = "/providers/vapi/events"
 
+/** Where this machine reaches the server: loopback, unless HOST binds one other address only. */
+const ownAddress = (config: ServerSettings): string => {
+  const host = Option.getOrElse(config.host, () => "0.0.0.0")
+  if (host === "0.0.0.0" || host === "::") return `127.0.0.1:${config.port}`
+  return `${host.includes(":") ? `[${host}]` : host}:${config.port}`
+}
+
 export const publicBase = (config: ServerSettings): string =>
   Option.match(config.publicUrl, {
-    onNone: () => `http://127.0.0.1:${config.port}`,
+    onNone: () => `http://${ownAddress(config)}`,
     onSome: (base) => base.replace(/\/+$/, "")
   })
 
@@ -25,6 +32,6 @@ export const twilioStatusCallback = (config: ServerSettings, orgId: string, acti
 /** The URL a request was made to, as the provider that signed it saw it. */
 export const requestUrl = (config: ServerSettings, host: string | undefined, pathAndQuery: string): string =>
   Option.match(config.publicUrl, {
-    onNone: () => `http://${host ?? `127.0.0.1:${config.port}`}${pathAndQuery}`,
+    onNone: () => `http://${host ?? ownAddress(config)}${pathAndQuery}`,
     onSome: (base) => base.replace(/\/+$/, "") + pathAndQuery
   })

@@ -59,11 +59,13 @@ export const layer = Layer.effect(
       execute: (orgId) => sql`SELECT state, account_id, account_name, permissions FROM crm_connections
                               WHERE org_id = ${orgId}`
     })
+    // All of the organisation's templates, sorted in the process by Crm.byTemplateName: neither store's
+    // ORDER BY can give the order people read names in, identically on both (SQLite compares bytes;
+    // Postgres collations depend on how the server was built). A CRM keeps tens to hundreds of templates.
     const templates = SqlSchema.findAll({
-      Request: Schema.Struct({ orgId: Schema.String, limit: Schema.Number }),
+      Request: Schema.String,
       Result: TemplateRow,
-      execute: ({ limit, orgId }) =>
-        sql`SELECT * FROM templates WHERE org_id = ${orgId} ORDER BY name, id LIMIT ${limit}`
+      execute: (orgId) => sql`SELECT * FROM templates WHERE org_id = ${orgId}`
     })
     const template = SqlSchema.findOne({
       Request: Schema.Struct({ orgId: Schema.String, id: Schema.String }),
@@ -117,7 +119,9 @@ export const layer = Layer.effect(
           account_name = excluded.account_name, permissions = excluded.permissions`)
       },
       listTemplates: (orgId, limit) =>
-        storage("crm.listTemplates")(Effect.map(templates({ orgId, limit }), (rows) => rows.map(toTemplate))),
+        storage("crm.listTemplates")(
+          Effect.map(templates(orgId), (rows) => rows.map(toTemplate).sort(Crm.byTemplateName).slice(0, limit))
+        ),
       findTemplate: (orgId, id) =>
         storage("crm.findTemplate")(Effect.map(template({ orgId, id }), Option.map(toTemplate))),
       upsertTemplate: (t) =>

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
   classifyTwilioError,
   fetchMessage,
-  findMessage,
+  findMessages,
   sendMessage,
   type TwilioAccount,
   type TwilioFindQuery,
@@ -76,7 +76,7 @@ const failure = async (request: Partial<TwilioSendRequest>, as?: TwilioAccount, 
 }
 
 const find = (query: Partial<TwilioFindQuery> & { since: number }, as: TwilioAccount = account) =>
-  Effect.runPromise(Effect.either(findMessage(as, { to: TO, from: FROM, ...query })))
+  Effect.runPromise(Effect.either(findMessages(as, { to: TO, from: FROM, ...query })))
 
 /** The callbacks received for one message, as [status, fields]. */
 const callbacksFor = (sid: string) =>
@@ -218,7 +218,7 @@ describe("sending", () => {
 })
 
 describe("reconciling an unknown outcome", () => {
-  it("a send whose connection dropped after Twilio created it is unknown_outcome, then found by findMessage", async () => {
+  it("a send whose connection dropped after Twilio created it is unknown_outcome, then found by findMessages", async () => {
     const since = Date.now()
     const body = `Reconcile me ${since}`
     fake.dropNextAfterAccept()
@@ -228,14 +228,14 @@ describe("reconciling an unknown outcome", () => {
     expect(created.body).toBe(body)
 
     const found = await find({ since, body })
-    expect(Either.isRight(found) && Option.isSome(found.right) ? found.right.value.sid : null).toBe(created.sid)
+    expect(Either.isRight(found) ? found.right.map((f) => f.message.sid) : null).toEqual([created.sid])
     expect(fake.requests.at(-1)).toMatchObject({ method: "GET", authenticated: true })
-    expect(new Map(fake.requests.at(-1)!.query)).toEqual(new Map([["To", TO], ["PageSize", "100"], ["From", FROM]]))
+    expect(new Map(fake.requests.at(-1)!.query)).toEqual(new Map([["To", TO], ["PageSize", "1000"], ["From", FROM]]))
 
     const otherBody = await find({ since, body: "something else" })
-    expect(Either.isRight(otherBody) && Option.isNone(otherBody.right)).toBe(true)
+    expect(Either.isRight(otherBody) ? otherBody.right : null).toEqual([])
     const later = await find({ since: Date.now() + 5 * 60_000, body })
-    expect(Either.isRight(later) && Option.isNone(later.right)).toBe(true)
+    expect(Either.isRight(later) ? later.right : null).toEqual([])
   })
 
   it("finds a message still queued, which a DateSent filter would hide", async () => {
@@ -256,23 +256,59 @@ describe("reconciling an unknown outcome", () => {
         { headers: { authorization: `Basic ${Buffer.from(`${slow.accountSid}:${slow.authToken}`).toString("base64")}` } }
       )
       expect(((await filtered.json()) as { messages: ReadonlyArray<unknown> }).messages).toHaveLength(0)
-      const found = await Effect.runPromise(findMessage(slowAccount, { to: TO, from: FROM, since, body: "queued one" }))
-      expect(Option.map(found, (m) => m.status)).toEqual(Option.some("queued"))
+      const found = await Effect.runPromise(findMessages(slowAccount, { to: TO, from: FROM, since, body: "queued one" }))
+      expect(found.map((f) => f.message.status)).toEqual(["queued"])
     } finally {
       await slow.stop()
     }
   })
 
-  it("findMessage through a Messaging Service matches the service, and a read failure is unavailable", async () => {
+  it("reads every page, following the PageToken cursor, and returns every identical message", async () => {
+    // Twilio serves up to 1,000 a page; this fake two, so that six messages take three pages.
+    const paged = await TwilioFake.start({ maxPageSize: 2, stepMs: 60_000 })
+    try {
+      const pagedAccount = { apiBase: paged.url, accountSid: paged.accountSid, authToken: paged.authToken }
+      const since = Date.now()
+      const confirm = (body: string) =>
+        Effect.runPromise(sendMessage(pagedAccount, { to: TO, from: FROM, body, statusCallback: receiver.at("/paged") }))
+      const same: Array<string> = []
+      for (let i = 0; i < 5; i++) same.push((await confirm("Your appointment is confirmed.")).sid ?? "")
+      await confirm("Something else")
+      const found = await Effect.runPromise(
+        findMessages(pagedAccount, { to: TO, from: FROM, since, body: "Your appointment is confirmed." })
+      )
+      expect(found.map((f) => f.message.sid).sort()).toEqual([...same].sort())
+      const reads = paged.requests.filter((r) => r.method === "GET")
+      expect(reads).toHaveLength(3)
+      expect(reads.slice(1).every((r) => r.query.some(([k, v]) => k === "PageToken" && v.startsWith("PASM")))).toBe(true)
+
+      // Past FIND_MAX_PAGES (20) pages nothing is concluded: an error, not a partial list.
+      const single = await TwilioFake.start({ maxPageSize: 1, stepMs: 60_000 })
+      try {
+        const singleAccount = { apiBase: single.url, accountSid: single.accountSid, authToken: single.authToken }
+        for (let i = 0; i < 21; i++) {
+          await Effect.runPromise(sendMessage(singleAccount, { to: TO, from: FROM, body: "x", statusCallback: receiver.at("/single") }))
+        }
+        const tooMany = await Effect.runPromise(Effect.either(findMessages(singleAccount, { to: TO, from: FROM, since, body: "x" })))
+        expect(Either.isLeft(tooMany) ? tooMany.left.reason : null).toBe("unavailable")
+      } finally {
+        await single.stop()
+      }
+    } finally {
+      await paged.stop()
+    }
+  })
+
+  it("findMessages through a Messaging Service matches the service, and a read failure is unavailable", async () => {
     const since = Date.now()
     const message = await sent({ from: undefined, messagingServiceSid: SERVICE, body: `via service ${since}` })
     expect(message).toMatchObject({ status: "accepted", from: null })
-    const found = await Effect.runPromise(findMessage(account, { to: TO, messagingServiceSid: SERVICE, since }))
-    expect(Option.map(found, (m) => m.sid)).toEqual(Option.some(message.sid))
+    const found = await Effect.runPromise(findMessages(account, { to: TO, messagingServiceSid: SERVICE, since }))
+    expect(found.map((f) => f.message.sid)).toEqual([message.sid])
     const wrongService = await Effect.runPromise(
-      findMessage(account, { to: TO, messagingServiceSid: "MG00000000000000000000000000000000", since })
+      findMessages(account, { to: TO, messagingServiceSid: "MG00000000000000000000000000000000", since })
     )
-    expect(Option.isNone(wrongService)).toBe(true)
+    expect(wrongService).toEqual([])
 
     await fake.down()
     const down = await find({ since })

@@ -1,10 +1,10 @@
 /** Get, Get Many and Cancel for messages and AI calls: the same shape on two paths. */
 import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 import type { ApiActionRecord, ApiCancellationAck, ApiRecordListQuery } from './api';
 import { toOffsetTimestamp } from './creation';
 import { pagingFields } from './descriptions';
 import type { ParleyOperation } from './operation';
+import { textOf, textParameter } from './parameters';
 import { parleyPages, parleyRequestFull } from './transport';
 
 export interface ActionKind {
@@ -18,9 +18,13 @@ export interface ActionKind {
 	statuses: readonly string[];
 }
 
+function idLabel(kind: ActionKind): string {
+	return kind.noun === 'message' ? 'Message ID' : 'AI Call ID';
+}
+
 function idField(kind: ActionKind, verb: string): INodeProperties {
 	return {
-		displayName: kind.noun === 'message' ? 'Message ID' : 'AI Call ID',
+		displayName: idLabel(kind),
 		name: kind.idParameter,
 		type: 'string',
 		default: '',
@@ -30,14 +34,9 @@ function idField(kind: ActionKind, verb: string): INodeProperties {
 	};
 }
 
+/** The id of the record to read or cancel; an expression that found nothing is refused here, not sent as `undefined`. */
 function readId(context: IExecuteFunctions, kind: ActionKind, itemIndex: number): string {
-	const id = String(context.getNodeParameter(kind.idParameter, itemIndex)).trim();
-	if (id === '') {
-		throw new NodeOperationError(context.getNode(), `The ${kind.noun} ID is empty [item ${itemIndex}]`, {
-			itemIndex,
-		});
-	}
-	return id;
+	return textParameter(context, kind.idParameter, itemIndex, { label: idLabel(kind), required: true });
 }
 
 export function getAction(kind: ActionKind): ParleyOperation {
@@ -121,7 +120,7 @@ function listQuery(context: IExecuteFunctions, itemIndex: number): ApiRecordList
 	if (statuses.length > 0) query.status = statuses.join(',');
 	const since = toOffsetTimestamp(filters.since, context.getTimezone());
 	if (since !== undefined) query.since = since;
-	const number = typeof filters.number === 'string' ? filters.number.trim() : '';
+	const number = textOf(context, itemIndex, filters.number, { label: 'Number' }).trim();
 	if (number !== '') query.number = number;
 	return query;
 }

@@ -6,6 +6,7 @@ import { createHash } from 'crypto';
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 import type { ApiCreationAck } from './api';
+import { textOf } from './parameters';
 import type { ParleyResponse } from './transport';
 
 const MAX_IDEMPOTENCY_KEY = 128;
@@ -64,12 +65,19 @@ export function derivedIdempotencyKey(attempt: AttemptIdentity): string {
 /** The Idempotency-Key of one create: the user's override, or one derived from the attempt. */
 export function idempotencyKeyFor(this: IExecuteFunctions, itemIndex: number): string {
 	const options = this.getNodeParameter('options', itemIndex, {}) as IDataObject;
-	const override = typeof options.idempotencyKey === 'string' ? options.idempotencyKey.trim() : '';
+	// A key from `{{ $json.eventId }}` is often a number: it is the user's key all the same.
+	const override = textOf(this, itemIndex, options.idempotencyKey, {
+		label: 'Idempotency Key',
+		accepts: 'scalar',
+	}).trim();
 	if (override !== '') {
-		if (override.length > MAX_IDEMPOTENCY_KEY) {
-			throw new NodeOperationError(this.getNode(), 'The Idempotency Key is longer than 128 characters', {
-				itemIndex,
-			});
+		// Parley counts characters (code points), not UTF-16 units.
+		if ([...override].length > MAX_IDEMPOTENCY_KEY) {
+			throw new NodeOperationError(
+				this.getNode(),
+				`The Idempotency Key is longer than ${MAX_IDEMPOTENCY_KEY} characters [item ${itemIndex}]`,
+				{ itemIndex },
+			);
 		}
 		return override;
 	}
@@ -115,7 +123,7 @@ export function addLinkAndSchedule(
 	body: IDataObject,
 ): void {
 	const fields = this.getNodeParameter('additionalFields', itemIndex, {}) as IDataObject;
-	const recordId = typeof fields.recordId === 'string' ? fields.recordId.trim() : '';
+	const recordId = textOf(this, itemIndex, fields.recordId, { label: 'Record ID' }).trim();
 	if (recordId !== '') {
 		body.record = { module: typeof fields.recordModule === 'string' ? fields.recordModule : 'Leads', id: recordId };
 	}

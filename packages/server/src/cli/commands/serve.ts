@@ -1,7 +1,7 @@
 /** `parley serve`: the HTTP server (what `pnpm start` runs, with --demo). */
 import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
@@ -9,6 +9,9 @@ import { HttpServerLive } from "../../http/HttpServerLive.js"
 import { RetentionLive } from "../../store/Retention.js"
 import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
+
+/** Where `serve --demo` (`pnpm start`) listens when HOST is unset. */
+export const DEMO_HOST = "127.0.0.1"
 
 const withDemo = Options.boolean("demo").pipe(
   Options.withDescription("Seed the demo organisation and print its keys and a curl to try")
@@ -27,9 +30,14 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     }
     // Parley exports no traces: with the tracer off, the spans the core and the SQL client open on every
     // request and statement are not built (each captured a stack trace and a dozen attributes).
+    // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
+    // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
+    const http = demo && Option.isNone(config.host)
+      ? HttpServerLive.pipe(Layer.provide(Layer.succeed(ServerConfig, { ...config, host: Option.some(DEMO_HOST) })))
+      : HttpServerLive
     return yield* Layer.launch(
-      Layer.mergeAll(HttpServerLive, RetentionLive, DispatcherLive, DeliveryLive).pipe(
+      Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive).pipe(
         Layer.provide(Layer.setTracerEnabled(false))
       )
     )
-  })).pipe(Command.withDescription("Run the Parley server (PORT, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))
+  })).pipe(Command.withDescription("Run the Parley server (PORT, HOST, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))

@@ -3,14 +3,14 @@
  * for texts and WhatsApp: send one message, and find a message again when a
  * send's outcome is unknown. Plain Effect over `fetch`, with no retries of its
  * own: Twilio's Messages API takes no idempotency key, so whether to try again
- * is the dispatcher's decision, made after `findMessage` has looked.
+ * is the dispatcher's decision, made after `findMessages` has looked.
  *
  * Every failure is a `TwilioSendError` whose `reason` says what the caller may
  * do: `rejected` (this message will never go: fail it), `auth_failed` (the
  * organisation's credentials are wrong: fail clearly, do not retry),
  * `rate_limited` (retry later, no sooner than `retryAfterMs`), `unavailable`
  * (nothing was sent: retry), `unknown_outcome` (the request may have been
- * acted on: reconcile with `findMessage` before retrying).
+ * acted on: reconcile with `findMessages` before retrying).
  *
  * Errors carry Twilio's own message and code, never a credential.
  */
@@ -23,15 +23,18 @@ export const TWILIO_API_BASE = "https://api.twilio.com"
 export const TWILIO_CONTENT_API_BASE = "https://content.twilio.com"
 export const TWILIO_TIMEOUT_MS = 15_000
 /**
- * How far before `since` findMessage still looks, because `since` is read on
+ * How far before `since` findMessages still looks, because `since` is read on
  * Parley's clock and `date_created` on Twilio's. A wider window could only
  * mistake an identical earlier message (same sender, recipient and text) for
  * the one being looked for.
  */
 export const TWILIO_CLOCK_SKEW_MS = 60_000
-/** findMessage reads at most this many pages of this many messages. */
-const FIND_PAGE_SIZE = 100
-const FIND_MAX_PAGES = 5
+/**
+ * findMessages reads pages of the largest size Twilio serves, and gives up (an error: nothing is concluded)
+ * past this many: 20,000 messages between one sender and one recipient.
+ */
+const FIND_PAGE_SIZE = 1000
+const FIND_MAX_PAGES = 20
 
 export interface TwilioAccount {
   /** Default TWILIO_API_BASE; a regional edge or a local fake otherwise. */
@@ -287,6 +290,12 @@ export interface TwilioFindQuery {
   readonly contentSid?: string | undefined
 }
 
+/** A message findMessages found, with when Twilio created it (ms since the epoch). */
+export interface TwilioFoundMessage {
+  readonly message: TwilioMessage
+  readonly createdAt: number
+}
+
 const createdAt = (json: MessageJson): number => (json.date_created === null ? NaN : Date.parse(json.date_created))
 
 const matches = (query: TwilioFindQuery, earliest: number) => (json: MessageJson): boolean =>
@@ -296,19 +305,25 @@ const matches = (query: TwilioFindQuery, earliest: number) => (json: MessageJson
   // A template's Message carries the rendered text, not the content sid, so a
   // template send is matched on sender, recipient and time alone.
   (query.body === undefined || json.body === query.body) &&
+  // A message whose creation time cannot be read is kept: better a candidate too many than one missed.
   !(createdAt(json) < earliest)
 
 /**
- * Reconciles a send whose outcome is unknown: the newest message to `to` from
+ * Reconciles a send whose outcome is unknown: every message to `to` from
  * `from` (or the messaging service) created at or after `since`, matched by
- * body when one is given; None when there is none.
+ * body when one is given, oldest first. Which of them is the action's is the
+ * caller's decision: the same text to the same person twice (two appointment
+ * confirmations) gives two candidates.
  *
  * Lists with the To and From filters and no DateSent filter, because DateSent
  * is when Twilio handed the message on: a message still queued has none and a
- * DateSent filter would hide exactly the message being looked for. The rest is
- * checked here, over at most FIND_MAX_PAGES pages, newest first.
+ * DateSent filter would hide exactly the message being looked for. Twilio's
+ * documentation promises no order for the list, so every page is read
+ * (following `next_page_uri`, whose PageToken is a cursor) rather than
+ * stopping at the first message older than the window; past FIND_MAX_PAGES
+ * the answer is an error, never a partial list that could miss the message.
  */
-export const findMessage = Effect.fn("TwilioClient.findMessage")(function*(
+export const findMessages = Effect.fn("TwilioClient.findMessages")(function*(
   account: TwilioAccount,
   query: TwilioFindQuery,
   options: TwilioCallOptions = {}
@@ -318,8 +333,12 @@ export const findMessage = Effect.fn("TwilioClient.findMessage")(function*(
   if (query.from !== undefined) params.set("From", query.from)
   const origin = account.apiBase.replace(/\/+$/, "")
   let url: string | null = `${messagesUrl(account)}?${params.toString()}`
-  const found: Array<MessageJson> = []
-  for (let page = 0; page < FIND_MAX_PAGES && url !== null; page++) {
+  // By sid: a message that moved between pages while they were read is counted once.
+  const found = new Map<string, MessageJson>()
+  for (let page = 0; url !== null; page++) {
+    if (page === FIND_MAX_PAGES) {
+      return yield* connectionError("unavailable", `more than ${FIND_MAX_PAGES} pages of messages to ${query.to}`)
+    }
     const answer = yield* exchange({
       method: "GET",
       url,
@@ -339,15 +358,13 @@ export const findMessage = Effect.fn("TwilioClient.findMessage")(function*(
         retryAfterMs: null
       })
     }
-    found.push(...decoded.value.messages.filter(matches(query, earliest)))
-    const allOlder = decoded.value.messages.every((json) => createdAt(json) < earliest)
-    url = allOlder || decoded.value.next_page_uri === null ? null : origin + decoded.value.next_page_uri
+    // A listed message without a sid (Twilio's schema allows it) could not be adopted anyway.
+    for (const json of decoded.value.messages.filter(matches(query, earliest))) if (json.sid !== null) found.set(json.sid, json)
+    url = decoded.value.next_page_uri === null ? null : origin + decoded.value.next_page_uri
   }
-  const newest = found.reduce<MessageJson | undefined>(
-    (best, json) => (best === undefined || createdAt(json) > createdAt(best) ? json : best),
-    undefined
-  )
-  return Option.map(Option.fromNullable(newest), toMessage)
+  return [...found.values()]
+    .map((json): TwilioFoundMessage => ({ message: toMessage(json), createdAt: createdAt(json) }))
+    .sort((a, b) => (a.createdAt || 0) - (b.createdAt || 0))
 })
 
 const ContentJson = Schema.Struct({

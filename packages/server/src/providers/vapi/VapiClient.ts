@@ -2,7 +2,7 @@
  * Vapi (AI phone calls): create an outbound call, find a call again when a
  * create's outcome is unknown, and read what Vapi posts to Parley's server URL.
  * Plain Effect over `fetch`, with no retries of its own (Vapi's create-call
- * takes no idempotency key; the dispatcher decides, after `findCall` has looked).
+ * takes no idempotency key; the dispatcher decides, after `findCalls` has looked).
  *
  * The call carries `parleyActionId` in `assistantOverrides.metadata`: Vapi's
  * create-call DTO has no top-level `metadata` (its validation refuses unknown
@@ -19,11 +19,12 @@ import { constantTimeEqual, exchange, parseJson, type ProviderExchange, retryAft
 
 export const VAPI_API_BASE = "https://api.vapi.ai"
 export const VAPI_TIMEOUT_MS = 15_000
-/** How far before `since` findCall still looks (Parley's clock against Vapi's). */
+/** How far before `since` findCalls still looks (Parley's clock against Vapi's). */
 export const VAPI_CLOCK_SKEW_MS = 60_000
+/** The page size findCalls asks for (Vapi's default is 100). */
 const FIND_LIMIT = 100
-/** Pages findCall reads at most (newest first): 1,000 calls from one number in the window. */
-const FIND_MAX_PAGES = 10
+/** Pages findCalls reads at most (newest first) before giving up with an error: 2,000 calls from one number in the window. */
+const FIND_MAX_PAGES = 20
 
 export interface VapiAccount {
   /** Default VAPI_API_BASE; a local fake otherwise. */
@@ -96,6 +97,7 @@ const CallJson = Schema.Struct({
   endedReason: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   createdAt: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   phoneNumberId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  customer: Schema.optional(Schema.NullOr(Schema.Struct({ number: Schema.optional(Schema.NullOr(Schema.String)) }))),
   assistantOverrides: Schema.optional(Schema.NullOr(Schema.Struct({ metadata: Schema.optional(Schema.NullOr(Metadata)) }))),
   artifact: Schema.optional(Schema.NullOr(Schema.Struct({
     transcript: Schema.optional(Schema.NullOr(Schema.String)),
@@ -230,30 +232,45 @@ export const getCall = Effect.fn("VapiClient.getCall")(function*(
 
 export interface VapiFindQuery {
   readonly phoneNumberId: string
+  /** E.164: the number called. */
+  readonly customerNumber: string
   /** ms since the epoch: the call was created at or after this (less VAPI_CLOCK_SKEW_MS). */
   readonly since: number
-  readonly parleyActionId: string
+}
+
+/** A call findCalls found: when Vapi created it, and the Parley action its metadata names (null when none). */
+export interface VapiFoundCall {
+  readonly call: VapiCall
+  readonly createdAt: number
+  readonly parleyActionId: string | null
 }
 
 const createdAt = (json: CallJson) => (json.createdAt === null ? NaN : Date.parse(json.createdAt))
 
 /**
- * Reconciles a create whose outcome is unknown: GET /call filtered by
- * phoneNumberId and createdAtGe, then the newest call whose
- * assistantOverrides.metadata.parleyActionId is this action's; None when there is none.
+ * Reconciles a create whose outcome is unknown: every call from the number to
+ * the customer created in the window (GET /call filtered by phoneNumberId and
+ * createdAtGe), oldest first, each with the `parleyActionId` of its
+ * assistantOverrides.metadata. Which is the action's is the caller's decision.
+ *
+ * GET /call answers a plain array, newest first, of at most `limit` calls: the
+ * next page asks for calls no newer than the oldest seen (createdAtLe; calls
+ * made in the same millisecond are not skipped, those already seen are), until
+ * a page is short or brings nothing new. Past FIND_MAX_PAGES the answer is an
+ * error, never a partial list that could miss the call.
  */
-export const findCall = Effect.fn("VapiClient.findCall")(function*(
+export const findCalls = Effect.fn("VapiClient.findCalls")(function*(
   account: VapiAccount,
   query: VapiFindQuery,
   options: VapiCallOptions = {}
 ) {
   const since = new Date(query.since - VAPI_CLOCK_SKEW_MS).toISOString()
-  // Newest first, a page at a time: a busy number can place more calls in the window than one page holds,
-  // so each next page asks for calls no newer than the oldest seen (calls made in the same millisecond are
-  // not skipped; those already seen are), until a page brings nothing new or FIND_MAX_PAGES ends.
   let before: string | null = null
-  const seen = new Set<string>()
-  for (let page = 0; page < FIND_MAX_PAGES; page++) {
+  const seen = new Map<string, CallJson>()
+  for (let page = 0; ; page++) {
+    if (page === FIND_MAX_PAGES) {
+      return yield* connectionError("unavailable", `more than ${FIND_MAX_PAGES} pages of calls from the number`)
+    }
     const params = new URLSearchParams({
       phoneNumberId: query.phoneNumberId,
       createdAtGe: since,
@@ -278,22 +295,24 @@ export const findCall = Effect.fn("VapiClient.findCall")(function*(
         retryAfterMs: null
       })
     }
-    const ours = calls.value.filter((json) =>
-      json.assistantOverrides?.metadata?.["parleyActionId"] === query.parleyActionId &&
-      (json.phoneNumberId === null || json.phoneNumberId === query.phoneNumberId)
-    )
-    const newest = ours.reduce<CallJson | undefined>(
-      (best, json) => (best === undefined || createdAt(json) > createdAt(best) ? json : best),
-      undefined
-    )
-    if (newest !== undefined) return Option.some(toCall(newest))
     const fresh = calls.value.filter((json) => !seen.has(json.id))
-    for (const json of fresh) seen.add(json.id)
+    for (const json of fresh) seen.set(json.id, json)
     const oldest = calls.value.reduce<number>((min, json) => Math.min(min, createdAt(json)), Number.POSITIVE_INFINITY)
     if (calls.value.length < FIND_LIMIT || fresh.length === 0 || !Number.isFinite(oldest)) break
     before = new Date(oldest).toISOString()
   }
-  return Option.none<VapiCall>()
+  return [...seen.values()]
+    .filter((json) =>
+      (json.phoneNumberId === null || json.phoneNumberId === query.phoneNumberId) &&
+      // A call whose customer is not given is kept: better a candidate too many than one missed.
+      (json.customer?.number === undefined || json.customer.number === null ||
+        json.customer.number === query.customerNumber)
+    )
+    .map((json): VapiFoundCall => {
+      const owner = json.assistantOverrides?.metadata?.["parleyActionId"]
+      return { call: toCall(json), createdAt: createdAt(json), parleyActionId: typeof owner === "string" ? owner : null }
+    })
+    .sort((a, b) => (a.createdAt || 0) - (b.createdAt || 0))
 })
 
 const header = (headers: Readonly<Record<string, string | undefined>>, name: string): string | undefined => {

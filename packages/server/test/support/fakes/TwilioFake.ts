@@ -37,13 +37,19 @@
  *   as Twilio reports it; a ContentSid template goes through.
  * - `GET …/Messages/{Sid}.json` (the resource now; 404 with 20404 when unknown).
  * - `GET …/Messages.json` with To, From, DateSent / DateSent< / DateSent>
- *   filters, PageSize and Page/PageToken, newest first, in Twilio's paging
- *   envelope (`messages`, `page`, `page_size`, `next_page_uri`, …).
+ *   filters, newest first, in Twilio's paging envelope (`messages`, `page`,
+ *   `page_size`, `next_page_uri`, …): PageSize (default 50, at most 1,000, or
+ *   the fake's `maxPageSize`, to make tests page), and a PageToken cursor as
+ *   Twilio's are (`PA` + the last sid of the page before: a message created
+ *   meanwhile neither shifts nor repeats the later pages). `Page` is only an
+ *   index for the client, as Twilio documents it.
  * - Controls for tests: fail the next creates (`failNext`), accept and cut the
  *   connection before answering (`dropNextAfterAccept`), never answer
  *   (`hangNext`), go down and come back on the same port (`down`/`up`), bend
- *   the next lifecycles' callbacks (`tweakNextCallbacks`), and see every
- *   request (with whether its credentials held), message and callback.
+ *   the next lifecycles' callbacks (`tweakNextCallbacks`), be told each time a
+ *   create has been answered (`onAnswered`: the crash tests kill Parley then),
+ *   and see every request (with whether its credentials held), message and
+ *   callback.
  */
 import { randomBytes } from "node:crypto"
 import type { ServerResponse } from "node:http"
@@ -71,6 +77,8 @@ export interface TwilioFakeOptions {
   readonly contentDefaults?: Readonly<Record<string, Readonly<Record<string, string>>>>
   /** Delay between lifecycle steps. Default 20 ms. */
   readonly stepMs?: number
+  /** The largest page the list serves (Twilio's is 1,000): smaller makes a client page. */
+  readonly maxPageSize?: number
 }
 
 export interface TwilioFakeRequest {
@@ -194,6 +202,8 @@ export class TwilioFake extends ProviderFake {
   readonly callbacks: Array<TwilioFakeCallback> = []
   /** The content SIDs read through the Content API, in order. */
   readonly contentReads: Array<string> = []
+  /** Called once the 201 of each create has been written (the message exists and Parley may have its answer). */
+  onAnswered: ((message: TwilioFakeMessage) => void) | undefined = undefined
   private sequence = 0
 
   private constructor(private readonly options: TwilioFakeOptions) {
@@ -312,6 +322,7 @@ export class TwilioFake extends ProviderFake {
       return
     }
     sendJson(response, 201, answer)
+    this.onAnswered?.(created.message)
   }
 
   /** Twilio's Content API: `GET /v1/Content/{sid}` for a template given in `contentTemplates`. */
@@ -570,30 +581,34 @@ export class TwilioFake extends ProviderFake {
       .filter((m) => query.get("From") === null || m.from === query.get("From"))
       .filter((m) => sentWithin(m.dateSent))
       .sort((a, b) => b.dateCreated - a.dateCreated || b.sequence - a.sequence)
-    const pageSize = Math.min(1000, Math.max(1, Number(query.get("PageSize") ?? "50") || 50))
+    const pageSize = Math.min(this.options.maxPageSize ?? 1000, Math.max(1, Number(query.get("PageSize") ?? "50") || 50))
+    // The token is a cursor: the page starts after the message it names (gone: from the first).
     const token = query.get("PageToken")
-    const page = token !== null && token.startsWith("PA") ? Number(token.slice(2)) : Number(query.get("Page") ?? "0") || 0
-    const start = page * pageSize
+    const cursor = token !== null && token.startsWith("PA") ? selected.findIndex((m) => m.sid === token.slice(2)) : -1
+    const start = cursor + 1
+    const page = Number(query.get("Page") ?? "0") || 0
     const items = selected.slice(start, start + pageSize)
     const path = `/${API_VERSION}/Accounts/${this.accountSid}/Messages.json`
-    const pageUri = (n: number) => {
+    const pageUri = (n: number, cursor: string | null) => {
       const params = new URLSearchParams(query)
       params.set("PageSize", String(pageSize))
       params.set("Page", String(n))
       params.delete("PageToken")
-      if (n > 0) params.set("PageToken", `PA${n}`)
+      if (cursor !== null) params.set("PageToken", `PA${cursor}`)
       return `${path}?${params.toString()}`
     }
+    const last = items.at(-1)
     sendJson(response, 200, {
       end: start + Math.max(0, items.length - 1),
-      first_page_uri: pageUri(0),
+      first_page_uri: pageUri(0, null),
       messages: items.map((m) => this.resource(m)),
-      next_page_uri: start + pageSize < selected.length ? pageUri(page + 1) : null,
+      next_page_uri: last !== undefined && start + items.length < selected.length ? pageUri(page + 1, last.sid) : null,
       page,
       page_size: pageSize,
-      previous_page_uri: page > 0 ? pageUri(page - 1) : null,
+      // Twilio's previous page runs backwards from the first sid of this one; no client here reads it.
+      previous_page_uri: page > 0 ? pageUri(page - 1, null) : null,
       start,
-      uri: pageUri(page)
+      uri: `${path}?${url.searchParams.toString()}`
     })
   }
 }

@@ -29,11 +29,14 @@
  *   gives a number any of the SDK's 597 `endedReason`s; any other number
  *   talks and hangs up (`customer-ended-call`).
  * - `GET /call` with Vapi's documented filters (id, assistantId, phoneNumberId,
- *   limit, createdAtGt/Lt/Ge/Le), newest first, and `GET /call/{id}`.
+ *   limit, createdAtGt/Lt/Ge/Le), newest first, as a plain array of at most
+ *   `limit` calls (default 100) — the next page is the client's to ask for, by
+ *   createdAtLe — and `GET /call/{id}`.
  * - The same test controls as the Twilio fake: `failNext` (429/500/503),
  *   `failNextWithConcurrencyLimit` (Vapi's 400 "Over Concurrency Limit"),
- *   `dropNextAfterAccept`, `hangNext`, `down`/`up`, `tweakNextCallbacks`, and
- *   every request, call and server message recorded.
+ *   `dropNextAfterAccept`, `hangNext`, `down`/`up`, `tweakNextCallbacks`,
+ *   `onAnswered` (told each time a create has been answered), and every
+ *   request, call and server message recorded.
  */
 import { createHmac, randomUUID } from "node:crypto"
 import type { ServerResponse } from "node:http"
@@ -210,6 +213,8 @@ export class VapiFake extends ProviderFake {
   readonly requests: Array<VapiFakeRequest> = []
   readonly calls: Array<VapiFakeCall> = []
   readonly deliveries: Array<VapiFakeDelivery> = []
+  /** Called once the 201 of each create has been written (the call exists and Parley may have its answer). */
+  onAnswered: ((call: VapiFakeCall) => void) | undefined = undefined
   private sequence = 0
   private serverUrl: string | undefined
   private secret = ""
@@ -344,6 +349,7 @@ export class VapiFake extends ProviderFake {
       return
     }
     sendJson(response, 201, answer)
+    this.onAnswered?.(created.call)
   }
 
   private injure(fault: Exclude<Fault, { _tag: "DropAfterAccept" }>, response: ServerResponse) {

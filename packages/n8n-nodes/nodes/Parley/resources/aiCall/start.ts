@@ -10,6 +10,7 @@ import {
 	toField,
 } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
+import { textParameter } from '../../shared/parameters';
 import { parleyRequestFull } from '../../shared/transport';
 
 export const start: ParleyOperation = {
@@ -56,12 +57,16 @@ export const start: ParleyOperation = {
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
 		const body: IDataObject = {
-			to: (this.getNodeParameter('to', itemIndex) as string).trim(),
-			fromNumberSid: this.getNodeParameter('fromNumber', itemIndex, '', { extractValue: true }) as string,
-			botId: this.getNodeParameter('bot', itemIndex, '', { extractValue: true }) as string,
+			to: textParameter(this, 'to', itemIndex, { label: 'To', required: true }),
+			fromNumberSid: textParameter(this, 'fromNumber', itemIndex, {
+				label: 'From',
+				required: true,
+				extractValue: true,
+			}),
+			botId: textParameter(this, 'bot', itemIndex, { label: 'Bot', required: true, extractValue: true }),
 			mode: this.getNodeParameter('mode', itemIndex) as string,
 		};
-		const purposeMessage = this.getNodeParameter('purposeMessage', itemIndex, '') as string;
+		const purposeMessage = textParameter(this, 'purposeMessage', itemIndex, { label: 'Purpose Message' });
 		if (purposeMessage !== '') body.purposeMessage = purposeMessage;
 		addLinkAndSchedule.call(this, itemIndex, body);
 

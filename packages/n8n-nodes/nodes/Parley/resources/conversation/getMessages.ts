@@ -3,15 +3,18 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import type { ApiActionRecord } from '../../shared/api';
 import { conversationField, pagingFields } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
+import { textParameter } from '../../shared/parameters';
 import { parleyPages } from '../../shared/transport';
 
 export const getMessages: ParleyOperation = {
 	fields: [conversationField, ...pagingFields()],
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
-		const conversationId = this.getNodeParameter('conversation', itemIndex, '', {
+		const conversationId = textParameter(this, 'conversation', itemIndex, {
+			label: 'Conversation',
+			required: true,
 			extractValue: true,
-		}) as string;
+		});
 		const returnAll = this.getNodeParameter('returnAll', itemIndex) as boolean;
 		const limit = returnAll ? undefined : (this.getNodeParameter('limit', itemIndex) as number);
 		const messages = await parleyPages<ApiActionRecord>(

@@ -10,16 +10,23 @@ import {
 	toField,
 } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
+import { textOf, textParameter } from '../../shared/parameters';
 import { parleyRequestFull } from '../../shared/transport';
 
-function contentVariables(fields: IDataObject): IDataObject | undefined {
+function contentVariables(
+	context: IExecuteFunctions,
+	itemIndex: number,
+	fields: IDataObject,
+): IDataObject | undefined {
 	const collection = (fields.whatsAppContentVariables ?? {}) as IDataObject;
 	const variables = (collection.variable ?? []) as IDataObject[];
 	if (variables.length === 0) return undefined;
 	const result: IDataObject = {};
 	for (const variable of variables) {
-		const key = String(variable.key ?? '').trim().replace(/^\{\{|\}\}$/g, '');
-		result[`{{${key}}}`] = String(variable.value ?? '');
+		const key = textOf(context, itemIndex, variable.key, { label: 'WhatsApp Content Variable Placeholder' })
+			.trim()
+			.replace(/^\{\{|\}\}$/g, '');
+		result[`{{${key}}}`] = textOf(context, itemIndex, variable.value, { label: `WhatsApp Content Variable {{${key}}}` });
 	}
 	return result;
 }
@@ -111,20 +118,31 @@ export const send: ParleyOperation = {
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
 		const body: IDataObject = {
-			to: (this.getNodeParameter('to', itemIndex) as string).trim(),
-			fromNumberSid: this.getNodeParameter('fromNumber', itemIndex, '', { extractValue: true }) as string,
+			to: textParameter(this, 'to', itemIndex, { label: 'To', required: true }),
+			fromNumberSid: textParameter(this, 'fromNumber', itemIndex, {
+				label: 'From',
+				required: true,
+				extractValue: true,
+			}),
 			channel: this.getNodeParameter('channel', itemIndex) as string,
 		};
 		if (this.getNodeParameter('content', itemIndex) === 'template') {
-			body.templateUuid = this.getNodeParameter('template', itemIndex, '', { extractValue: true }) as string;
+			body.templateUuid = textParameter(this, 'template', itemIndex, {
+				label: 'Template',
+				required: true,
+				extractValue: true,
+			});
 		} else {
-			body.body = this.getNodeParameter('body', itemIndex) as string;
+			// Not trimmed: spacing in a message is the writer's.
+			body.body = textParameter(this, 'body', itemIndex, { label: 'Body' });
 		}
 		addLinkAndSchedule.call(this, itemIndex, body);
 		const fields = this.getNodeParameter('additionalFields', itemIndex, {}) as IDataObject;
-		const contentSid = typeof fields.whatsAppContentSid === 'string' ? fields.whatsAppContentSid.trim() : '';
+		const contentSid = textOf(this, itemIndex, fields.whatsAppContentSid, {
+			label: 'WhatsApp Content SID',
+		}).trim();
 		if (contentSid !== '') body.whatsAppContentSid = contentSid;
-		const variables = contentVariables(fields);
+		const variables = contentVariables(this, itemIndex, fields);
 		if (variables !== undefined) body.whatsAppContentVariables = variables;
 
 		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);

@@ -1,0 +1,63 @@
+/**
+ * The crash tests' harness (issue 22): rounds in which a provider fake's next
+ * answered create kills Parley (SIGKILL) 0–40 ms later — before, while or
+ * after it commits the answer — and Parley is started again on the same
+ * store, while the test keeps asking for actions as a client would (a request
+ * the kill cut is asked again).
+ */
+import type { TestServer } from "./server.js"
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** How a test hands the harness its fake's "a create was answered" hook. */
+export type ArmKill = (onAnswered: (() => void) | undefined) => void
+
+/**
+ * Runs `rounds` rounds; each asks for its actions (`round`) and ends once the kill it armed has happened
+ * and the server is back. Answers the number of kills.
+ */
+export const crashRounds = async (options: {
+  readonly rounds: number
+  readonly server: TestServer
+  readonly arm: ArmKill
+  readonly round: (index: number) => Promise<void>
+}): Promise<number> => {
+  let kills = 0
+  for (let index = 0; index < options.rounds; index++) {
+    let crash: Promise<void> | undefined
+    options.arm(() => {
+      options.arm(undefined)
+      crash = (async () => {
+        await sleep(Math.random() * 40)
+        await options.server.restart("SIGKILL")
+        kills++
+      })()
+    })
+    await options.round(index)
+    const deadline = Date.now() + 120_000
+    while (crash === undefined && Date.now() < deadline) await sleep(50)
+    if (crash === undefined) throw new Error(`round ${index}: no create was answered within two minutes`)
+    await crash
+  }
+  options.arm(undefined)
+  return kills
+}
+
+/** POSTs until the server answers 202 (a new Idempotency-Key each time: an action the kill hid is counted too). */
+export const createRetrying = async (server: TestServer, key: string, path: string, body: unknown): Promise<void> => {
+  for (let attempt = 0;; attempt++) {
+    try {
+      const response = await server.fetch(path, {
+        key,
+        method: "POST",
+        headers: { "idempotency-key": `crash-${Date.now()}-${Math.random()}` },
+        body: JSON.stringify(body)
+      })
+      if (response.status === 202) return
+      if (attempt > 600) throw new Error(`HTTP ${response.status}: ${await response.text()}`)
+    } catch (error) {
+      if (attempt > 600) throw error
+    }
+    await sleep(100)
+  }
+}
