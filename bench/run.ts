@@ -36,6 +36,7 @@ import { writeBaselineConfig } from "./lib/writeBaseline.js"
 import { callbackFloodScenario } from "./scenarios/callbackFlood.js"
 import { type DispatcherHarness, dispatcherScenario } from "./scenarios/dispatcher.js"
 import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
+import { zohoScenario } from "./scenarios/zoho.js"
 
 const args = new Set(process.argv.slice(2))
 const quick = args.has("--quick")
@@ -547,6 +548,19 @@ const main = async () => {
       await callbackScenario()
     } else {
       const { demo, org, templateDir } = await apiScenarios()
+      await zohoScenario({
+        step,
+        note: (line) => notes.push(line),
+        dataDir,
+        logFile: (name) => {
+          const file = join(logsDir, `${name}.log`)
+          writeFileSync(file, "")
+          return file
+        },
+        loadSpec,
+        measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf),
+        record: (row) => rows.push(row)
+      })
       walk = await conversationScenarios(templateDir, demo, org)
       await dispatcherScenarios(templateDir, org)
       await callbackScenario()

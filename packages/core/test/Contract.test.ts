@@ -116,7 +116,8 @@ const ISSUE_CODE_STATUS: Readonly<Record<string, string>> = {
 const CODE_STATUS: Readonly<Record<string, string>> = {
   ...ISSUE_CODE_STATUS,
   METHOD_NOT_ALLOWED: "405",
-  UNSUPPORTED_MEDIA_TYPE: "415"
+  UNSUPPORTED_MEDIA_TYPE: "415",
+  DESTINATION_NOT_ALLOWED: "403"
 }
 
 const operation = (method: string, path: string): Operation => {

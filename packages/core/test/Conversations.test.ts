@@ -2,7 +2,7 @@
 // key and the executing CRM account and groups them by (line, counterpart);
 // cursors and conversation ids are opaque, stable and tamper-evident.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { ActionStore, ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/internal.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
@@ -108,10 +108,15 @@ const connectAccount = (orgId: string, id: string, permissions: Partial<Crm.CrmP
     }))
 
 /** Replaces the payload of a signed token and keeps its MAC: what a client tampering with it would do. */
+/**
+ * A token with its payload edited, as an attacker who knew the payload would forge it: tokens are sealed, so
+ * the edit travels in the older signed form, under the original token's MAC and under a key of its own.
+ */
 const editPayload = (token: string, edit: (payload: Record<string, unknown>) => Record<string, unknown>) => {
-  const [body, mac] = token.split(".")
-  const payload = JSON.parse(Buffer.from(body ?? "", "base64url").toString("utf8")) as Record<string, unknown>
-  return `${Buffer.from(JSON.stringify(edit(payload))).toString("base64url")}.${mac ?? ""}`
+  const opened = Cursors.make("test-secret").open(Demo.DEMO_ORG_ID, token, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  const payload = Option.getOrElse(opened, () => ({}))
+  const body = Buffer.from(JSON.stringify(edit(payload))).toString("base64url")
+  return [`${body}.${token.slice(0, 22)}`, Cursors.make("attacker-secret").seal(Demo.DEMO_ORG_ID, edit(payload))]
 }
 
 describe("GET /conversations", () => {
@@ -256,8 +261,8 @@ describe("GET /conversations", () => {
         ".",
         `${real}x`,
         real.slice(0, -1),
-        editPayload(real, (p) => ({ ...p, b: "999999" })),
-        editPayload(real, (p) => ({ ...p, b: "1 OR 1=1" })),
+        ...editPayload(real, (p) => ({ ...p, b: "999999" })),
+        ...editPayload(real, (p) => ({ ...p, b: "1 OR 1=1" })),
         // A conversation id is signed too, but it is not a list cursor.
         items[0]?.id ?? "missing"
       ]
@@ -399,11 +404,11 @@ describe("GET /conversations/{id}", () => {
       expect((yield* service.messages(caller, real, undefined)).items.map((m) => m.body)).toEqual(["hi"])
       const foreign = (yield* service.list(yield* callerFor(other.keys.live), undefined)).items[0]?.id ?? ""
       // Correctly signed (the harness's secret) but a conversation with no messages.
-      const empty = Cursors.make("test-secret").sign(demo.orgId, { l: SALES_LINE, p: GRACE })
+      const empty = Cursors.make("test-secret").seal(demo.orgId, { l: SALES_LINE, p: GRACE })
       const candidates = [
         "nope",
         `${real}x`,
-        editPayload(real, (p) => ({ ...p, p: ALAN })),
+        ...editPayload(real, (p) => ({ ...p, p: ALAN })),
         foreign,
         empty
       ]
@@ -467,7 +472,7 @@ describe("GET /conversations/{id}", () => {
       const caller = yield* callerFor(demo.keys.live)
       const id = (yield* service.list(caller, undefined)).items[0]?.id ?? ""
       expect((yield* service.messages(caller, id, undefined)).items.map((m) => m.body)).toEqual(["text"])
-      const callsOnly = Cursors.make("test-secret").sign(demo.orgId, { l: SALES_LINE, p: GRACE })
+      const callsOnly = Cursors.make("test-secret").seal(demo.orgId, { l: SALES_LINE, p: GRACE })
       yield* insert(demo.orgId, [{ line: SALES_LINE, counterpart: GRACE, direction: "Outbound", body: "c", kind: "ai_call" }])
       expect((yield* failureOf(service.messages(caller, callsOnly, undefined)))._tag).toBe("NotFound")
     }).pipe(Effect.provide(CoreTestLayer)))

@@ -1,5 +1,5 @@
-// The per-key rate limit: 60 requests a minute by default, counted per key,
-// with remaining/reset values and a window that rolls over on the TestClock.
+// The per-key rate limit: 60 requests a minute by default, counted per key in a
+// sliding window (the minute before weighs in), with remaining/reset values, on the TestClock.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter, RateLimitStore } from "../src/internal.js"
@@ -27,12 +27,14 @@ describe("rate limit (default policy)", () => {
       for (const d of decisions) {
         expect(d.limit).toBe(60)
         expect(d.windowSeconds).toBe(60)
-        expect(d.resetSeconds).toBe(60)
+        // This request stops counting one bucket (3 s) after a window from now.
+        expect(d.resetSeconds).toBe(63)
       }
       const error = yield* Effect.flip(consume("key_a"))
       expect(error._tag).toBe("RateLimited")
       if (error._tag !== "RateLimited") return
-      expect(error.retryAfterSeconds).toBe(60)
+      // The 60 count until their bucket has left the window: a window and a bucket later.
+      expect(error.retryAfterSeconds).toBe(63)
       expect(error.message).toContain("60")
       // Still refused on further attempts within the window.
       expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
@@ -42,16 +44,49 @@ describe("rate limit (default policy)", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC + 15_000)
       const first = yield* consume("key_a")
-      expect(first).toEqual({ limit: 60, remaining: 59, resetSeconds: 45, windowSeconds: 60 })
+      expect(first).toEqual({ limit: 60, remaining: 59, resetSeconds: 63, windowSeconds: 60 })
       yield* TestClock.adjust(20_500)
       const second = yield* consume("key_a")
       expect(second.remaining).toBe(58)
-      // 24.5 s left, rounded up to whole seconds.
-      expect(second.resetSeconds).toBe(25)
+      // Its bucket began 2.5 s ago: it counts for 60.5 s more, rounded up to whole seconds.
+      expect(second.resetSeconds).toBe(61)
       yield* consumeAll("key_a", 58)
-      const error = yield* Effect.flip(consume("key_a"))
-      expect(error._tag === "RateLimited" ? error.retryAfterSeconds : undefined).toBe(25)
+      expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
     }).pipe(Effect.provide(CoreTestLayer)))
+
+  it.effect("a burst at the end of a minute still counts at the start of the next (no 2x across the boundary)", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(MONDAY_10_UTC + 59_900)
+      yield* consumeAll("key_a", 60)
+      yield* TestClock.adjust(200) // 100 ms into the next minute
+      let accepted = 0
+      for (let i = 0; i < 60; i++) {
+        const outcome = yield* Effect.either(consume("key_a"))
+        if (outcome._tag === "Right") accepted++
+      }
+      expect(accepted).toBe(0)
+    }).pipe(Effect.provide(CoreTestLayer)))
+
+  it.effect("a client that sends whenever it may never gets more than the limit into any 60 seconds", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(MONDAY_10_UTC + 30_000)
+      const acceptedAt: Array<number> = []
+      for (let step = 0; step < 600; step++) { // every 500 ms for 5 minutes
+        const now = MONDAY_10_UTC + 30_000 + step * 500
+        yield* TestClock.setTime(now)
+        if ((yield* Effect.either(consume("key_a")))._tag === "Right") acceptedAt.push(now)
+      }
+      let most = 0
+      for (const start of acceptedAt) {
+        most = Math.max(most, acceptedAt.filter((t) => t >= start && t < start + 60_000).length)
+      }
+      expect(most, `accepted ${acceptedAt.length}`).toBeLessThanOrEqual(60)
+      // Sending steadily at the full rate still gets 20/21 of it.
+      expect(acceptedAt.length).toBeGreaterThan(4 * 55)
+    }).pipe(Effect.provide(RateLimiter.layer.pipe(
+      Layer.provide(RateLimitStore.layerMemory),
+      Layer.provide(RateLimiter.RateLimitConfig.layer(RateLimiter.RateLimitConfig.default))
+    ))), 60_000)
 
   it.effect("keys are counted separately", () =>
     Effect.gen(function*() {
@@ -64,33 +99,31 @@ describe("rate limit (default policy)", () => {
       expect((yield* Effect.flip(consume("key_b")))._tag).toBe("RateLimited")
     }).pipe(Effect.provide(CoreTestLayer)))
 
-  it.effect("the window rolls over: refused until the window ends, allowed again from its end", () =>
-    Effect.gen(function*() {
-      yield* TestClock.setTime(MONDAY_10_UTC + 15_000)
-      yield* consumeAll("key_a", 60)
-      const refused = yield* Effect.flip(consume("key_a"))
-      expect(refused._tag === "RateLimited" ? refused.retryAfterSeconds : undefined).toBe(45)
-      yield* TestClock.adjust(45_000 - 1)
-      const lastMillisecond = yield* Effect.flip(consume("key_a"))
-      expect(lastMillisecond._tag === "RateLimited" ? lastMillisecond.retryAfterSeconds : undefined).toBe(1)
-      yield* TestClock.adjust(1)
-      const next = yield* consume("key_a")
-      expect(next).toEqual({ limit: 60, remaining: 59, resetSeconds: 60, windowSeconds: 60 })
-      yield* consumeAll("key_a", 59)
-      expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
-    }).pipe(Effect.provide(CoreTestLayer)))
-
-  it.effect("retryAfterSeconds is the time until the next request is allowed", () =>
+  it.effect("refused requests are not counted: after Retry-After the next request passes", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC + 42_300)
       yield* consumeAll("key_a", 60)
+      for (let i = 0; i < 100; i++) expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
       const error = yield* Effect.flip(consume("key_a"))
       if (error._tag !== "RateLimited") return expect.fail(`expected RateLimited, got ${error._tag}`)
       const retryAfter = error.retryAfterSeconds ?? 0
-      expect(retryAfter).toBe(18)
-      // Waiting exactly Retry-After seconds is enough.
-      yield* TestClock.adjust(retryAfter * 1000)
-      expect((yield* consume("key_a")).remaining).toBe(59)
+      expect(retryAfter).toBe(63)
+      // A second less is not enough; exactly Retry-After seconds is.
+      yield* TestClock.adjust(retryAfter * 1000 - 1000)
+      expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
+      yield* TestClock.adjust(1000)
+      yield* consume("key_a")
+    }).pipe(Effect.provide(CoreTestLayer)))
+
+  it.effect("two idle minutes later the whole limit is available again", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(MONDAY_10_UTC + 15_000)
+      yield* consumeAll("key_a", 60)
+      yield* TestClock.adjust(105_000)
+      const next = yield* consume("key_a")
+      expect(next).toEqual({ limit: 60, remaining: 59, resetSeconds: 63, windowSeconds: 60 })
+      yield* consumeAll("key_a", 59)
+      expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
     }).pipe(Effect.provide(CoreTestLayer)))
 
   it.effect("authentication applies the limit per API key: the 61st call with a key is RateLimited", () =>
@@ -101,7 +134,7 @@ describe("rate limit (default policy)", () => {
       expect(error._tag).toBe("RateLimited")
       // The test key of the same organisation has its own count.
       expect((yield* callerFor(demo.keys.test)).mode).toBe("test")
-      yield* TestClock.adjust(60_000)
+      yield* TestClock.adjust(63_000)
       expect((yield* callerFor(demo.keys.live)).mode).toBe("live")
     }).pipe(Effect.provide(CoreTestLayer)))
 })
@@ -117,19 +150,20 @@ describe("rate limit (custom RateLimitConfig)", () => {
       yield* TestClock.setTime(MONDAY_10_UTC + 4_000)
       const decisions = yield* consumeAll("key_a", 3)
       expect(decisions).toEqual([
-        { limit: 3, remaining: 2, resetSeconds: 6, windowSeconds: 10 },
-        { limit: 3, remaining: 1, resetSeconds: 6, windowSeconds: 10 },
-        { limit: 3, remaining: 0, resetSeconds: 6, windowSeconds: 10 }
+        { limit: 3, remaining: 2, resetSeconds: 11, windowSeconds: 10 },
+        { limit: 3, remaining: 1, resetSeconds: 11, windowSeconds: 10 },
+        { limit: 3, remaining: 0, resetSeconds: 11, windowSeconds: 10 }
       ])
       const error = yield* Effect.flip(consume("key_a"))
       if (error._tag !== "RateLimited") return expect.fail(`expected RateLimited, got ${error._tag}`)
-      expect(error.retryAfterSeconds).toBe(6)
+      // The window is 10 s, its buckets half a second: the 3 count for 10.5 s.
+      expect(error.retryAfterSeconds).toBe(11)
       expect(error.message).toContain("3 requests per 10 seconds")
       expect((yield* consume("key_b")).remaining).toBe(2)
-      yield* TestClock.adjust(6_000 - 1)
+      yield* TestClock.adjust(10_500 - 1)
       expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
       yield* TestClock.adjust(1)
-      expect(yield* consume("key_a")).toEqual({ limit: 3, remaining: 2, resetSeconds: 10, windowSeconds: 10 })
+      expect((yield* consume("key_a")).remaining).toBe(2)
     }).pipe(Effect.provide(CustomLayer)))
 
   it.effect("a larger limit than the default allows more than 60 a minute", () =>

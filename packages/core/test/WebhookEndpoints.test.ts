@@ -43,7 +43,8 @@ describe("endpointUrl", () => {
   })
   it("refuses other schemes, credentials in the URL, link-local hosts and non-URLs", () => {
     for (const bad of ["ftp://example.com/", "javascript:alert(1)", "https://u:p@example.com/", "https://u@example.com/",
-      "http://169.254.169.254/latest/meta-data", "http://[fe80::1]/x", "example.com/hook", ""]) {
+      "http://169.254.169.254/latest/meta-data", "http://[fe80::1]/x", "example.com/hook", "",
+      "http://[::ffff:169.254.169.254]/", "http://[::169.254.169.254]/", "http://metadata.google.internal/"]) {
       expect(Either.isLeft(WebhookEndpoints.endpointUrl(bad)), bad).toBe(true)
     }
   })

@@ -5,13 +5,15 @@
 import { AiCallProvider, Carrier, DomainLayer, RateLimiter, RateLimitStore } from "@parley/core/domain"
 import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
+import * as ZohoConnections from "./crm/zoho/ZohoConnections.js"
+import * as ZohoCrm from "./crm/zoho/ZohoCrm.js"
+import * as ZohoExternalCrm from "./crm/zoho/ZohoExternalCrm.js"
 import { DatabaseLive } from "./store/Database.js"
 import * as DirectReads from "./store/DirectReads.js"
 import * as SecretBox from "./store/SecretBox.js"
 import * as SettingsCache from "./store/SettingsCache.js"
 import * as SqlActionStore from "./store/SqlActionStore.js"
 import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
-import * as SqlCrm from "./store/SqlCrm.js"
 import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
 import * as SqlProviderAccounts from "./store/SqlProviderAccounts.js"
@@ -45,7 +47,9 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
   SqlApiKeyStore.layer,
   SqlIdempotencyStore.layer,
-  SqlCrm.layer,
+  // The embedded CRM, or Zoho CRM for the organisations that connected it.
+  // The console's "Connect Zoho CRM" starts the same consent as `crm connect --provider zoho`.
+  Layer.merge(ZohoCrm.layer, ZohoExternalCrm.layer).pipe(Layer.provideMerge(ZohoConnections.layer)),
   SqlActionStore.layer,
   RateLimitStoreLive,
   EventOutboxLayer,

@@ -17,6 +17,7 @@ interface Organisation {
   readonly sendingHours: string
   readonly smsAllowance: number | null
   readonly callAllowance: number | null
+  readonly destinationCountries: ReadonlyArray<string> | null
 }
 
 interface Connection {
@@ -90,8 +91,9 @@ describe("parley admin CLI", () => {
       aiCallsEnabled: true,
       timezone: "UTC",
       sendingHours: "always",
-      smsAllowance: null,
-      callAllowance: null
+      smsAllowance: 1000,
+      callAllowance: 100,
+      destinationCountries: null
     })
     expect(org.id).toMatch(/^org_/)
 

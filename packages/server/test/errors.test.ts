@@ -343,10 +343,6 @@ describe("errors, request ids and the routes beside /api/v1", () => {
 
   describe("rate limit", () => {
     it(`answers 429 RATE_LIMITED after ${RATE_LIMIT} requests a minute, with Retry-After and RateLimit headers`, async () => {
-      // The window is a fixed minute of the clock: do not start the burst in its last seconds.
-      const left = 60_000 - (Date.now() % 60_000)
-      if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 250))
-
       for (let i = 1; i <= RATE_LIMIT; i++) {
         const response = await server.fetch("/api/v1/numbers", { key: keys.rateLimited })
         expect(response.status, `request ${i}`).toBe(200)
@@ -360,7 +356,7 @@ describe("errors, request ids and the routes beside /api/v1", () => {
       const retryAfter = Number(limited.headers.get("retry-after"))
       expect(Number.isInteger(retryAfter)).toBe(true)
       expect(retryAfter).toBeGreaterThanOrEqual(1)
-      expect(retryAfter).toBeLessThanOrEqual(60)
+      expect(retryAfter).toBeLessThanOrEqual(63) // a window and one of its 3-second buckets
       expect(limited.headers.get("ratelimit-policy")).toBe(`${RATE_LIMIT};w=60`)
       const fields = rateLimitFields(limited)
       expect(fields.remaining).toBe(0)

@@ -51,6 +51,36 @@ describe.skipIf(testStore === "postgres")("pnpm start (serve --demo)", () => {
     const liveKey = /parley_live_\S+/.exec(lines[live] ?? "")?.[0]
     expect(stdout).toContain(`-H "Authorization: Bearer ${liveKey}"`)
   })
+
+  it("prints no key when the server cannot listen (port in use): keys only once it listens", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "parley-start-"))
+    const taken = createServer()
+    const port = await new Promise<number>((resolve) =>
+      taken.listen(0, () => {
+        const address = taken.address()
+        resolve(typeof address === "object" && address !== null ? address.port : 0)
+      })
+    )
+    const { DATABASE_URL: _ignored, ...inherited } = process.env
+    try {
+      const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
+        const child = spawn(process.execPath, [BIN, "serve", "--demo"], {
+          env: { ...inherited, PORT: String(port), PARLEY_DATA_DIR: dataDir, LOG_LEVEL: "warn" },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let output = ""
+        child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
+        child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+        child.once("close", (code) => resolve({ code, output }))
+      })
+      expect(result.code, result.output).not.toBe(0)
+      expect(result.output).toMatch(/EADDRINUSE/)
+      expect(result.output).not.toMatch(/parley_(live|test)_/)
+    } finally {
+      taken.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
 })
 
 const runQuickstart = (env: Record<string, string>) =>

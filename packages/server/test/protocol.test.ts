@@ -5,6 +5,7 @@
  * the carrier webhook's limits and errors, unknown body fields, and bodies
  * sent to unknown routes (never read).
  */
+import { connect } from "node:net"
 import { HttpApi } from "@effect/platform"
 import { ParleyApi } from "@parley/core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -483,5 +484,104 @@ describe("protocol edges", () => {
       expectErrorShape(answer, 415, "UNSUPPORTED_MEDIA_TYPE")
       expect(answer.headers["connection"]).toBe("close")
     })
+  })
+})
+
+/** Parses consecutive answers from one connection's bytes: each final answer with the interim lines before it. */
+const parseSequence = (received: Buffer): { readonly answers: ReadonlyArray<{ status: number; interim: Array<number>; headers: Record<string, string>; body: string }>; readonly rest: number } => {
+  const answers: Array<{ status: number; interim: Array<number>; headers: Record<string, string>; body: string }> = []
+  let offset = 0
+  let interim: Array<number> = []
+  for (;;) {
+    const end = received.indexOf("\r\n\r\n", offset)
+    if (end === -1) break
+    const lines = received.subarray(offset, end).toString("latin1").split("\r\n")
+    const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(lines[0] ?? "")?.[1] ?? "0")
+    if (status === 0) break
+    const headers: Record<string, string> = {}
+    for (const line of lines.slice(1)) {
+      const colon = line.indexOf(":")
+      if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+    }
+    if (status < 200) {
+      interim.push(status)
+      offset = end + 4
+      continue
+    }
+    const length = Number(headers["content-length"] ?? "0")
+    if (received.length < end + 4 + length) break
+    answers.push({ status, interim, headers, body: received.subarray(end + 4, end + 4 + length).toString("utf8") })
+    interim = []
+    offset = end + 4 + length
+  }
+  return { answers, rest: received.length - offset }
+}
+
+/** Writes `requests` at once on one connection; collects until `finals` answers, the connection closes, or the time is up. */
+const pipeline = (port: number, requests: string, finals: number) =>
+  new Promise<{ readonly received: Buffer; readonly closed: boolean }>((resolve) => {
+    const socket = connect(port, "127.0.0.1")
+    let received = Buffer.alloc(0)
+    let settled = false
+    const settle = (closed: boolean) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      socket.destroy()
+      resolve({ received, closed })
+    }
+    const timer = setTimeout(() => settle(false), ANSWER_WITHIN_MS)
+    socket.on("data", (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk])
+      if (parseSequence(received).answers.length >= finals) settle(false)
+    })
+    socket.on("close", () => settle(true))
+    socket.on("error", () => settle(true))
+    socket.write(requests)
+  })
+
+describe("pipelined requests on one connection", () => {
+  let server: TestServer
+  let demo: DemoSummary
+
+  beforeAll(async () => {
+    server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
+    demo = await server.demo()
+  }, CLI_HEAVY)
+  afterAll(() => server?.dispose())
+
+  it("keeps answers in order when a provider route invites a pipelined body with 100 Continue", async () => {
+    const form = "MessageSid=SMx1"
+    const requests = `GET /api/v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${demo.keys.live}\r\n\r\n` +
+      `POST /providers/twilio/status?org=${demo.orgId}&action=1 HTTP/1.1\r\nHost: x\r\n` +
+      `Content-Type: application/x-www-form-urlencoded\r\nExpect: 100-continue\r\nContent-Length: ${form.length}\r\n\r\n${form}` +
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    for (let round = 0; round < 5; round++) {
+      const { closed, received } = await pipeline(server.port, requests, 3)
+      const { answers, rest } = parseSequence(received)
+      const shown = received.toString("latin1")
+      // Answered in order, or closed cleanly after an answer that says so (Node closes a connection whose
+      // client expected 100 Continue and was answered without it): never an answer inside another.
+      expect(answers.length, shown).toBeGreaterThanOrEqual(2)
+      expect(answers[0]?.status, shown).toBe(200)
+      expect(answers[0]?.interim).toEqual([])
+      for (const answer of answers) expect(() => JSON.parse(answer.body), answer.body).not.toThrow()
+      if (answers.length === 3) expect(answers[2]?.body).toBe('{"status":"ok"}')
+      else {
+        expect(answers.at(-1)?.headers["connection"], shown).toBe("close")
+        expect(closed).toBe(true)
+      }
+      expect(rest, shown).toBe(0)
+    }
+  })
+
+  it("answers a request asking for an Upgrade and closes the connection, saying so (nothing left hanging)", async () => {
+    const requests = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n" +
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    const { closed, received } = await pipeline(server.port, requests, 2)
+    const { answers } = parseSequence(received)
+    expect(answers[0]?.status, received.toString("latin1")).toBe(200)
+    expect(answers[0]?.headers["connection"]).toBe("close")
+    expect(closed || answers.length === 2).toBe(true)
   })
 })

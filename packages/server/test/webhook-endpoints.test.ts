@@ -139,6 +139,12 @@ describe("webhook endpoints", () => {
       [{ url: "not a url", enabledEvents: ["*"] }, "url"],
       [{ url: "https://user:pw@example.com/x", enabledEvents: ["*"] }, "url"],
       [{ url: "http://169.254.169.254/latest", enabledEvents: ["*"] }, "url"],
+      // The forms of the metadata address a regex on the host text let through (issue 22), and its names.
+      [{ url: "http://[::ffff:169.254.169.254]/", enabledEvents: ["*"] }, "url"],
+      [{ url: "http://[::169.254.169.254]/", enabledEvents: ["*"] }, "url"],
+      [{ url: "http://[::ffff:a9fe:a9fe]/", enabledEvents: ["*"] }, "url"],
+      [{ url: "http://metadata.google.internal/computeMetadata/v1/", enabledEvents: ["*"] }, "url"],
+      [{ url: "http://[fd00:ec2::254]/latest", enabledEvents: ["*"] }, "url"],
       [{ url: "https://example.com/x", enabledEvents: ["message.exploded"] }, "enabledEvents"],
       [{ url: "https://example.com/x", enabledEvents: [] }, "enabledEvents"],
       [{ url: "https://example.com/x", enabledEvents: ["*", "message.sent"] }, "enabledEvents"],
@@ -268,5 +274,56 @@ describe("webhook endpoints", () => {
       await until(async () => (everything.of(id).some((r) => r.type === "message.delivered") ? true : undefined))
       expect(deliveredOnly.requests.length).toBe(before)
     })
+  })
+})
+
+describe("webhook endpoints on private addresses, with no allow-list", () => {
+  let server: TestServer
+  let demo: DemoSummary
+  let receiver: Receiver
+
+  beforeAll(async () => {
+    receiver = await Receiver.start("/hook")
+    server = await TestServer.start({
+      env: {
+        PARLEY_SIM_STEP_MS: "50",
+        PARLEY_DISPATCH_POLL_MS: "20",
+        PARLEY_RATE_LIMIT_PER_MINUTE: "100000",
+        PARLEY_WEBHOOK_ALLOWED_NETWORKS: ""
+      }
+    })
+    demo = await server.demo()
+  }, CLI_HEAVY)
+  afterAll(async () => {
+    await server?.dispose()
+    await receiver?.close()
+  })
+
+  it("never posts to loopback through an IPv4-mapped IPv6 literal, and disables the endpoint saying why", async () => {
+    const port = new URL(receiver.url).port
+    const created = await readJson<Created>(
+      await server.fetch("/api/v1/webhook-endpoints", {
+        method: "POST",
+        key: demo.keys.live,
+        body: JSON.stringify({ url: `http://[::ffff:127.0.0.1]:${port}/hook`, enabledEvents: ["*"] })
+      }),
+      201
+    )
+    const sent = await server.fetch("/api/v1/messages", {
+      method: "POST",
+      key: demo.keys.live,
+      headers: { "idempotency-key": "private-1" },
+      body: JSON.stringify({ to: "+14155550123", fromNumberSid: demo.numbers[0]!.sid, body: "to nobody" })
+    })
+    expect(sent.status).toBe(202)
+    const disabled = await until(async () => {
+      const endpoint = await readJson<Endpoint>(
+        await server.fetch(`/api/v1/webhook-endpoints/${created.id}`, { key: demo.keys.live }),
+        200
+      )
+      return endpoint.status === "disabled" ? endpoint : undefined
+    }, { what: "the endpoint to be disabled" })
+    expect(disabled.disabledReason).toMatch(/127\.0\.0\.1.*loopback.*PARLEY_WEBHOOK_ALLOWED_NETWORKS/)
+    expect(receiver.requests).toEqual([])
   })
 })

@@ -83,6 +83,10 @@ export const seedDemo = (orgId: string = DEMO_ORG_ID) =>
         sendingHours: "always",
         smsAllowance: 10_000,
         callAllowance: 1_000,
+        // Its numbers are in the US and its CRM records in the UK (and Canada shares +1).
+        destinationCountries: ["CA", "GB", "US"],
+        premiumNumbersAllowed: false,
+        internationalNetworksAllowed: false,
         botsManagementUrl: null,
         templatesManagementUrl: null,
         createdAt: new Date(yield* Clock.currentTimeMillis).toISOString()

@@ -30,6 +30,9 @@ export class OAuthRequired extends Schema.TaggedError<OAuthRequired>()("OAuthReq
 export class IdentityChanged extends Schema.TaggedError<IdentityChanged>()("IdentityChanged", fields) {}
 export class CrmPermissionDenied extends Schema.TaggedError<CrmPermissionDenied>()("CrmPermissionDenied", fields) {}
 export class AllowanceExhausted extends Schema.TaggedError<AllowanceExhausted>()("AllowanceExhausted", fields) {}
+export class DestinationNotAllowed
+  extends Schema.TaggedError<DestinationNotAllowed>()("DestinationNotAllowed", fields)
+{}
 export class AiCallsDisabled extends Schema.TaggedError<AiCallsDisabled>()("AiCallsDisabled", fields) {}
 export class OutsideSendingHours extends Schema.TaggedError<OutsideSendingHours>()("OutsideSendingHours", fields) {}
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {}
@@ -112,6 +115,7 @@ const catalog = {
   IdentityChanged: { errorClass: IdentityChanged, code: "IDENTITY_CHANGED", status: 403, description: "The connected CRM account's identity changed; reconnect in the CRM OAuth setup." },
   CrmPermissionDenied: { errorClass: CrmPermissionDenied, code: "CRM_PERMISSION_DENIED", status: 403, description: "The connected CRM account lacks the CRM permission this request needs." },
   AllowanceExhausted: { errorClass: AllowanceExhausted, code: "ALLOWANCE_EXHAUSTED", status: 403, description: "The organisation's allowance for this kind of action is used up." },
+  DestinationNotAllowed: { errorClass: DestinationNotAllowed, code: "DESTINATION_NOT_ALLOWED", status: 403, description: "The organisation's destination rules refuse this recipient: a country it does not send to, a premium-rate number or an international network (SMS pumping and toll-fraud protection); an operator changes the rules with `parley orgs update`." },
   AiCallsDisabled: { errorClass: AiCallsDisabled, code: "AI_CALLS_DISABLED", status: 403, description: "AI calls are turned off in the organisation's AI settings." },
   OutsideSendingHours: { errorClass: OutsideSendingHours, code: "OUTSIDE_SENDING_HOURS", status: 403, description: "A live WhatsApp message outside the organisation's sending hours: WhatsApp is sent immediately, never held; send it when the window is open." },
   NotFound: { errorClass: NotFound, code: "NOT_FOUND", status: 404, description: "No such resource in this organisation." },
@@ -147,6 +151,7 @@ export const ErrorCatalog = {
   IDENTITY_CHANGED: wire(catalog.IdentityChanged),
   CRM_PERMISSION_DENIED: wire(catalog.CrmPermissionDenied),
   ALLOWANCE_EXHAUSTED: wire(catalog.AllowanceExhausted),
+  DESTINATION_NOT_ALLOWED: wire(catalog.DestinationNotAllowed),
   AI_CALLS_DISABLED: wire(catalog.AiCallsDisabled),
   OUTSIDE_SENDING_HOURS: wire(catalog.OutsideSendingHours),
   NOT_FOUND: wire(catalog.NotFound),

@@ -1,7 +1,7 @@
 /** How a stored CRM action reads on the wire: the contract's ActionRecord. */
 import { ActionRecord } from "../contract/Resources.js"
 import type { CrmModule } from "../contract/Primitives.js"
-import type { Action } from "../ports/ActionStore.js"
+import { type Action, publicId } from "../ports/ActionStore.js"
 
 /**
  * Whether an account that may read `readable` modules may see a record of `module` (the CRM would not show
@@ -25,7 +25,7 @@ export const toActionRecord = (action: Action, readable?: ReadonlyArray<CrmModul
   const linkedName = (module: CrmModule) =>
     mayRead(readable, module) ? (action.linkedRecords.find((r) => r.module === module)?.name ?? null) : null
   return ActionRecord.make({
-    id: action.id,
+    id: publicId(action),
     name: record?.name ?? null,
     senderName: outbound ? (action.owner?.name ?? null) : (record?.name ?? null),
     linkedSenders: {

@@ -14,6 +14,7 @@ import {
   AiCallsDisabled,
   AllowanceExhausted,
   CrmPermissionDenied,
+  DestinationNotAllowed,
   type IdempotencyKeyReused,
   InvalidRequest,
   NotFound,
@@ -23,19 +24,21 @@ import {
 import type { CreateAiCallRequest, CreateMessageRequest, RecordLink } from "../contract/Requests.js"
 import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Resources.js"
 import { Crm, type CrmError, type CrmRecord } from "../ports/Crm.js"
-import { ActionStore, type ActionKind, type Action, isCancellable, type NewAction } from "../ports/ActionStore.js"
+import { ActionStore, type ActionKind, type Action, isCancellable, type NewAction, publicId } from "../ports/ActionStore.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { toActionRecord } from "./ActionRecords.js"
 import type { CallerInfo } from "./Caller.js"
 import { newId } from "./Crypto.js"
+import { refusal } from "./Destinations.js"
 import { Directory } from "./Directory.js"
 import { emit } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
+import { allowanceUnits } from "./Segments.js"
 import { isOpen, nextOpening, parseSendingHours } from "./SendingHours.js"
-import { renderTemplate } from "./Templates.js"
+import { placeholders, renderTemplate } from "./Templates.js"
 import { isVisible, visibility } from "./Visibility.js"
 import { isSessionOpen } from "./WhatsApp.js"
 
@@ -44,6 +47,7 @@ export type CreateError =
   | ResourceDenied
   | CrmPermissionDenied
   | AllowanceExhausted
+  | DestinationNotAllowed
   | AiCallsDisabled
   | OutsideSendingHours
   | IdempotencyKeyReused
@@ -106,16 +110,29 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
           })
         )
 
-    /** The linked record, checked against the account's module permissions. */
-    const linkedRecord = (caller: CallerInfo, link: RecordLink | undefined) =>
+    /** The linked record's module, checked against the account's module permissions (before any CRM call). */
+    const requireModule = (caller: CallerInfo, link: RecordLink | undefined) =>
+      link === undefined || caller.account.permissions.modules.includes(link.module)
+        ? Effect.void
+        : Effect.fail(
+          new CrmPermissionDenied({ message: `record.module: the connected CRM account may not read ${link.module}.` })
+        )
+
+    /** The linked record, with the fields a template needs (all of them without one). */
+    const linkedRecord = (caller: CallerInfo, link: RecordLink | undefined, fieldLabels?: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         if (link === undefined) return null
-        if (!caller.account.permissions.modules.includes(link.module)) {
-          return yield* new CrmPermissionDenied({
-            message: `record.module: the connected CRM account may not read ${link.module}.`
-          })
-        }
-        const found = yield* crm.findRecord(caller.orgId, link.module, link.id)
+        yield* requireModule(caller, link)
+        const found = yield* crm.findRecord(caller.orgId, link.module, link.id, fieldLabels).pipe(
+          // The CRM's own record-level refusal (a hosted CRM's sharing rules) is the contract's 403.
+          Effect.catchIf(
+            (error) => error._tag === "CrmError" && error.reason === "permission_denied",
+            () =>
+              Effect.fail(
+                new CrmPermissionDenied({ message: `record.id: the connected CRM account may not read ${link.module} record ${link.id}.` })
+              )
+          )
+        )
         if (Option.isNone(found)) {
           return yield* new InvalidRequest({ message: `record.id: no ${link.module} record ${link.id}.` })
         }
@@ -139,25 +156,50 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
       apiKeyId: caller.keyId
     })
 
-    /** Ends creation: a simulated ack for test keys; for live keys the CRM action and its event. */
-    const commit = (caller: CallerInfo, action: NewAction) =>
+    /**
+     * Ends creation. Test keys get a simulated ack and nothing is written. For live keys the CRM's own record
+     * of the action comes first, outside the transaction (a hosted CRM is a network call; its key makes a
+     * retry find the same record), then — the effect returned, run inside the unit of work — the action, with
+     * the CRM record's id, and its event.
+     */
+    const commit = (caller: CallerInfo, action: NewAction, idempotencyKey: string) =>
       Effect.gen(function*() {
         const status = action.scheduledFor === null ? "accepted" as const : "scheduled" as const
-        if (caller.mode === "test") return CreationAck.make({ id: newId("test"), status, test: true })
-        const stored = yield* store.insertAction(action)
-        yield* Effect.provide(emit(action.kind === "message" ? "message.queued" : "ai_call.queued", stored), outbox)
-        return CreationAck.make({ id: stored.id, status, test: false })
+        if (caller.mode === "test") {
+          return Effect.succeed(CreationAck.make({ id: newId("test"), status, test: true }))
+        }
+        const crmId = yield* crm.recordAction({
+          orgId: caller.orgId,
+          key: `${caller.orgId}\u0000${caller.keyId}\u0000${idempotencyKey}`,
+          kind: action.kind,
+          direction: action.direction,
+          type: action.type,
+          status: action.status,
+          line: action.line,
+          counterpart: action.counterpart,
+          body: action.body,
+          at: action.at,
+          scheduledFor: action.scheduledFor,
+          botId: action.botId,
+          sentBy: action.sentBy,
+          record: action.record === null ? null : { module: action.record.module, id: action.record.id }
+        })
+        return Effect.gen(function*() {
+          const stored = yield* store.insertAction({ ...action, crmId: Option.getOrNull(crmId) })
+          yield* Effect.provide(emit(action.kind === "message" ? "message.queued" : "ai_call.queued", stored), outbox)
+          return CreationAck.make({ id: publicId(stored), status, test: false })
+        })
       })
 
-    const idempotent = <E>(
+    const idempotent = <E, E2>(
       caller: CallerInfo,
       path: string,
       payload: CreateMessageRequest | CreateAiCallRequest,
       idempotencyKey: string,
-      create: Effect.Effect<CreationAck, E>
+      prepare: Effect.Effect<Effect.Effect<CreationAck, E>, E2>
     ) =>
       Effect.map(
-        idempotency.run(
+        idempotency.runPrepared(
           {
             keyId: caller.keyId,
             idempotencyKey,
@@ -168,15 +210,28 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
             retainUntil: payload.scheduledFor === undefined ? undefined : Date.parse(payload.scheduledFor)
           },
           { schema: CreationAck, status: 202 },
-          create
+          prepare
         ),
         ({ replayed, value }) => ({ ack: value, replayed })
       )
 
+    /** The organisation's destination rules (Destinations), for test and live keys alike. */
+    const allowedDestination = (caller: CallerInfo, line: string, to: string) => {
+      const organisation = caller.organisation
+      const refused = refusal({
+        countries: organisation.destinationCountries,
+        premiumNumbers: organisation.premiumNumbersAllowed,
+        internationalNetworks: organisation.internationalNetworksAllowed
+      }, line, to)
+      return Either.isLeft(refused)
+        ? Effect.fail(new DestinationNotAllowed({ message: `to: ${refused.left}.` }))
+        : Effect.void
+    }
+
     /** Finds an action the caller may see; anything else reads as missing. */
     const visibleAction = (caller: CallerInfo, kind: ActionKind, id: string) =>
       Effect.flatMap(visibility(caller, directory), (seen) =>
-        Effect.flatMap(store.findAction(caller.orgId, id), (found) =>
+        Effect.flatMap(store.findByPublicId(caller.orgId, id), (found) =>
           Option.isNone(found) || found.value.kind !== kind || !isVisible(found.value, seen)
             ? Effect.fail(new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` }))
             : Effect.succeed(found.value)))
@@ -193,9 +248,11 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
               request.fromNumberSid,
               request.channel === "WhatsApp" ? "whatsApp" : "sms"
             )
-            const record = yield* linkedRecord(caller, request.record)
+            yield* allowedDestination(caller, number.phoneNumber, request.to)
+            yield* requireModule(caller, request.record)
             let body = request.body ?? ""
             let templateId: string | null = null
+            let record: CrmRecord | null
             if (request.templateUuid !== undefined) {
               if (!caller.account.permissions.templates) {
                 return yield* new CrmPermissionDenied({
@@ -207,7 +264,14 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
                 return yield* new InvalidRequest({ message: `templateUuid: no template ${request.templateUuid}.` })
               }
               templateId = template.value.id
+              // Only the fields the template's placeholders name are asked of the CRM.
+              const labels = placeholders(template.value.body)
+                .filter((p) => p.module === request.record?.module)
+                .map((p) => p.field)
+              record = yield* linkedRecord(caller, request.record, labels)
               body = yield* renderTemplate(template.value.body, record)
+            } else {
+              record = yield* linkedRecord(caller, request.record)
             }
             if (request.channel === "WhatsApp" && request.whatsAppContentSid === undefined) {
               const last = yield* store.lastInboundWhatsApp(caller.orgId, number.phoneNumber, request.to)
@@ -231,9 +295,15 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
                 })
               }
             }
+            const units = allowanceUnits(request.channel, body)
             if (caller.mode === "live" && caller.organisation.smsAllowance !== null &&
-              caller.organisation.smsAllowance <= 0) {
-              return yield* new AllowanceExhausted({ message: "The organisation's text allowance is used up." })
+              caller.organisation.smsAllowance < units) {
+              return yield* new AllowanceExhausted({
+                message: units === 1
+                  ? "The organisation's text allowance is used up."
+                  : `The organisation's text allowance has ${caller.organisation.smsAllowance} SMS segments left; ` +
+                    `this text needs ${units}.`
+              })
             }
             const now = new Date(yield* Clock.currentTimeMillis).toISOString()
             return yield* commit(caller, {
@@ -252,7 +322,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
               whatsAppContentVariables: request.whatsAppContentVariables ?? null,
               scheduledFor: schedule.scheduledFor,
               dueAt: schedule.dueAt
-            })
+            }, idempotencyKey)
           }))
         }).pipe(Effect.withSpan("Actions.createMessage", { captureStackTrace: false })),
 
@@ -265,6 +335,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
             }
             const schedule = yield* validateScheduledFor(request.scheduledFor)
             const number = yield* directory.resolveNumber(caller, request.fromNumberSid, "voice")
+            yield* allowedDestination(caller, number.phoneNumber, request.to)
             const bot = yield* directory.resolveBot(caller, request.botId)
             const record = yield* linkedRecord(caller, request.record)
             if (caller.mode === "live" && caller.organisation.callAllowance !== null &&
@@ -288,7 +359,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
               whatsAppContentVariables: null,
               scheduledFor: schedule.scheduledFor,
               dueAt: schedule.dueAt
-            })
+            }, idempotencyKey)
           }))
         }).pipe(Effect.withSpan("Actions.createAiCall", { captureStackTrace: false })),
 
@@ -313,7 +384,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
             return CancellationAck.make({ id, status: "cancelled", test: true })
           }
           return yield* unitOfWork.atomically(Effect.gen(function*() {
-            const outcome = yield* store.cancelAction(caller.orgId, kind, id, horizon, new Date(now).toISOString())
+            const outcome = yield* store.cancelAction(caller.orgId, kind, action.id, horizon, new Date(now).toISOString())
             switch (outcome._tag) {
               case "NotFound":
                 return yield* new NotFound({ message: `No ${KIND_NAME[kind]} ${id}.` })

@@ -20,7 +20,7 @@ import { visibility } from "./Visibility.js"
 
 export const PAGE_SIZE = 50
 const PREVIEW_LENGTH = 160
-/** Conversation ids and list cursors kept signed; a page signs up to 51 and an HMAC costs a few microseconds. */
+/** Conversation ids and list cursors kept sealed; a page seals up to 51 tokens, a few microseconds each. */
 const SIGNED_TOKENS_KEPT = 4096
 
 const ConversationKey = Schema.Struct({ l: Schema.String, p: Schema.String })
@@ -100,7 +100,7 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
     /**
      * A conversation's id is a pure function of (organisation, line, counterpart), a list cursor of
      * (organisation, last id), and clients read the same pages again (an inbox polls its first page): tokens
-     * signed recently are kept, by organisation then by their parts (no key string built per row), and start
+     * sealed recently are kept, by organisation then by their parts (no key string built per row), and start
      * over once there are more than SIGNED_TOKENS_KEPT (checked once a page, so a page may pass it by 51).
      */
     const conversationIds = new Map<string, Map<string, Map<string, string>>>()
@@ -119,7 +119,7 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
       if (byCounterpart === undefined) byLine.set(line, byCounterpart = new Map())
       let id = byCounterpart.get(counterpart)
       if (id === undefined) {
-        id = signer.sign(orgId, { l: line, p: counterpart })
+        id = signer.seal(orgId, { l: line, p: counterpart })
         byCounterpart.set(counterpart, id)
         tokensKept++
       }
@@ -130,7 +130,7 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
       if (byId === undefined) listCursors.set(orgId, byId = new Map())
       let cursor = byId.get(lastId)
       if (cursor === undefined) {
-        cursor = signer.sign(orgId, { k: "list", b: lastId })
+        cursor = signer.seal(orgId, { k: "list", b: lastId })
         byId.set(lastId, cursor)
         tokensKept++
       }
@@ -146,7 +146,7 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
         const { lines, ownerId } = yield* visibility(caller, directory)
         let beforeId: string | null = null
         if (cursor !== undefined) {
-          const decoded = signer.verify(caller.orgId, cursor, ListCursor)
+          const decoded = signer.open(caller.orgId, cursor, ListCursor)
           if (Option.isNone(decoded)) return yield* badCursor()
           beforeId = decoded.value.b
         }
@@ -190,13 +190,13 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
       messages: Effect.fn("Conversations.messages")(function*(caller, conversationId, cursor) {
         const { lines, ownerId } = yield* visibility(caller, directory)
         const notFound = () => new NotFound({ message: "No such conversation." })
-        const key = signer.verify(caller.orgId, conversationId, ConversationKey)
+        const key = signer.open(caller.orgId, conversationId, ConversationKey)
         if (Option.isNone(key)) return yield* notFound()
         const { l: line, p: counterpart } = key.value
         if (lines !== null && !lines.includes(line)) return yield* notFound()
         let beforeId: string | null = null
         if (cursor !== undefined) {
-          const decoded = signer.verify(caller.orgId, cursor, ConversationCursor)
+          const decoded = signer.open(caller.orgId, cursor, ConversationCursor)
           if (Option.isNone(decoded) || decoded.value.l !== line || decoded.value.p !== counterpart) {
             return yield* badCursor()
           }
@@ -215,7 +215,7 @@ export const layer: Layer.Layer<Conversations, never, ActionStore | Crm | Cursor
         const page = rows.slice(0, PAGE_SIZE)
         const last = page[page.length - 1]
         const nextCursor = rows.length > PAGE_SIZE && last !== undefined
-          ? signer.sign(caller.orgId, { k: "conv", l: line, p: counterpart, b: last.id })
+          ? signer.seal(caller.orgId, { k: "conv", l: line, p: counterpart, b: last.id })
           : null
         return { items: page.map((action) => toActionRecord(action, caller.account.permissions.modules)), nextCursor }
       })

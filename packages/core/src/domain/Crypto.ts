@@ -63,6 +63,8 @@ export const sha256Hex = (input: string): string => hash("sha256", input, "hex")
 export const hmacBase64Url = (secret: string, input: string): string =>
   createHmac("sha256", secret).update(input).digest("base64url")
 
+export const hmacBytes = (key: Uint8Array, input: string): Buffer => createHmac("sha256", key).update(input).digest()
+
 /** Constant-time equality of two strings (false at once only when lengths differ, which leaks nothing secret). */
 export const constantTimeEqual = (a: string, b: string): boolean => {
   const left = Buffer.from(a)

@@ -1,26 +1,40 @@
 /**
- * Opaque, tamper-evident pagination cursors and conversation ids. A token is
- * `base64url(JSON payload).base64url(HMAC-SHA256)` truncated to 128 bits, bound
- * to the organisation, so a forged, edited or foreign cursor is a clean 400
- * (or 404 for a conversation id) rather than a query on attacker-chosen values.
- * The secret is per installation; the server keeps it in its store so cursors
- * survive restarts and work on every replica.
+ * Opaque pagination cursors and conversation ids. Their payloads name phone
+ * numbers (a conversation is a line and a counterpart), and ids travel in URLs,
+ * logs and CRM notes, so a token is encrypted, not just signed: AES-256-GCM
+ * with the organisation as associated data, so a forged, edited or foreign
+ * token is a clean 400 (or 404 for a conversation id) rather than a query on
+ * attacker-chosen values, and reveals nothing of what it names.
+ *
+ * The nonce is synthetic (an HMAC of the organisation and the payload, as in
+ * SIV): the same conversation always gets the same id, across listings,
+ * restarts and replicas, and a nonce repeats only with its own plaintext, which
+ * then encrypts to the very same token. The keys are derived (HKDF) from the
+ * installation's secret, which the server keeps sealed in its store.
+ *
+ * Tokens issued before they were encrypted (`base64url(JSON).HMAC`, with a
+ * dot; base64url has none) still open, so saved ids and cursors keep working.
  */
+import { createCipheriv, createDecipheriv, hkdfSync } from "node:crypto"
 import { Context, Layer, Option, Schema } from "effect"
-import { constantTimeEqual, hmacBase64Url, randomBase62 } from "./Crypto.js"
+import { constantTimeEqual, hmacBase64Url, hmacBytes, randomBase62 } from "./Crypto.js"
 
 export interface CursorSignerService {
-  readonly sign: (orgId: string, payload: unknown) => string
-  readonly verify: <A, I>(orgId: string, token: string, schema: Schema.Schema<A, I>) => Option.Option<A>
+  /** The payload as an opaque token, bound to the organisation. */
+  readonly seal: (orgId: string, payload: unknown) => string
+  /** The payload of a token this installation sealed for this organisation; none for anything else. */
+  readonly open: <A, I>(orgId: string, token: string, schema: Schema.Schema<A, I>) => Option.Option<A>
 }
 
 export class CursorSigner extends Context.Tag("@parley/core/CursorSigner")<CursorSigner, CursorSignerService>() {}
 
-const MAC_LENGTH = 22
+const LEGACY_MAC_LENGTH = 22
+const NONCE_BYTES = 12
+const TAG_BYTES = 16
 
 /**
  * One JSON decoder per payload schema. `Schema.parseJson(schema)` builds a new schema, and with it a new
- * parser, every time it is called: per verify, that cost more than the HMAC.
+ * parser, every time it is called: per open, that cost more than the decryption.
  */
 const decoders = new WeakMap<object, (json: string) => Option.Option<unknown>>()
 const jsonDecoder = <A, I>(schema: Schema.Schema<A, I>): (json: string) => Option.Option<A> => {
@@ -32,20 +46,52 @@ const jsonDecoder = <A, I>(schema: Schema.Schema<A, I>): (json: string) => Optio
   return decoder
 }
 
+const derive = (secret: string, purpose: string): Buffer =>
+  Buffer.from(hkdfSync("sha256", secret, "parley-tokens", purpose, 32))
+
 export const make = (secret: string): CursorSignerService => {
-  const mac = (orgId: string, body: string) => hmacBase64Url(secret, `${orgId}.${body}`).slice(0, MAC_LENGTH)
+  const encryptionKey = derive(secret, "token encryption v1")
+  const nonceKey = derive(secret, "token nonce v1")
+  const legacyMac = (orgId: string, body: string) =>
+    hmacBase64Url(secret, `${orgId}.${body}`).slice(0, LEGACY_MAC_LENGTH)
+
+  const openLegacy = (orgId: string, token: string, dot: number): Option.Option<string> => {
+    const body = token.slice(0, dot)
+    // Constant time: an early-exit comparison would let a client learn a valid MAC byte by byte.
+    if (dot <= 0 || !constantTimeEqual(token.slice(dot + 1), legacyMac(orgId, body))) return Option.none()
+    return Option.some(Buffer.from(body, "base64url").toString("utf8"))
+  }
+
+  const openSealed = (orgId: string, token: string): Option.Option<string> => {
+    const bytes = Buffer.from(token, "base64url")
+    // The decoder skips what is not base64url and stray trailing bits: only the exact token opens.
+    if (bytes.length <= NONCE_BYTES + TAG_BYTES || bytes.toString("base64url") !== token) return Option.none()
+    const decipher = createDecipheriv("aes-256-gcm", encryptionKey, bytes.subarray(0, NONCE_BYTES))
+    decipher.setAAD(Buffer.from(orgId))
+    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES))
+    try {
+      return Option.some(
+        Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES, bytes.length - TAG_BYTES)), decipher.final()])
+          .toString("utf8")
+      )
+    } catch {
+      return Option.none() // the tag did not verify: edited, forged, or another organisation's
+    }
+  }
+
   return {
-    sign: (orgId, payload) => {
-      const body = Buffer.from(JSON.stringify(payload)).toString("base64url")
-      return `${body}.${mac(orgId, body)}`
+    seal: (orgId, payload) => {
+      const plain = Buffer.from(JSON.stringify(payload))
+      const nonce = hmacBytes(nonceKey, `${orgId}\u0000${plain.toString("utf8")}`).subarray(0, NONCE_BYTES)
+      const cipher = createCipheriv("aes-256-gcm", encryptionKey, nonce)
+      cipher.setAAD(Buffer.from(orgId))
+      const sealed = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()])
+      return sealed.toString("base64url")
     },
-    verify: (orgId, token, schema) => {
+    open: (orgId, token, schema) => {
       const dot = token.indexOf(".")
-      if (dot <= 0) return Option.none()
-      const body = token.slice(0, dot)
-      // Constant time: an early-exit comparison would let a client learn a valid MAC byte by byte.
-      if (!constantTimeEqual(token.slice(dot + 1), mac(orgId, body))) return Option.none()
-      return jsonDecoder(schema)(Buffer.from(body, "base64url").toString("utf8"))
+      const json = dot === -1 ? openSealed(orgId, token) : openLegacy(orgId, token, dot)
+      return Option.flatMap(json, jsonDecoder(schema))
     }
   }
 }
@@ -56,4 +102,3 @@ export const layerFromSecret = (secret: string): Layer.Layer<CursorSigner> => La
 export const layerRandom: Layer.Layer<CursorSigner> = Layer.sync(CursorSigner, () => make(randomBase62(32, 43)))
 
 export const newSecret = (): string => randomBase62(32, 43)
-

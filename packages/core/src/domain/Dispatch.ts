@@ -21,6 +21,7 @@ import { type Action, ActionStore } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { ALLOWANCE_FAILURE, decide } from "./DispatchRules.js"
+import { allowanceUnits } from "./Segments.js"
 import { ProviderReports } from "./ProviderReports.js"
 
 /** Actions worked per run; a host runs again at once when a run was full. */
@@ -109,7 +110,8 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | C
           const decision = decide(organisation.value, action.kind, now)
           if (decision._tag === "Hold") return
           if (decision._tag === "Fail") return yield* fail(action, decision.reason)
-          if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call"))) {
+          const units = action.kind === "message" ? allowanceUnits(action.type, action.body) : 1
+          if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units))) {
             return yield* fail(action, ALLOWANCE_FAILURE[action.kind])
           }
           yield* submit(action)

@@ -4,9 +4,9 @@
  * - sending hours: outside the organisation's window the action is held
  *   until the window next opens (in the organisation's time zone);
  * - AI settings: an AI call whose organisation turned AI calls off fails;
- * - allowances: one unit is taken per dispatched action — a text counts one
- *   whatever its length (segments are not metered), an AI call counts one
- *   whatever its duration; with nothing left the action fails.
+ * - allowances: a dispatched SMS takes one unit per segment (Segments), a
+ *   WhatsApp message one, an AI call one whatever its duration; with too
+ *   little left the action fails.
  * The allowance is taken by the caller (an atomic store update) only after
  * this decision says Send.
  */

@@ -67,6 +67,21 @@ export interface IdempotencyService {
     E | IdempotencyKeyReused | ActionProcessing | StorageError,
     R
   >
+  /**
+   * The same in two steps: `prepare` runs once the key is known to be free but outside the unit of work
+   * (checks, and calls over the network — a hosted CRM — that must not hold a transaction open), and the
+   * effect it returns runs inside it. Whatever `prepare` does must be safe to repeat for the same key: two
+   * requests racing on one key may both prepare before one of them records it.
+   */
+  readonly runPrepared: <A, I, E, R, E2, R2>(
+    request: IdempotentRequest,
+    response: { readonly schema: Schema.Schema<A, I>; readonly status: number },
+    prepare: Effect.Effect<Effect.Effect<A, E, R>, E2, R2>
+  ) => Effect.Effect<
+    IdempotentResult<A>,
+    E | E2 | IdempotencyKeyReused | ActionProcessing | StorageError,
+    R | R2
+  >
 }
 
 export class Idempotency extends Context.Tag("@parley/core/Idempotency")<Idempotency, IdempotencyService>() {}
@@ -99,10 +114,10 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
         return { value, replayed: true }
       })
 
-    const run = <A, I, E, R>(
+    const runPrepared = <A, I, E, R, E2, R2>(
       request: IdempotentRequest,
       response: { readonly schema: Schema.Schema<A, I>; readonly status: number },
-      create: Effect.Effect<A, E, R>
+      prepare: Effect.Effect<Effect.Effect<A, E, R>, E2, R2>
     ) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -123,6 +138,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
         if (store.exclusion === "record") {
           const held = yield* store.find(request.keyId, request.idempotencyKey, now)
           if (Option.isSome(held)) return yield* answer(held.value, print, response.schema)
+          const create = yield* prepare
           return yield* unitOfWork.atomically(
             Effect.tap(create, (value) =>
               Effect.flatMap(stored(value), (body) =>
@@ -140,13 +156,14 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
 
         const reservation = yield* store.reserve(claim)
         if (reservation._tag !== "Reserved") return yield* answer(reservation, print, response.schema)
-        const value = yield* unitOfWork.atomically(
-          Effect.tap(create, (value) =>
-            Effect.flatMap(
-              stored(value),
-              (body) => store.complete(request.keyId, request.idempotencyKey, body, expiresAt)
-            ))
-        ).pipe(
+        const value = yield* Effect.flatMap(prepare, (create) =>
+          unitOfWork.atomically(
+            Effect.tap(create, (value) =>
+              Effect.flatMap(
+                stored(value),
+                (body) => store.complete(request.keyId, request.idempotencyKey, body, expiresAt)
+              ))
+          )).pipe(
           Effect.onExit((exit) =>
             Exit.isSuccess(exit) ? Effect.void : Effect.ignore(store.release(request.keyId, request.idempotencyKey))
           )
@@ -154,6 +171,9 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
         return { value, replayed: false }
       }).pipe(Effect.withSpan("Idempotency.run", { captureStackTrace: false }))
 
-    return Idempotency.of({ run })
+    return Idempotency.of({
+      run: (request, response, create) => runPrepared(request, response, Effect.succeed(create)),
+      runPrepared
+    })
   })
 )

@@ -16,6 +16,7 @@ import { ActionStore, type Action } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
+import { newId } from "./Crypto.js"
 import { emit } from "./Events.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
 
@@ -63,10 +64,28 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
           return yield* new InboundRejected({ message: `${message.to} is not connected to WhatsApp` })
         }
         if (message.body.trim() === "") return yield* new InboundRejected({ message: "the message body is empty" })
-        const record = (yield* crm.listRecords(message.orgId)).find((r) => r.phone === message.from)
+        const record = Option.getOrUndefined(yield* crm.findByPhone(message.orgId, message.from))
         const nowMs = yield* Clock.currentTimeMillis
         const now = new Date(nowMs).toISOString()
         const link = record === undefined ? null : { module: record.module, id: record.id, name: record.name }
+        // A hosted CRM's record of the text, made before Parley's own (outside the transaction: it is a call
+        // over the network); the carrier's retry of the same message finds the same record by its key.
+        const crmId = yield* crm.recordAction({
+          orgId: message.orgId,
+          key: `inbound\u0000${message.orgId}\u0000${message.sid ?? newId("in")}`,
+          kind: "message",
+          direction: "Inbound",
+          type: message.channel,
+          status: "Received",
+          line: message.to,
+          counterpart: message.from,
+          body: message.body,
+          at: now,
+          scheduledFor: null,
+          botId: null,
+          sentBy: null,
+          record: link === null ? null : { module: link.module, id: link.id }
+        })
         return yield* unitOfWork.atomically(Effect.gen(function*() {
           const created = yield* store.insertAction({
             orgId: message.orgId,
@@ -96,7 +115,8 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
             errorMessage: null,
             sentBy: null,
             modified: now,
-            apiKeyId: null
+            apiKeyId: null,
+            crmId: Option.getOrNull(crmId)
           })
           if (message.sid !== undefined) {
             const first = yield* store.claimInboundSid(message.orgId, message.sid, created.id)

@@ -1,12 +1,14 @@
 /**
- * The per-key request limit: a fixed window (60 requests a minute by default)
- * counted in the RateLimitStore, so the count is exact across processes that
- * share the store. The decision carries what the HTTP layer needs for the
- * `RateLimit-Policy`, `RateLimit` and `Retry-After` headers.
+ * The per-key request limit (60 requests a minute by default) as a sliding
+ * window counted in buckets (see RateLimitStore): no stretch of 60 seconds
+ * holds more than the limit, across processes that share the store, and a
+ * burst at the end of one minute still counts at the start of the next.
+ * The decision carries what the HTTP layer needs for the `RateLimit-Policy`,
+ * `RateLimit` and `Retry-After` headers.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { RateLimited } from "../contract/Errors.js"
-import { RateLimitStore } from "../ports/RateLimitStore.js"
+import * as RateLimitStore from "../ports/RateLimitStore.js"
 import type { StorageError } from "../ports/StorageError.js"
 
 export interface RateLimitPolicy {
@@ -34,32 +36,53 @@ export interface RateLimiterService {
 
 export class RateLimiter extends Context.Tag("@parley/core/RateLimiter")<RateLimiter, RateLimiterService>() {}
 
-export const layer: Layer.Layer<RateLimiter, never, RateLimitStore | RateLimitConfig> = Layer.effect(
+/**
+ * When a refused request would next fit, if nothing else is counted meanwhile: at the start of the first
+ * bucket whose counted stretch no longer holds enough of the old requests.
+ */
+const nextFitAt = (
+  limit: number,
+  bucketMs: number,
+  current: number,
+  buckets: ReadonlyArray<{ readonly bucket: number; readonly count: number }>
+): number => {
+  for (let next = current + 1; ; next++) {
+    const oldest = RateLimitStore.oldestCounted(next)
+    const used = buckets.reduce((sum, b) => (b.bucket >= oldest ? sum + b.count : sum), 0)
+    if (used + 1 <= limit) return next * bucketMs
+  }
+}
+
+export const layer: Layer.Layer<RateLimiter, never, RateLimitStore.RateLimitStore | RateLimitConfig> = Layer.effect(
   RateLimiter,
   Effect.gen(function*() {
-    const store = yield* RateLimitStore
+    const store = yield* RateLimitStore.RateLimitStore
     const policy = yield* RateLimitConfig
-    const windowMs = policy.windowSeconds * 1000
+    const bucketMs = (policy.windowSeconds * 1000) / RateLimitStore.BUCKETS
     return RateLimiter.of({
       // On every request: two steps (the clock, the count), no generator.
       consume: (keyId) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const windowStart = now - (now % windowMs)
-          return Effect.flatMap(store.hit(keyId, windowStart), (count) => {
-            const resetSeconds = Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000))
-            if (count > policy.limit) {
+          const bucket = Math.floor(now / bucketMs)
+          return Effect.flatMap(store.hit({ key: keyId, bucket, limit: policy.limit }), (counted) => {
+            if (!counted.accepted) {
+              const retryAfterSeconds = Math.max(
+                1,
+                Math.ceil((nextFitAt(policy.limit, bucketMs, bucket, counted.buckets) - now) / 1000)
+              )
               return Effect.fail(
                 new RateLimited({
                   message: `Rate limit of ${policy.limit} requests per ${policy.windowSeconds} seconds exceeded; ` +
-                    `retry after ${resetSeconds} seconds.`,
-                  retryAfterSeconds: resetSeconds
+                    `retry after ${retryAfterSeconds} seconds.`,
+                  retryAfterSeconds
                 })
               )
             }
             return Effect.succeed<RateLimitDecision>({
               limit: policy.limit,
-              remaining: Math.max(0, policy.limit - count),
-              resetSeconds,
+              remaining: Math.max(0, policy.limit - counted.used),
+              // Until this request no longer counts: the window after its bucket ends.
+              resetSeconds: Math.max(1, Math.ceil(((bucket + RateLimitStore.BUCKETS + 1) * bucketMs - now) / 1000)),
               windowSeconds: policy.windowSeconds
             })
           })

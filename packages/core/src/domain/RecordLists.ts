@@ -3,7 +3,7 @@
  * 50 a page, filtered by status, `modified` time and line. The same rule as a
  * single read (`visibility`): a key restricted to numbers or bots, or an
  * account that sees only its own actions, gets exactly the records it could
- * open one by one. Pagination is keyset on the action id with signed cursors,
+ * open one by one. Pagination is keyset on the action id with sealed cursors,
  * as for conversations; a cursor carries the filters it was issued for, so
  * changing a filter mid-walk is a 400 rather than a page of another list.
  */
@@ -88,7 +88,7 @@ export const layer: Layer.Layer<RecordLists, never, ActionStore | Crm | CursorSi
         const filterKey = JSON.stringify([statuses ?? null, modifiedSince ?? null, lines === seen.lines ? null : lines])
         let beforeId: string | null = null
         if (filters.cursor !== undefined) {
-          const decoded = signer.verify(caller.orgId, filters.cursor, ListCursor)
+          const decoded = signer.open(caller.orgId, filters.cursor, ListCursor)
           if (Option.isNone(decoded) || decoded.value.k !== kind) {
             return yield* new InvalidRequest({
               message: "cursor: not a cursor this API issued for this list; pass nextCursor back unchanged."
@@ -116,7 +116,7 @@ export const layer: Layer.Layer<RecordLists, never, ActionStore | Crm | CursorSi
         const page = rows.slice(0, PAGE_SIZE)
         const last = page[page.length - 1]
         const nextCursor = rows.length > PAGE_SIZE && last !== undefined
-          ? signer.sign(caller.orgId, { k: kind, f: filterKey, b: last.id })
+          ? signer.seal(caller.orgId, { k: kind, f: filterKey, b: last.id })
           : null
         return {
           items: page.map((action) => toActionRecord(action, caller.account.permissions.modules)),

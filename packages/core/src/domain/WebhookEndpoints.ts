@@ -24,15 +24,8 @@ import type { StorageError } from "../ports/StorageError.js"
 import { WebhookEndpointStore, type WebhookEndpointRow } from "../ports/WebhookEndpointStore.js"
 import type { CallerInfo } from "./Caller.js"
 import { newId } from "./Crypto.js"
+import * as WebhookAddresses from "./WebhookAddresses.js"
 import { newSecret } from "./Webhooks.js"
-
-/**
- * Link-local addresses (169.254.0.0/16, fe80::/10) are where cloud metadata services answer; nothing that
- * receives webhooks lives there. Loopback and private addresses stay allowed: on a self-hosted install the
- * receiver (n8n, say) often runs on the same host or network.
- */
-const isLinkLocal = (hostname: string): boolean =>
-  /^169\.254\.\d{1,3}\.\d{1,3}$/.test(hostname) || /^\[fe[89ab][0-9a-f]:/i.test(hostname)
 
 /** The URL events are posted to, normalised, or why it cannot be one. Shared by the API and the CLI. */
 export const endpointUrl = (text: string): Either.Either<string, string> => {
@@ -50,7 +43,11 @@ export const endpointUrl = (text: string): Either.Either<string, string> => {
   if (parsed.username !== "" || parsed.password !== "") {
     return Either.left("must not carry a user name or password; authenticate deliveries with the signing secret")
   }
-  if (isLinkLocal(parsed.hostname)) return Either.left("must not point at a link-local (metadata service) address")
+  // Addresses that are never a receiver are refused at once; names, and private addresses (which the
+  // operator's allow-list may permit), are decided on the address connected to, at each delivery.
+  if (WebhookAddresses.classify(parsed.hostname) === "never" || WebhookAddresses.isMetadataName(parsed.hostname)) {
+    return Either.left("must not point at a link-local or cloud metadata address")
+  }
   return Either.right(parsed.toString())
 }
 

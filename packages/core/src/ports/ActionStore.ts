@@ -48,7 +48,21 @@ export interface Action {
   readonly sentBy: string | null
   readonly modified: string
   readonly apiKeyId: string | null
+  /**
+   * The id of the CRM's own record of this action, when the connected CRM keeps one (a hosted CRM): it is
+   * the id the API answers and is asked by. Absent or null: the API's id is `id`.
+   */
+  readonly crmId?: string | null
 }
+
+/** The id the API shows for an action: the CRM record's when there is one. */
+export const publicId = (action: Pick<Action, "id" | "crmId">): string => action.crmId ?? action.id
+
+/**
+ * Whether an id the API was given can only be a CRM record's id: Parley's own ids are a counter that never
+ * reaches 16 digits, hosted CRMs' record ids (Zoho's are 19 digits) always do.
+ */
+export const isCrmRecordId = (id: string): boolean => /^\d{16,}$/.test(id)
 
 export type NewAction = Omit<Action, "id">
 
@@ -117,6 +131,8 @@ export interface ActionStoreService {
   /** Creates the action and assigns its numeric id. */
   readonly insertAction: (action: NewAction) => Effect.Effect<Action, StorageError>
   readonly findAction: (orgId: string, id: string) => Effect.Effect<Option.Option<Action>, StorageError>
+  /** The action the API calls `id` (see `publicId`): by its CRM record id, or by Parley's id when it has none. */
+  readonly findByPublicId: (orgId: string, id: string) => Effect.Effect<Option.Option<Action>, StorageError>
   /** Outbound actions still Queued and not yet handed to a provider whose time has come, earliest first. */
   readonly dueActions: (now: number, limit: number) => Effect.Effect<ReadonlyArray<Action>, StorageError>
   readonly queryActions: (query: ActionQuery) => Effect.Effect<ReadonlyArray<Action>, StorageError>
@@ -208,6 +224,9 @@ export const layerMemory: Layer.Layer<ActionStore> = Layer.effect(
         }),
       findAction: (orgId, id) =>
         Effect.map(Ref.get(actions), (m) => Option.filter(Option.fromNullable(m.get(id)), (a) => a.orgId === orgId)),
+      findByPublicId: (orgId, id) =>
+        Effect.map(Ref.get(actions), (m) =>
+          Option.fromNullable([...m.values()].find((a) => a.orgId === orgId && publicId(a) === id))),
       queryActions,
       queryConversationEntries: queryActions,
       dueActions: (now, limit) =>

@@ -5,14 +5,48 @@
  * actions live in the ActionStore.
  *
  * The server's embedded CRM keeps all of this in Parley's own database; a
- * connector to a hosted CRM would be another layer of this port.
+ * connector to a hosted CRM is another layer of this port, and may also keep
+ * its own record of every live action (`recordAction`), whose id the API then
+ * answers.
  */
 import { Context, Data, Effect, Layer, Option, Ref } from "effect"
 import type { CrmModule } from "../contract/Primitives.js"
 import type { StorageError } from "./StorageError.js"
 
-/** The CRM did not answer or failed; the HTTP layer answers 502 CRM_UNAVAILABLE. */
-export class CrmError extends Data.TaggedError("CrmError")<{ readonly operation: string; readonly cause: unknown }> {}
+/**
+ * Why a CRM call failed, as the HTTP layer answers it: `unavailable` (no answer, 5xx, timeout) 502
+ * CRM_UNAVAILABLE; `busy` (the CRM's own rate or concurrency limit) 503 with Retry-After;
+ * `oauth_required` / `identity_changed` (the connection no longer works) 403 OAUTH_REQUIRED /
+ * IDENTITY_CHANGED; `permission_denied` (the CRM refused the connected user) 403 CRM_PERMISSION_DENIED.
+ */
+export type CrmFailure = "unavailable" | "busy" | "oauth_required" | "identity_changed" | "permission_denied"
+
+/** The CRM did not answer or refused; see CrmFailure for the answer (absent reason: unavailable). */
+export class CrmError extends Data.TaggedError("CrmError")<{
+  readonly operation: string
+  readonly cause: unknown
+  readonly reason?: CrmFailure
+  readonly retryAfterSeconds?: number
+}> {}
+
+/** A new live action as the CRM records it (see `recordAction`). */
+export interface CrmActionDraft {
+  readonly orgId: string
+  /** Stable for one creation request (organisation, API key, Idempotency-Key): a retry finds the same record. */
+  readonly key: string
+  readonly kind: "message" | "ai_call"
+  readonly direction: "Outbound" | "Inbound"
+  readonly type: string
+  readonly status: string
+  readonly line: string
+  readonly counterpart: string
+  readonly body: string
+  readonly at: string
+  readonly scheduledFor: string | null
+  readonly botId: string | null
+  readonly sentBy: string | null
+  readonly record: { readonly module: CrmModule; readonly id: string } | null
+}
 
 export interface CrmPermissions {
   /** Modules whose records the account may read; linking or merging a record needs it. */
@@ -83,11 +117,20 @@ export interface CrmService {
   readonly listTemplates: (orgId: string, limit: number) => Effect.Effect<ReadonlyArray<TemplateRow>, CrmError | StorageError>
   readonly findTemplate: (orgId: string, id: string) => Effect.Effect<Option.Option<TemplateRow>, CrmError | StorageError>
   readonly upsertTemplate: (row: TemplateRow) => Effect.Effect<void, CrmError | StorageError>
+  /** A record; `fieldLabels`, when given, are the only fields the caller needs (a template's placeholders). */
   readonly findRecord: (
     orgId: string,
     module: CrmModule,
-    id: string
+    id: string,
+    fieldLabels?: ReadonlyArray<string>
   ) => Effect.Effect<Option.Option<CrmRecord>, CrmError | StorageError>
+  /**
+   * The CRM's own record of a new live action, created or found again by `draft.key`: its id becomes the
+   * action's public id. None when the CRM keeps no records of actions (the embedded CRM).
+   */
+  readonly recordAction: (draft: CrmActionDraft) => Effect.Effect<Option.Option<string>, CrmError | StorageError>
+  /** The record an inbound text from `phone` is linked to, if the CRM names one (each CRM documents its rule). */
+  readonly findByPhone: (orgId: string, phone: string) => Effect.Effect<Option.Option<CrmRecord>, CrmError | StorageError>
   readonly upsertRecord: (row: CrmRecord) => Effect.Effect<void, CrmError | StorageError>
   readonly listRecords: (orgId: string) => Effect.Effect<ReadonlyArray<CrmRecord>, CrmError | StorageError>
 }
@@ -118,7 +161,11 @@ export const layerMemory: Layer.Layer<Crm> = Layer.effect(
       findRecord: (orgId, module, id) =>
         Effect.map(Ref.get(records), (m) => Option.fromNullable(m.get(recordKey(orgId, module, id)))),
       upsertRecord: (row) => Ref.update(records, (m) => new Map(m).set(recordKey(row.orgId, row.module, row.id), row)),
-      listRecords: (orgId) => Effect.map(Ref.get(records), (m) => [...m.values()].filter((r) => r.orgId === orgId))
+      listRecords: (orgId) => Effect.map(Ref.get(records), (m) => [...m.values()].filter((r) => r.orgId === orgId)),
+      recordAction: () => Effect.succeed(Option.none()),
+      findByPhone: (orgId, phone) =>
+        Effect.map(Ref.get(records), (m) =>
+          Option.fromNullable([...m.values()].find((r) => r.orgId === orgId && r.phone === phone)))
     })
   })
 )

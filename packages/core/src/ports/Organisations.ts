@@ -17,10 +17,16 @@ export interface Organisation {
   readonly timezone: string
   /** Sending-hours spec (see SendingHours); `always` when unrestricted. */
   readonly sendingHours: string
-  /** Texts left to send; null means unlimited. */
+  /** Text segments left to send (a long SMS counts each of its segments; see Segments); null means unlimited. */
   readonly smsAllowance: number | null
   /** AI calls left to start; null means unlimited. */
   readonly callAllowance: number | null
+  /** Regions texts and calls may go to (ISO 3166, `US`); null: the sending line's own region (see Destinations). */
+  readonly destinationCountries: ReadonlyArray<string> | null
+  /** Whether premium-rate and shared-cost numbers may be texted or called. */
+  readonly premiumNumbersAllowed: boolean
+  /** Whether international networks (non-geographic codes: +882, +883, +979…) may be texted or called. */
+  readonly internationalNetworksAllowed: boolean
   readonly botsManagementUrl: string | null
   readonly templatesManagementUrl: string | null
   readonly createdAt: string
@@ -59,10 +65,10 @@ export interface OrganisationsService {
   readonly list: Effect.Effect<ReadonlyArray<Organisation>, StorageError>
   readonly update: (orgId: string, patch: OrganisationPatch) => Effect.Effect<Option.Option<Organisation>, StorageError>
   /**
-   * Take one unit of an allowance atomically. False when it is used up;
+   * Take `units` of an allowance atomically (a text takes its segments). False when fewer are left;
    * an unlimited allowance always succeeds.
    */
-  readonly takeAllowance: (orgId: string, kind: AllowanceKind) => Effect.Effect<boolean, StorageError>
+  readonly takeAllowance: (orgId: string, kind: AllowanceKind, units: number) => Effect.Effect<boolean, StorageError>
   readonly upsertNumber: (row: NumberRow) => Effect.Effect<void, StorageError>
   readonly listNumbers: (orgId: string) => Effect.Effect<ReadonlyArray<NumberRow>, StorageError>
   /** Every organisation's number with this phone (the carrier's inbound webhook knows only the number). */
@@ -98,15 +104,15 @@ export const layerMemory: Layer.Layer<Organisations> = Layer.effect(
           const next: Organisation = { ...current, ...patch }
           return [Option.some(next), new Map(m).set(orgId, next)]
         }),
-      takeAllowance: (orgId, kind) =>
+      takeAllowance: (orgId, kind, units) =>
         Ref.modify(orgs, (m) => {
           const current = m.get(orgId)
           if (current === undefined) return [false, m]
           const field = kind === "sms" ? "smsAllowance" : "callAllowance"
           const left = current[field]
           if (left === null) return [true, m]
-          if (left <= 0) return [false, m]
-          return [true, new Map(m).set(orgId, { ...current, [field]: left - 1 })]
+          if (left < units) return [false, m]
+          return [true, new Map(m).set(orgId, { ...current, [field]: left - units })]
         }),
       upsertNumber: (row) => Ref.update(numbers, (m) => new Map(m).set(keyOf(row.orgId, row.sid), row)),
       listNumbers: (orgId) =>

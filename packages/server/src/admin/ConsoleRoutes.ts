@@ -5,6 +5,7 @@
  * scoped to their organisation; every POST but sign-in's must carry the session's CSRF token and come from
  * this origin. Failures the administrator did not cause answer a bare 500 page, logged without details.
  */
+import { ZohoConnections } from "../crm/zoho/ZohoConnections.js"
 import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import {
@@ -59,6 +60,8 @@ export type ConsoleServices =
   | ProviderAccounts
   | SqlClient.SqlClient
   | ServerConfig
+  // Disconnecting revokes a Zoho connection's token (CrmConnection.disconnectAccount).
+  | ZohoConnections
 
 type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
 type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer

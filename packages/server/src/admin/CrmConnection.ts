@@ -6,6 +6,7 @@
  */
 import { Crm, type StorageError } from "@parley/core/internal"
 import { Context, Effect, Option } from "effect"
+import * as ZohoConnect from "../crm/zoho/ZohoConnect.js"
 
 /** A stable account id from a display name: "Dana Demo" → "crm_user_dana_demo". */
 export const accountIdFor = (name: string): string => {
@@ -23,10 +24,11 @@ export const connectAccount = (orgId: string, name: string, id: string) =>
     return connection
   })
 
+/** Disconnects; a Zoho connection's refresh token is revoked at Zoho and forgotten (see ZohoConnect). */
 export const disconnectAccount = (orgId: string) =>
   Effect.gen(function*() {
+    yield* ZohoConnect.disconnect(orgId)
     const connection: Crm.CrmConnection = { state: "disconnected" }
-    yield* (yield* Crm.Crm).setConnection(orgId, connection)
     return connection
   })
 

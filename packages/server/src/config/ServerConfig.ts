@@ -14,6 +14,9 @@
  * - PARLEY_DISPATCH_POLL_MS (default 50): how often an idle dispatcher looks for due work
  * - PARLEY_WEBHOOK_RETRY_SCALE (default 1): multiplies the event retry schedule
  *   (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); tests shorten it
+ * - PARLEY_WEBHOOK_ALLOWED_NETWORKS (unset): comma-separated CIDRs of private
+ *   networks event deliveries may reach (loopback, 10.0.0.0/8…); public
+ *   addresses are always allowed, link-local and metadata addresses never
  * - PARLEY_CARRIER_AUTH_TOKEN (unset): when set, POST /carrier/inbound must carry
  *   a valid `X-Twilio-Signature` made with it
  * - PARLEY_INBOUND_UNSIGNED (refuse): `accept` takes inbound messages without a
@@ -33,7 +36,15 @@
  *   secrets; unset, the key file secret.key in PARLEY_DATA_DIR (created 0600)
  * - PARLEY_PREVIOUS_SECRET_KEYS (unset): comma-separated keys of earlier
  *   rotations, read only to reseal what they sealed
+ * - PARLEY_ZOHO_CLIENT_ID, PARLEY_ZOHO_CLIENT_SECRET (unset): the server-based
+ *   client registered in Zoho's API console; needed to connect Zoho CRM
+ * - PARLEY_ZOHO_ACCOUNTS_URL (default https://accounts.zoho.com): where the
+ *   consent flow starts; when set, also the only accounts server trusted
+ *   besides Zoho's documented ones (a regional server, or a local fake)
+ * - PARLEY_ZOHO_CONCURRENCY (default 5): concurrent calls per Zoho organisation
+ *   of the write-back
  */
+import { WebhookAddresses } from "@parley/core/internal"
 import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, type Option, Redacted } from "effect"
 
 export interface ServerSettings {
@@ -47,6 +58,7 @@ export interface ServerSettings {
   readonly simStepMs: number
   readonly dispatchPollMs: number
   readonly webhookRetryScale: number
+  readonly webhookAllowedNetworks: WebhookAddresses.AllowedNetworks
   readonly carrierAuthToken: Option.Option<Redacted.Redacted<string>>
   /** Whether unsigned inbound messages are taken when there is no token to check them with. */
   readonly inboundUnsigned: "refuse" | "accept"
@@ -56,6 +68,11 @@ export interface ServerSettings {
   readonly providerRecheckMs: number
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
   readonly previousSecretKeys: ReadonlyArray<Redacted.Redacted<string>>
+  readonly zohoClientId: Option.Option<string>
+  readonly zohoClientSecret: Option.Option<Redacted.Redacted<string>>
+  /** Set explicitly (Some) or Zoho's US accounts server by default (None). */
+  readonly zohoAccountsUrl: Option.Option<string>
+  readonly zohoConcurrency: number
 }
 
 const logLevels: Readonly<Record<string, LogLevel.LogLevel>> = {
@@ -110,6 +127,15 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
     Config.validate({ message: "must be a positive number", validation: (n) => n > 0 }),
     Config.withDefault(1)
   ),
+  webhookAllowedNetworks: Config.string("PARLEY_WEBHOOK_ALLOWED_NETWORKS").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) => {
+      const parsed = WebhookAddresses.parseAllowedNetworks(text)
+      return Either.isLeft(parsed)
+        ? Either.left(ConfigError.InvalidData(["PARLEY_WEBHOOK_ALLOWED_NETWORKS"], parsed.left))
+        : Either.right(parsed.right)
+    })
+  ),
   carrierAuthToken: Config.option(Config.redacted("PARLEY_CARRIER_AUTH_TOKEN")),
   inboundUnsigned: Config.literal("refuse", "accept")("PARLEY_INBOUND_UNSIGNED").pipe(Config.withDefault("refuse" as const)),
   publicUrl: Config.option(Config.string("PARLEY_PUBLIC_URL")),
@@ -131,6 +157,15 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   previousSecretKeys: Config.string("PARLEY_PREVIOUS_SECRET_KEYS").pipe(
     Config.withDefault(""),
     Config.map((list) => list.split(",").map((k) => k.trim()).filter((k) => k !== "").map((k) => Redacted.make(k)))
+  ),
+  zohoClientId: Config.option(Config.string("PARLEY_ZOHO_CLIENT_ID")),
+  zohoClientSecret: Config.option(Config.redacted("PARLEY_ZOHO_CLIENT_SECRET")),
+  zohoAccountsUrl: Config.option(Config.string("PARLEY_ZOHO_ACCOUNTS_URL").pipe(
+    Config.validate({ message: "must be an http(s) URL", validation: (url) => /^https?:\/\/[^/]+/.test(url) })
+  )),
+  zohoConcurrency: Config.integer("PARLEY_ZOHO_CONCURRENCY").pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(5)
   )
 })
 

@@ -6,7 +6,7 @@
  * update skip that row rather than overwrite it.
  */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { DispatchRules, type EventOutbox, Events, type StorageError } from "@parley/core/internal"
+import { DispatchRules, type EventOutbox, Events, Segments, type StorageError } from "@parley/core/internal"
 import { Effect, type ParseResult, Schema } from "effect"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"
@@ -23,6 +23,26 @@ const idSet = (rows: ReadonlyArray<{ readonly id: number | string }>) => new Set
 
 /** Units granted out of `wanted` by an allowance with `left` units (null: unlimited). */
 export const granted = (wanted: number, left: number | null): number => (left === null ? wanted : Math.max(0, Math.min(wanted, left)))
+
+/**
+ * How many of the texts (in due order) an allowance with `left` units pays for, each taking its SMS segments,
+ * and the units they take: the first that does not fit stops the count, so a later, shorter text never
+ * overtakes it.
+ */
+export const grantedTexts = (
+  texts: ReadonlyArray<Pick<ClaimedRow, "type" | "body">>,
+  left: number | null
+): { readonly count: number; readonly units: number } => {
+  let count = 0
+  let units = 0
+  for (const text of texts) {
+    const needed = Segments.allowanceUnits(text.type, text.body)
+    if (left !== null && units + needed > left) break
+    count++
+    units += needed
+  }
+  return { count, units }
+}
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -80,10 +100,10 @@ export const make = Effect.gen(function*() {
     })
 
   /**
-   * Commits the rows to their send: marks them charged (no longer cancellable) and takes one unit of
-   * allowance each, per organisation, atomically. Rows a cancellation won are skipped; committed rows
-   * beyond what is left of a finite allowance fail. Returns the committed rows that got their unit,
-   * as they now are.
+   * Commits the rows to their send: marks them charged (no longer cancellable) and takes their allowance
+   * (a text its SMS segments, a call one unit), per organisation, atomically. Rows a cancellation won are
+   * skipped; committed rows beyond what is left of a finite allowance fail. Returns the committed rows that
+   * got their units, as they now are.
    */
   const commit = (
     worker: string,
@@ -118,10 +138,11 @@ export const make = Effect.gen(function*() {
           decodeAllowances
         )
         // A deleted organisation has nothing left to grant.
-        const textUnits = left === undefined ? 0 : granted(texts.length, left.sms_allowance)
+        const textGrant = left === undefined ? { count: 0, units: 0 } : grantedTexts(texts, left.sms_allowance)
+        const textUnits = textGrant.count
         const callUnits = left === undefined ? 0 : granted(calls.length, left.call_allowance)
-        if (left !== undefined && left.sms_allowance !== null && textUnits > 0) {
-          yield* sql`UPDATE organisations SET sms_allowance = sms_allowance - ${textUnits} WHERE id = ${orgId}`
+        if (left !== undefined && left.sms_allowance !== null && textGrant.units > 0) {
+          yield* sql`UPDATE organisations SET sms_allowance = sms_allowance - ${textGrant.units} WHERE id = ${orgId}`
         }
         if (left !== undefined && left.call_allowance !== null && callUnits > 0) {
           yield* sql`UPDATE organisations SET call_allowance = call_allowance - ${callUnits} WHERE id = ${orgId}`

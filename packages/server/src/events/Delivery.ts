@@ -3,6 +3,8 @@
  * Standard Webhooks (see the core's Webhooks), and records the outcome.
  * - 2xx: delivered.
  * - 410 Gone: the endpoint asked to stop; it is disabled with that reason.
+ * - an address deliveries may not reach (see WebhookPost): the endpoint is
+ *   disabled at once, with the reason;
  * - anything else, a timeout (15 s) or a network error: retried on the
  *   schedule, never before the endpoint's Retry-After; when the schedule is
  *   spent the delivery has failed and the endpoint is disabled, with the last
@@ -11,13 +13,14 @@
  * process, and a process that dies mid-attempt leaves it to be retried.
  */
 import { SqlClient } from "@effect/sql"
-import { Crypto, Webhooks } from "@parley/core/internal"
+import { Crypto, type WebhookAddresses, Webhooks } from "@parley/core/internal"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
 import * as SecretBox from "../store/SecretBox.js"
+import { type PostResult, postWebhook } from "./WebhookPost.js"
 
 const BATCH = 50
 const CONCURRENCY = 8
@@ -37,43 +40,29 @@ const DueDelivery = Schema.Struct({
 type DueDelivery = typeof DueDelivery.Type
 const decodeDue = Schema.decodeUnknown(Schema.Array(DueDelivery))
 
-type AttemptResult =
-  | { readonly _tag: "Answered"; readonly status: number; readonly retryAfter: string | null }
-  | { readonly _tag: "Unreachable"; readonly reason: string }
-
-const attempt = (delivery: DueDelivery, now: number): Effect.Effect<AttemptResult> => {
+const attempt = (
+  delivery: DueDelivery,
+  now: number,
+  allowed: WebhookAddresses.AllowedNetworks
+): Effect.Effect<PostResult> => {
   const timestamp = Math.floor(now / 1000)
   const secrets = delivery.previous_secret !== null && (delivery.previous_secret_until ?? 0) > now
     ? [delivery.secret, delivery.previous_secret]
     : [delivery.secret]
-  return Effect.tryPromise({
-    try: async (signal) => {
-      const response = await fetch(delivery.url, {
-        method: "POST",
-        redirect: "manual",
-        signal: AbortSignal.any([signal, AbortSignal.timeout(TIMEOUT_MS)]),
-        headers: {
-          "content-type": "application/json",
-          "user-agent": "Parley-Webhooks/1",
-          "webhook-id": delivery.event_id,
-          "webhook-timestamp": String(timestamp),
-          "webhook-signature": Webhooks.signatureHeader(secrets, delivery.event_id, timestamp, delivery.payload)
-        },
-        body: delivery.payload
-      })
-      await response.body?.cancel()
-      return { _tag: "Answered" as const, status: response.status, retryAfter: response.headers.get("retry-after") }
-    },
-    catch: (error) => error
-  }).pipe(
-    Effect.catchAll((error) =>
-      Effect.succeed<AttemptResult>({
-        _tag: "Unreachable",
-        reason: error instanceof Error && error.name === "TimeoutError"
-          ? `no answer within ${TIMEOUT_MS / 1000} s`
-          : "connection failed"
-      })
-    )
+  return Effect.promise((signal) =>
+    postWebhook(delivery.url, {
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "Parley-Webhooks/1",
+        "webhook-id": delivery.event_id,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": Webhooks.signatureHeader(secrets, delivery.event_id, timestamp, delivery.payload)
+      },
+      body: delivery.payload,
+      allowed,
+      timeoutMs: TIMEOUT_MS,
+      signal
+    })
   )
 }
 
@@ -116,7 +105,7 @@ export const DeliveryLive = Layer.scopedDiscard(
       sql`UPDATE webhooks SET disabled_at = ${at}, disabled_reason = ${reason}
           WHERE id = ${webhookId} AND disabled_at IS NULL`
 
-    const record = (delivery: DueDelivery, result: AttemptResult, now: number) =>
+    const record = (delivery: DueDelivery, result: PostResult, now: number) =>
       sql.withTransaction(Effect.gen(function*() {
         const at = new Date(now).toISOString()
         const attempts = delivery.attempts + 1
@@ -127,6 +116,14 @@ export const DeliveryLive = Layer.scopedDiscard(
           yield* sql`UPDATE webhook_deliveries SET state = 'delivered', attempts = ${attempts}, last_status = ${status},
                      last_error = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
           yield* sql`UPDATE webhooks SET last_success_at = ${at} WHERE id = ${delivery.webhook_id}`
+          return
+        }
+        if (result._tag === "Refused") {
+          // The address is not one deliveries may reach: retrying would not change that, so the endpoint stops
+          // at once and says why (`parley webhooks list`); an operator can re-enable it after fixing the cause.
+          yield* sql`UPDATE webhook_deliveries SET state = 'failed', attempts = ${attempts}, last_status = NULL,
+                     last_error = ${error}, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
+          yield* disable(delivery.webhook_id, `Refused to deliver on ${at}: ${result.reason}.`, at)
           return
         }
         if (status === 410) {
@@ -160,7 +157,7 @@ export const DeliveryLive = Layer.scopedDiscard(
         due,
         (delivery) =>
           Effect.gen(function*() {
-            const result = yield* attempt(delivery, yield* Clock.currentTimeMillis)
+            const result = yield* attempt(delivery, yield* Clock.currentTimeMillis, config.webhookAllowedNetworks)
             yield* record(delivery, result, yield* Clock.currentTimeMillis)
           }),
         { concurrency: CONCURRENCY, discard: true }

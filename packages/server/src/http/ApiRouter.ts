@@ -40,6 +40,8 @@ export interface ContractRoute {
   /** `group.endpoint`, as scopes and logs name it. */
   readonly name: string
   readonly method: string
+  /** The contract's path template (`/api/v1/conversations/:id`): what logs name, never the values in it. */
+  readonly path: string
   /** Literal segments, and `null` where a path parameter goes (its name at the same index in `params`). */
   readonly segments: ReadonlyArray<string | null>
   readonly params: ReadonlyArray<string | null>
@@ -257,6 +259,7 @@ const compile = (
   return {
     name,
     method: endpoint.method,
+    path: endpoint.path,
     segments,
     params,
     takesBody: endpoint.payloadSchema._tag === "Some",

@@ -6,8 +6,19 @@
  * turns infrastructure failures into their contract errors.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { type ApiError, Crm, CrmUnavailable, CurrentRequestId, errorStatusAndCode, SetupUnavailable, StorageError } from "@parley/core/internal"
+import {
+  type ApiError,
+  Crm,
+  CrmUnavailable,
+  CurrentRequestId,
+  errorStatusAndCode,
+  IdentityChanged,
+  OAuthRequired,
+  SetupUnavailable,
+  StorageError
+} from "@parley/core/internal"
 import { Effect, FiberRef } from "effect"
+import { setResponseHeaders } from "./RequestState.js"
 
 /** The spec's error body and its status, for every writer of errors (the app's responses and raw socket answers). */
 export const errorBody = (error: ApiError, requestId: string) => {
@@ -36,7 +47,24 @@ export const describeCause = (cause: unknown): string => {
   return code === undefined ? name : `${name}(${code})`
 }
 
-/** Storage down → 503 SETUP_UNAVAILABLE; CRM failure → 502 CRM_UNAVAILABLE. The cause is logged without details. */
+/** What a CRM failure answers, by its reason (see Crm.CrmFailure). */
+const crmFailure = (error: Crm.CrmError) => {
+  switch (error.reason) {
+    case "oauth_required":
+      return new OAuthRequired({ message: "The CRM connection no longer works (its authorization was revoked or refused); reconnect it in the CRM OAuth setup." })
+    case "identity_changed":
+      return new IdentityChanged({ message: "The connected CRM account changed identity. Reconnect it in the CRM OAuth setup." })
+    case "busy":
+      return new SetupUnavailable({ message: `The CRM is at its request limit; retry after ${error.retryAfterSeconds ?? 5} seconds.` })
+    default:
+      return new CrmUnavailable({ message: "The CRM did not answer; retry shortly." })
+  }
+}
+
+/**
+ * Storage down → 503 SETUP_UNAVAILABLE; CRM failure → 502 CRM_UNAVAILABLE, or what its reason says (a CRM at
+ * its rate limit: 503 with Retry-After). The cause is logged without details.
+ */
 export const infrastructureErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.catchIf(
     effect,
@@ -44,6 +72,10 @@ export const infrastructureErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       error instanceof StorageError || error instanceof Crm.CrmError,
     (error) =>
       Effect.gen(function*() {
+        if (error instanceof Crm.CrmError && error.reason !== undefined && error.reason !== "unavailable" && error.reason !== "permission_denied") {
+          if (error.reason === "busy") yield* setResponseHeaders({ "retry-after": String(error.retryAfterSeconds ?? 5) })
+          return yield* Effect.fail(crmFailure(error))
+        }
         yield* Effect.annotateLogs(Effect.logError("infrastructure failure"), {
           operation: error.operation,
           cause: describeCause(error)

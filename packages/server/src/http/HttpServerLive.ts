@@ -11,6 +11,7 @@ import * as CallbackGate from "../providers/CallbackGate.js"
 import { providerRoutes } from "../providers/Registry.js"
 import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
+import { zohoCallbackRoutes } from "../crm/zoho/ZohoCallbackRoute.js"
 import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
@@ -52,7 +53,12 @@ const ServeLive = Layer.scopedDiscard(
     const context = yield* Effect.context<never>()
     const runtime = yield* Effect.runtime<never>()
     const contract = compileContract(ParleyApi, context)
-    const plain = [...(yield* extraRoutes), ...(yield* providerRoutes), ...(yield* consoleRoutes)]
+    const plain = [
+      ...(yield* extraRoutes),
+      ...(yield* providerRoutes),
+      ...(yield* zohoCallbackRoutes),
+      ...(yield* consoleRoutes)
+    ]
     const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)

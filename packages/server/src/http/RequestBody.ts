@@ -43,7 +43,15 @@ export const readBody = (
   } else if (!chunked) {
     return done(EMPTY)
   }
-  if (/100-continue/i.test(request.headers["expect"] ?? "")) response.writeContinue()
+  if (/100-continue/i.test(request.headers["expect"] ?? "")) {
+    // Pipelined behind an answer still being written, the response has no socket yet and Node buffers the
+    // `100 Continue`; a head written later is put in front of that buffer (when the body is not a string),
+    // so the interim line landed inside this answer and every later answer on the connection was shifted.
+    // Invite the body once this response owns the connection, unless its answer is written by then (a client
+    // that sent its body unasked has been answered: an interim line would come after the final one).
+    if (response.socket !== null) response.writeContinue()
+    else response.once("socket", () => !response.headersSent && response.writeContinue())
+  }
   const chunks: Array<Buffer> = []
   let size = 0
   let settled = false

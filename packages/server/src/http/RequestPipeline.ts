@@ -14,7 +14,8 @@
  *   the spec's error shape;
  * - runs the route's work as an Effect program on the application's runtime
  *   (one fiber per request), then writes the answer with `node:http` directly;
- * - writes one structured log line per request at Info, with no key, token or body.
+ * - writes one structured log line per request at Info, with no key, token or body, naming the route by its
+ *   template (`/api/v1/conversations/:id`), never the path sent: ids and unknown paths can carry phone numbers.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Headers, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
@@ -231,12 +232,17 @@ export const makeRequestPipeline = <R>(
     const path = q === -1 ? url : url.slice(0, q)
     const query = q === -1 ? "" : url.slice(q + 1)
     let bodyRead = false
+    /** The matched route's template, for the log line; null until (unless) a route matches. */
+    let route: string | null = null
 
     const write = (answer: Answer, extra?: Record<string, string>) => {
       if (response.headersSent || response.destroyed) return
       const headers: Record<string, string | number> = { ...answer.headers, ...extra, "x-request-id": requestId }
       // Answered before (or without) reading an announced body: close the connection if draining it would cost.
       if (!bodyRead && announcesBody(request) && unreadBodyTooLargeToDrain(request)) headers["connection"] = "close"
+      // Parley upgrades to no other protocol; Node's parser stops reading the connection after an Upgrade
+      // request, so requests pipelined behind it would never be answered: close it, and say so.
+      if (request.headers["upgrade"] !== undefined) headers["connection"] = "close"
       if (answer.body !== undefined) headers["content-length"] = Buffer.byteLength(answer.body)
       response.writeHead(answer.status, headers)
       response.end(answer.body)
@@ -244,7 +250,7 @@ export const makeRequestPipeline = <R>(
         run(Effect.annotateLogs(Effect.logInfo("request"), {
           requestId,
           method,
-          path,
+          route,
           status: answer.status,
           durationMs: Math.round((performance.now() - started) * 10) / 10
         }))
@@ -278,6 +284,7 @@ export const makeRequestPipeline = <R>(
       return write(errorAnswer(new InvalidRequest({ message: "path: malformed percent-encoding." }), requestId))
     }
     if (matched === null) return write(notFoundOrWrongMethod(method, path, parts, requestId))
+    route = matched.route.path
 
     const kind: BodyKind | undefined = matched._tag === "Contract"
       ? (matched.route.method === "POST" ? "json" : undefined)

@@ -125,7 +125,8 @@ export const actionColumnReaders: ColumnReaders<Row> = {
   error_message: nullableString,
   sent_by: nullableString,
   modified: string,
-  api_key_id: nullableString
+  api_key_id: nullableString,
+  crm_id: nullableString
 }
 
 /**

@@ -45,7 +45,8 @@ export const ActionRow = Schema.Struct({
   error_message: NullableString,
   sent_by: NullableString,
   modified: Schema.String,
-  api_key_id: NullableString
+  api_key_id: NullableString,
+  crm_id: NullableString
 })
 
 type ActionRowType = typeof ActionRow.Type
@@ -87,7 +88,8 @@ export const toAction = (r: ActionRowType): ActionStore.Action => ({
   errorMessage: r.error_message,
   sentBy: r.sent_by,
   modified: r.modified,
-  apiKeyId: r.api_key_id
+  apiKeyId: r.api_key_id,
+  crmId: r.crm_id
 })
 
 export const fromAction = (a: ActionStore.NewAction) => ({
@@ -122,6 +124,7 @@ export const fromAction = (a: ActionStore.NewAction) => ({
   sent_by: a.sentBy,
   modified: a.modified,
   api_key_id: a.apiKeyId,
+  crm_id: a.crmId ?? null,
   // A live Queued action is work for the dispatcher from its due time on.
   work_at: a.status === "Queued" ? a.dueAt : null
 })
@@ -190,7 +193,7 @@ const INSERTED: { readonly [K in keyof InsertedRow]: true } = {
   from_number_sid: true, body: true, bot_id: true, mode: true, purpose_message: true, template_id: true,
   wa_content_sid: true, wa_content_variables: true, read_at: true, at: true, scheduled_for: true, due_at: true,
   owner_id: true, owner_name: true, record_module: true, record_id: true, record_name: true, linked_records: true,
-  sid: true, audio_file_id: true, error_message: true, sent_by: true, modified: true, api_key_id: true, work_at: true
+  sid: true, audio_file_id: true, error_message: true, sent_by: true, modified: true, api_key_id: true, crm_id: true, work_at: true
 }
 const INSERTED_COLUMNS = Object.keys(INSERTED)
 
@@ -222,6 +225,7 @@ export const layer = Layer.effect(
     const entryColumns = sql.literal(ENTRY_COLUMNS.join(", "))
     const direct = yield* DirectReads
     const actionById = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND id = ?`
+    const actionByCrmId = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND crm_id = ?`
     const action = ({ id, orgId }: { readonly orgId: string; readonly id: string }) =>
       Effect.map(
         Effect.flatMap(direct.values(actionById, [orgId, id]), readActions),
@@ -299,6 +303,16 @@ export const layer = Layer.effect(
           return { ...a, id: String(row.id) }
         })),
       findAction: (orgId, id) => storage("crm.findAction")(Effect.map(action({ orgId, id }), Option.map(toAction))),
+      findByPublicId: (orgId, id) =>
+        storage("crm.findByPublicId")(
+          ActionStore.isCrmRecordId(id)
+            ? Effect.map(
+              Effect.flatMap(direct.values(actionByCrmId, [orgId, id]), readActions),
+              (rows) => Option.map(Option.fromNullable(rows[0]), toAction)
+            )
+            // A short id is Parley's own, which the API shows only for actions without a CRM record.
+            : Effect.map(action({ orgId, id }), (found) => Option.filter(Option.map(found, toAction), (a) => a.crmId === null))
+        ),
       // The server dispatches with its own batched, leased claim (dispatch/Dispatcher.ts); this answers the port
       // for hosts that embed the core's Dispatch over this store.
       dueActions: (now, limit) =>

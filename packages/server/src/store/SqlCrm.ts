@@ -48,9 +48,8 @@ const RecordRow = Schema.Struct({
   fields: DbJson(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 
-export const layer = Layer.effect(
-  Crm.Crm,
-  Effect.gen(function*() {
+/** The embedded CRM's service; a hosted CRM's layer builds on it (see crm/zoho/ZohoCrm.ts). */
+export const make = Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const connection = SqlSchema.findOne({
@@ -82,6 +81,12 @@ export const layer = Layer.effect(
       Request: Schema.String,
       Result: RecordRow,
       execute: (orgId) => sql`SELECT * FROM crm_records WHERE org_id = ${orgId} ORDER BY module, id`
+    })
+    const byPhone = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: Schema.String, phone: Schema.String }),
+      Result: RecordRow,
+      execute: ({ orgId, phone }) =>
+        sql`SELECT * FROM crm_records WHERE org_id = ${orgId} AND phone = ${phone} ORDER BY module, id LIMIT 1`
     })
     const toTemplate = (t: typeof TemplateRow.Type): Crm.TemplateRow => ({
       orgId: t.org_id,
@@ -144,7 +149,13 @@ export const layer = Layer.effect(
           })
         } ON CONFLICT (org_id, module, id) DO UPDATE SET name = excluded.name, phone = excluded.phone,
           owner_id = excluded.owner_id, fields = excluded.fields`),
-      listRecords: (orgId) => storage("crm.listRecords")(Effect.map(records(orgId), (rows) => rows.map(toRecord)))
+      listRecords: (orgId) => storage("crm.listRecords")(Effect.map(records(orgId), (rows) => rows.map(toRecord))),
+      // Parley's own action rows are the embedded CRM's record of them.
+      recordAction: () => Effect.succeed(Option.none()),
+      // The first record with the phone, in the order records are listed.
+      findByPhone: (orgId, phone) =>
+        storage("crm.findByPhone")(Effect.map(byPhone({ orgId, phone }), Option.map(toRecord)))
     })
   })
-)
+
+export const layer = Layer.effect(Crm.Crm, make)

@@ -16,6 +16,9 @@ export const OrganisationRow = Schema.Struct({
   sending_hours: Schema.String,
   sms_allowance: Schema.NullOr(DbInt),
   call_allowance: Schema.NullOr(DbInt),
+  destination_countries: NullableString,
+  premium_numbers_allowed: DbBool,
+  international_networks_allowed: DbBool,
   bots_management_url: NullableString,
   templates_management_url: NullableString,
   created_at: Schema.String
@@ -32,6 +35,9 @@ export const toOrganisation = (row: typeof OrganisationRow.Type): Organisations.
   sendingHours: row.sending_hours,
   smsAllowance: row.sms_allowance,
   callAllowance: row.call_allowance,
+  destinationCountries: row.destination_countries === null ? null : row.destination_countries.split(","),
+  premiumNumbersAllowed: row.premium_numbers_allowed,
+  internationalNetworksAllowed: row.international_networks_allowed,
   botsManagementUrl: row.bots_management_url,
   templatesManagementUrl: row.templates_management_url,
   createdAt: row.created_at
@@ -48,6 +54,9 @@ const fromOrganisation = (org: Organisations.Organisation) => ({
   sending_hours: org.sendingHours,
   sms_allowance: org.smsAllowance,
   call_allowance: org.callAllowance,
+  destination_countries: org.destinationCountries === null ? null : org.destinationCountries.join(","),
+  premium_numbers_allowed: bool(org.premiumNumbersAllowed),
+  international_networks_allowed: bool(org.internationalNetworksAllowed),
   bots_management_url: org.botsManagementUrl,
   templates_management_url: org.templatesManagementUrl,
   created_at: org.createdAt
@@ -147,14 +156,14 @@ export const layer = Layer.effect(
             return Option.some(next)
           }))
         ),
-      takeAllowance: (orgId, kind) =>
+      takeAllowance: (orgId, kind, units) =>
         storage("organisations.takeAllowance")(
           Effect.map(
             kind === "sms"
-              ? sql`UPDATE organisations SET sms_allowance = sms_allowance - 1
-                    WHERE id = ${orgId} AND (sms_allowance IS NULL OR sms_allowance > 0) RETURNING id`
-              : sql`UPDATE organisations SET call_allowance = call_allowance - 1
-                    WHERE id = ${orgId} AND (call_allowance IS NULL OR call_allowance > 0) RETURNING id`,
+              ? sql`UPDATE organisations SET sms_allowance = sms_allowance - ${units}
+                    WHERE id = ${orgId} AND (sms_allowance IS NULL OR sms_allowance >= ${units}) RETURNING id`
+              : sql`UPDATE organisations SET call_allowance = call_allowance - ${units}
+                    WHERE id = ${orgId} AND (call_allowance IS NULL OR call_allowance >= ${units}) RETURNING id`,
             (rows) => rows.length > 0
           )
         ),

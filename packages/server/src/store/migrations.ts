@@ -352,6 +352,127 @@ const settingsVersion = Effect.gen(function*() {
 })
 
 /**
+ * Abuse limits: per-organisation destination rules (see Destinations) and the per-key limit as a sliding
+ * window counted in buckets (see RateLimitStore). On SQLite the settings trigger of `organisations` is made
+ * again so that it compares the new columns too.
+ */
+const abuseLimits = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE organisations ADD COLUMN destination_countries TEXT`
+  yield* sql`ALTER TABLE organisations ADD COLUMN premium_numbers_allowed INTEGER NOT NULL DEFAULT 0`
+  yield* sql`ALTER TABLE organisations ADD COLUMN international_networks_allowed INTEGER NOT NULL DEFAULT 0`
+  // Organisations that existed before keep sending where they did: every region, as before the rules.
+  yield* sql`UPDATE organisations SET destination_countries = '*'`
+  // The per-key limit's sliding window, in buckets (RateLimitStore); `rate_limits` stays for replicas of the
+  // release before during a rolling deploy.
+  yield* sql`CREATE TABLE rate_limit_buckets (
+    key TEXT NOT NULL,
+    bucket BIGINT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (key, bucket)
+  )`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
+        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
+        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
+/**
+ * Zoho CRM as an organisation's CRM (issue 25): the connection (sealed tokens, the connected user and
+ * organisation, the refresh lease that keeps one refresh at a time per organisation across replicas), the
+ * single-use OAuth states, each action's Zoho record id (`crm_id`, the id the API answers; unique per
+ * organisation) and the durable write-back outbox (one row per action with changes Zoho has not seen yet).
+ */
+const zoho = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE zoho_connections (
+    org_id TEXT PRIMARY KEY REFERENCES organisations(id),
+    zoho_org_id TEXT NOT NULL,
+    zoho_org_name TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    zuid TEXT NOT NULL,
+    user_name TEXT NOT NULL,
+    email TEXT NOT NULL,
+    profile TEXT,
+    accounts_url TEXT NOT NULL,
+    api_domain TEXT NOT NULL,
+    refresh_token TEXT NOT NULL,
+    access_token TEXT,
+    access_expires_at BIGINT NOT NULL,
+    refresh_lease_until BIGINT NOT NULL,
+    modules TEXT NOT NULL,
+    connected_at TEXT NOT NULL,
+    last_error TEXT,
+    last_error_at TEXT
+  )`
+  yield* sql`CREATE TABLE zoho_oauth_states (
+    state_hash TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    switch_org INTEGER NOT NULL,
+    expires_at BIGINT NOT NULL,
+    used_at BIGINT
+  )`
+  yield* sql`ALTER TABLE actions ADD COLUMN crm_id TEXT`
+  yield* sql`CREATE UNIQUE INDEX actions_by_crm_id ON actions (org_id, crm_id)`
+  yield* sql`CREATE TABLE zoho_writebacks (
+    action_id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    due_at BIGINT NOT NULL,
+    attempts INTEGER NOT NULL,
+    lease_until BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX zoho_writebacks_due ON zoho_writebacks (due_at)`
+  // Whether an organisation is connected to Zoho is asked on every creation; SettingsCache serves it from
+  // memory on SQLite, so connecting and disconnecting bump the settings version (token updates need not).
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        yield* sql.unsafe(`CREATE TRIGGER zoho_connections_inserted AFTER INSERT ON zoho_connections BEGIN ${bump} END`)
+        yield* sql.unsafe(`CREATE TRIGGER zoho_connections_deleted AFTER DELETE ON zoho_connections BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+  // Every change Zoho must see (status, transcript, recording, provider id, error) enqueues its action in the
+  // transaction that stores it, whichever code path stores it: the table is the single place all of them
+  // meet. Due two seconds later, so the steps of a lifecycle that follow each other closely go in one write.
+  const changed = (old: string, next: string, distinct: string) =>
+    ["status", "body", "error_message", "audio_file_id", "sid"].map((c) => `${old}.${c} ${distinct} ${next}.${c}`).join(" OR ")
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      Effect.gen(function*() {
+        yield* sql.unsafe(`CREATE FUNCTION zoho_writeback_enqueue() RETURNS trigger AS $$
+          BEGIN
+            INSERT INTO zoho_writebacks (action_id, org_id, version, due_at, attempts, lease_until)
+            VALUES (NEW.id::text, NEW.org_id, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + 2000, 0, 0)
+            ON CONFLICT (action_id) DO UPDATE SET version = zoho_writebacks.version + 1;
+            RETURN NEW;
+          END $$ LANGUAGE plpgsql`)
+        yield* sql.unsafe(`CREATE TRIGGER actions_zoho_writeback AFTER UPDATE ON actions FOR EACH ROW
+          WHEN (NEW.crm_id IS NOT NULL AND (${changed("OLD", "NEW", "IS DISTINCT FROM")}))
+          EXECUTE FUNCTION zoho_writeback_enqueue()`)
+      }),
+    orElse: () =>
+      sql.unsafe(`CREATE TRIGGER actions_zoho_writeback AFTER UPDATE ON actions
+        WHEN NEW.crm_id IS NOT NULL AND (${changed("OLD", "NEW", "IS NOT")})
+        BEGIN
+          INSERT INTO zoho_writebacks (action_id, org_id, version, due_at, attempts, lease_until)
+          VALUES (CAST(NEW.id AS TEXT), NEW.org_id, 1,
+                  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 2000, 0, 0)
+          ON CONFLICT (action_id) DO UPDATE SET version = version + 1;
+        END`)
+  })
+})
+
+/**
  * The admin console (issue 26): administrators of one organisation, their sessions and their one-time
  * sign-in links. Passwords are stored as scrypt hashes; session and link tokens as SHA-256 hashes, so a
  * copy of the database signs nobody in.
@@ -387,5 +508,7 @@ export const migrations = {
   "0006_webhook_event_types": webhookEventTypes,
   "0007_providers": providers,
   "0008_settings_version": settingsVersion,
+  "0011_abuse_limits": abuseLimits,
+  "0013_zoho": zoho,
   "0014_admin_console": adminConsole
 }

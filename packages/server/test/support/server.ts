@@ -81,6 +81,8 @@ export class TestServer {
     return {
       ...inherited,
       LOG_LEVEL: "warn",
+      // The test's webhook receivers listen on loopback, which deliveries reach only when the operator lists it.
+      PARLEY_WEBHOOK_ALLOWED_NETWORKS: "127.0.0.0/8,::1/128",
       // The store's settings first: a test may override one (its own PARLEY_SECRET_KEY, say).
       ...this.db.env,
       ...this.env,

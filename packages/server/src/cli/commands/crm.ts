@@ -1,5 +1,5 @@
 /**
- * `parley crm connect | disconnect | identity-changed | permissions`: the
+ * `parley crm connect | status | setup | disconnect | identity-changed | permissions`: the
  * organisation's connected CRM account, whose permissions every request runs
  * under. Connecting another account switches the executing account for every key.
  */
@@ -7,6 +7,9 @@ import { Args, Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
 import { accountIdFor, connectAccount, disconnectAccount } from "../../admin/CrmConnection.js"
 import { Effect, Option } from "effect"
+import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
+import { ZohoConnections } from "../../crm/zoho/ZohoConnections.js"
+import { setup as zohoSetup } from "../../crm/zoho/ZohoSetup.js"
 import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"
 
@@ -42,7 +45,14 @@ const connect = Command.make(
   {
     json,
     org,
-    account: Options.text("account").pipe(Options.withDescription("Display name of the CRM account")),
+    provider: Options.choice("provider", ["built-in", "zoho"]).pipe(
+      Options.withDescription("built-in (default: the embedded CRM, with --account) or zoho (prints Zoho's consent URL)"),
+      Options.withDefault("built-in")
+    ),
+    switchOrg: Options.boolean("switch-org").pipe(
+      Options.withDescription("With --provider zoho: allow connecting another Zoho organisation than the connected one")
+    ),
+    account: Options.text("account").pipe(Options.withDescription("Display name of the CRM account"), Options.optional),
     accountId: Options.text("account-id").pipe(
       Options.withDescription("CRM user id of the account (default: derived from the name)"),
       Options.optional
@@ -51,7 +61,23 @@ const connect = Command.make(
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      const name = yield* nonEmpty("--account", input.account)
+      if (input.provider === "zoho") {
+        const started = yield* Effect.catchTag(
+          ZohoConnect.start(input.org, { switchOrg: input.switchOrg }),
+          "ZohoConnectFailed",
+          (failed) => fail(failed.message)
+        )
+        return yield* print(input.json, { orgId: input.org, provider: "zoho", ...started }, () =>
+          [
+            `Open this link as the Zoho CRM user Parley should work as (valid 10 minutes, once):`,
+            started.url,
+            "",
+            `Zoho then returns to ${started.redirectUri}; the current connection stays until that completes.`,
+            `Check with: parley crm status ${input.org}`
+          ].join("\n"))
+      }
+      if (Option.isNone(input.account)) return yield* fail("--account NAME is required with the built-in CRM (or use --provider zoho)")
+      const name = yield* nonEmpty("--account", input.account.value)
       const id = Option.isSome(input.accountId)
         ? yield* nonEmpty("--account-id", input.accountId.value)
         : accountIdFor(name)
@@ -60,12 +86,46 @@ const connect = Command.make(
     })
 ).pipe(Command.withDescription("Connect (or reconnect) the CRM account every key of the organisation runs as"))
 
+const status = Command.make("status", { json, org }, (input) =>
+  Effect.gen(function*() {
+    yield* requireOrg(input.org)
+    const view = yield* ZohoConnect.status(input.org)
+    yield* print(input.json, view, () =>
+      [
+        `CRM of ${input.org}: ${view.provider}, ${view.state}`,
+        fields([
+          ["user", view.user === null ? "-" : `${view.user.name} <${view.user.email}> (zuid ${view.user.zuid})`],
+          ["organisation", view.zohoOrg === null ? "-" : `${view.zohoOrg.name} (${view.zohoOrg.id})`],
+          ["since", view.since ?? "-"],
+          ["last error", view.lastError === null ? "-" : `${view.lastError.message} (${view.lastError.at ?? "?"})`]
+        ])
+      ].join("\n"))
+  })).pipe(Command.withDescription("Show the organisation's CRM connection (provider, user, organisation, last error; never a token)"))
+
+const setup = Command.make("setup", { json, org }, (input) =>
+  Effect.gen(function*() {
+    yield* requireOrg(input.org)
+    if (!(yield* (yield* ZohoConnections).exists(input.org))) {
+      return yield* fail(`${input.org} is not connected to Zoho CRM: run \`parley crm connect ${input.org} --provider zoho\` first`)
+    }
+    const report = yield* Effect.catchTag(zohoSetup(input.org), "CrmError", (error) =>
+      fail(`Zoho CRM did not complete the set-up (${error.reason ?? "unavailable"}); check \`parley crm status ${input.org}\` and try again`))
+    yield* print(input.json, report, () =>
+      [
+        `Created: ${report.created.length === 0 ? "nothing" : report.created.join(", ")}`,
+        `Already there: ${report.existing.length}`,
+        ...(report.byHand.length === 0 ? [] : ["Zoho refused; an administrator must create by hand:", ...report.byHand.map((l) => `- ${l}`)])
+      ].join("\n"))
+    if (report.byHand.length > 0) return yield* fail("Zoho CRM set-up is incomplete: create the items above by hand, then run `parley crm setup` again.")
+  })).pipe(Command.withDescription("Create Parley_Templates and Parley_Messages in the connected Zoho CRM (idempotent)"))
+
 const disconnect = Command.make("disconnect", { json, org }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
+    // A Zoho connection's refresh token is revoked at Zoho first (see disconnectAccount).
     const connection = yield* disconnectAccount(input.org)
     yield* show(input.json, input.org, connection)
-  })).pipe(Command.withDescription("Disconnect the CRM account (requests then fail with OAUTH_REQUIRED)"))
+  })).pipe(Command.withDescription("Disconnect the CRM account, revoking a Zoho token (requests then fail with OAUTH_REQUIRED)"))
 
 const connectedAccount = (orgId: string) =>
   Effect.gen(function*() {
@@ -139,5 +199,5 @@ const permissions = Command.make(
 
 export const crm = Command.make("crm").pipe(
   Command.withDescription("The organisation's connected CRM account"),
-  Command.withSubcommands([connect, disconnect, identityChanged, permissions])
+  Command.withSubcommands([connect, status, setup, disconnect, identityChanged, permissions])
 )

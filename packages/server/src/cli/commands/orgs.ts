@@ -1,12 +1,20 @@
 /** `parley orgs create | update | list`: organisations and their settings. */
 import { Args, Command, Options } from "@effect/cli"
-import { Crypto, Organisations } from "@parley/core/internal"
+import { Crypto, Destinations, Organisations } from "@parley/core/internal"
 import { sendingHoursChange } from "../../admin/SendingRules.js"
 import { Effect, Either, Option } from "effect"
 import { allowance, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
 const showAllowance = (n: number | null) => (n === null ? "unlimited" : String(n))
+const allowOrRefuse = (allowed: boolean) => (allowed ? "allowed" : "refused")
+
+/**
+ * What `orgs create` gives a new organisation: finite allowances, so a leaked key or a pumping attack spends
+ * at most this much before an operator looks, and destinations as a new Twilio account has them (the home
+ * country only: here the sending line's region; no premium-rate numbers, no international networks).
+ */
+export const NEW_ORGANISATION_ALLOWANCES = { sms: 1_000, calls: 100 } as const
 
 export const describeOrg = (org: Organisations.Organisation): string =>
   [
@@ -19,6 +27,9 @@ export const describeOrg = (org: Organisations.Organisation): string =>
       ["sending hours", `${org.sendingHours} (${org.timezone})`],
       ["SMS allowance", showAllowance(org.smsAllowance)],
       ["call allowance", showAllowance(org.callAllowance)],
+      ["destinations", Destinations.showCountries(org.destinationCountries)],
+      ["premium-rate numbers", allowOrRefuse(org.premiumNumbersAllowed)],
+      ["international networks", allowOrRefuse(org.internationalNetworksAllowed)],
       ["created", org.createdAt]
     ])
   ].join("\n")
@@ -38,8 +49,11 @@ const create = Command.make(
         aiCallsEnabled: true,
         timezone: "UTC",
         sendingHours: "always",
-        smsAllowance: null,
-        callAllowance: null,
+        smsAllowance: NEW_ORGANISATION_ALLOWANCES.sms,
+        callAllowance: NEW_ORGANISATION_ALLOWANCES.calls,
+        destinationCountries: null,
+        premiumNumbersAllowed: false,
+        internationalNetworksAllowed: false,
         botsManagementUrl: null,
         templatesManagementUrl: null,
         createdAt: yield* nowIso
@@ -47,7 +61,10 @@ const create = Command.make(
       yield* organisations.insert(org)
       yield* print(json, org, () => describeOrg(org))
     })
-).pipe(Command.withDescription("Create an organisation (active, pilot open, AI calls on, always open, unlimited)"))
+).pipe(Command.withDescription(
+  `Create an organisation (active, pilot open, AI calls on, always open; ${NEW_ORGANISATION_ALLOWANCES.sms} SMS ` +
+    `segments and ${NEW_ORGANISATION_ALLOWANCES.calls} AI calls; destinations: the sending line's region only)`
+))
 
 const onOff = <A extends string, B extends string>(name: string, on: A, off: B, description: string) =>
   Options.choice(name, [on, off]).pipe(Options.withDescription(description), Options.optional)
@@ -76,6 +93,17 @@ const update = Command.make(
     callAllowance: Options.text("call-allowance").pipe(
       Options.withDescription("AI calls left to start: N or unlimited"),
       Options.optional
+    ),
+    destinations: Options.text("destinations").pipe(
+      Options.withDescription("Regions texts and calls may go to: ISO codes such as US,CA,GB, or home (the sending line's)"),
+      Options.optional
+    ),
+    premiumNumbers: onOff("premium-numbers", "allow", "refuse", "Premium-rate and shared-cost numbers"),
+    internationalNetworks: onOff(
+      "international-networks",
+      "allow",
+      "refuse",
+      "International networks (non-geographic codes such as +882, +883, +979)"
     )
   },
   (input) =>
@@ -103,10 +131,19 @@ const update = Command.make(
       if (Option.isSome(input.callAllowance)) {
         patch.callAllowance = yield* allowance("--call-allowance", input.callAllowance.value)
       }
+      if (Option.isSome(input.destinations)) {
+        const countries = Destinations.parseCountries(input.destinations.value)
+        if (Either.isLeft(countries)) return yield* fail(`Invalid --destinations "${input.destinations.value}": ${countries.left}`)
+        patch.destinationCountries = countries.right
+      }
+      if (Option.isSome(input.premiumNumbers)) patch.premiumNumbersAllowed = input.premiumNumbers.value === "allow"
+      if (Option.isSome(input.internationalNetworks)) {
+        patch.internationalNetworksAllowed = input.internationalNetworks.value === "allow"
+      }
       if (Object.keys(patch).length === 0) {
         return yield* fail(
           "Nothing to update: give at least one of --subscription, --seat, --pilot, --ai-calls, --sending-hours, " +
-            "--timezone, --sms-allowance, --call-allowance"
+            "--timezone, --sms-allowance, --call-allowance, --destinations, --premium-numbers, --international-networks"
         )
       }
       const organisations = yield* Organisations.Organisations
@@ -115,7 +152,7 @@ const update = Command.make(
       const org = updated.value
       yield* print(input.json, org, () => describeOrg(org))
     })
-).pipe(Command.withDescription("Change an organisation's access state, sending hours, AI settings or allowances"))
+).pipe(Command.withDescription("Change an organisation's access state, sending hours, AI settings, allowances or destination rules"))
 
 const list = Command.make("list", { json }, ({ json }) =>
   Effect.gen(function*() {

@@ -3,6 +3,7 @@ import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
 import { Console, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
+import { ZohoWriteBackLive } from "../../crm/zoho/ZohoWriteBack.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
@@ -23,11 +24,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // Every stored secret opens with the keys given (or the server does not start), and is sealed under the
     // current one: after a rotation, the old key is needed only until this has run on one server.
     yield* SecretBox.resealSecrets
-    if (demo) {
-      const summary = yield* Demo.seedDemo()
-      yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
-      yield* Console.log(`\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`)
-    }
+    const summary = demo ? Option.some(yield* Demo.seedDemo()) : Option.none()
     // Parley exports no traces: with the tracer off, the spans the core and the SQL client open on every
     // request and statement are not built (each captured a stack trace and a dozen attributes).
     // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
@@ -35,9 +32,18 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     const http = demo && Option.isNone(config.host)
       ? HttpServerLive.pipe(Layer.provide(Layer.succeed(ServerConfig, { ...config, host: Option.some(DEMO_HOST) })))
       : HttpServerLive
-    return yield* Layer.launch(
-      Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive).pipe(
-        Layer.provide(Layer.setTracerEnabled(false))
-      )
+    const server = Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive).pipe(
+      Layer.provide(Layer.setTracerEnabled(false))
     )
+    return yield* Effect.scoped(Effect.gen(function*() {
+      // Built first: the keys are printed only by a server that listens (a port in use prints none).
+      yield* Layer.build(server)
+      if (Option.isSome(summary)) {
+        yield* Console.log(describeDemo(summary.value, `http://localhost:${config.port}`))
+        yield* Console.log(
+          `\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`
+        )
+      }
+      return yield* Effect.never
+    }))
   })).pipe(Command.withDescription("Run the Parley server (PORT, HOST, PARLEY_DATA_DIR or DATABASE_URL, PARLEY_RATE_LIMIT_PER_MINUTE, LOG_LEVEL)"))

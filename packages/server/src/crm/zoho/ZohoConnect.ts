@@ -1,0 +1,259 @@
+/**
+ * Connecting an organisation to Zoho CRM, as plain functions the CLI and the
+ * admin console share: `start` (the consent URL), `complete` (the OAuth
+ * callback), `status` and `disconnect`.
+ *
+ * Starting does not touch the current connection; only a completed callback
+ * replaces it. The callback exchanges the code only at a trusted accounts
+ * server (see AccountsServers), reads the connected user and Zoho
+ * organisation, refuses another Zoho organisation than the connected one
+ * unless the consent was started with `--switch-org`, and makes the Zoho user
+ * the CRM account every key of the organisation runs as.
+ */
+import { Crm } from "@parley/core/domain"
+import type { CrmModule } from "@parley/core/internal"
+import { Clock, Data, Effect, Option, Redacted } from "effect"
+import { ServerConfig, type ServerSettings } from "../../config/ServerConfig.js"
+import { publicBase } from "../../providers/CallbackUrls.js"
+import { DEFAULT_ACCOUNTS_URL, trustedAccountsServer, trustedApiDomain } from "./AccountsServers.js"
+import { crmRequest, listOf, revokeToken, text, tokenRequest } from "./ZohoApi.js"
+import { type ZohoConnection, ZohoConnections } from "./ZohoConnections.js"
+import { MESSAGES_MODULE, TEMPLATES_MODULE } from "./ZohoSchema.js"
+
+export const CALLBACK_PATH = "/oauth/zoho/callback"
+
+/** Every scope Parley's calls need (README: "Connecting a real Zoho CRM"). */
+export const SCOPES: ReadonlyArray<string> = [
+  "ZohoCRM.modules.ALL",
+  "ZohoCRM.settings.modules.ALL",
+  "ZohoCRM.settings.fields.ALL",
+  "ZohoCRM.users.READ",
+  "ZohoCRM.org.READ"
+]
+
+/** Connecting failed in a way the person connecting can act on; `message` says how, in words. */
+export class ZohoConnectFailed extends Data.TaggedError("ZohoConnectFailed")<{
+  readonly status: number
+  readonly message: string
+}> {}
+
+export const redirectUri = (config: ServerSettings) => `${publicBase(config)}${CALLBACK_PATH}`
+
+const clientOf = (config: ServerSettings) =>
+  Option.isNone(config.zohoClientId) || Option.isNone(config.zohoClientSecret)
+    ? Effect.fail(
+      new ZohoConnectFailed({
+        status: 503,
+        message: "Zoho CRM is not configured on this server: set PARLEY_ZOHO_CLIENT_ID and PARLEY_ZOHO_CLIENT_SECRET."
+      })
+    )
+    : Effect.succeed({ id: config.zohoClientId.value, secret: Redacted.value(config.zohoClientSecret.value) })
+
+/** The consent URL for an organisation (valid 10 minutes, usable once). */
+export const start = (orgId: string, options: { readonly switchOrg?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig
+    const client = yield* clientOf(config)
+    const connections = yield* ZohoConnections
+    const state = yield* connections.newState(orgId, options.switchOrg === true, yield* Clock.currentTimeMillis)
+    const accounts = Option.getOrElse(config.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL).replace(/\/+$/, "")
+    const query = new URLSearchParams({
+      client_id: client.id,
+      response_type: "code",
+      redirect_uri: redirectUri(config),
+      scope: SCOPES.join(","),
+      access_type: "offline",
+      prompt: "consent",
+      state
+    })
+    return { url: `${accounts}/oauth/v2/auth?${query.toString()}`, redirectUri: redirectUri(config), scopes: SCOPES }
+  })
+
+/** The account's permissions from /settings/modules (whose flags describe the connected user). */
+const permissionsOf = (modules: ReadonlyArray<{ readonly api_name: string; readonly viewable: boolean; readonly creatable: boolean }>): Crm.CrmPermissions => {
+  const of = (name: string) => modules.find((m) => m.api_name === name)
+  const readable: Array<CrmModule> = []
+  for (const name of ["Leads", "Contacts", "Vendors", "Deals"] as const) if (of(name)?.viewable === true) readable.push(name)
+  const messages = of(MESSAGES_MODULE)
+  const templates = of(TEMPLATES_MODULE)
+  return {
+    modules: readable,
+    actionsView: messages === undefined || messages.viewable ? "all" : "none",
+    // Before `crm setup` the modules are missing: the first creation then says so through Zoho's answer.
+    actionsWrite: messages === undefined || messages.creatable,
+    templates: templates === undefined || templates.viewable
+  }
+}
+
+export interface CallbackParams {
+  readonly code: string | undefined
+  readonly state: string | undefined
+  readonly accountsServer: string | undefined
+  readonly error: string | undefined
+}
+
+/** Completes the consent: the connected user and organisation, or why not. */
+export const complete = (params: CallbackParams) =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig
+    const connections = yield* ZohoConnections
+    const crm = yield* Crm.Crm
+    const client = yield* clientOf(config)
+    const now = yield* Clock.currentTimeMillis
+    if (params.state === undefined || params.state === "") {
+      return yield* new ZohoConnectFailed({ status: 400, message: "The link has no state; start again with `parley crm connect`." })
+    }
+    const claimed = yield* connections.consumeState(params.state, now)
+    if (Option.isNone(claimed)) {
+      return yield* new ZohoConnectFailed({
+        status: 400,
+        message: "This consent link is unknown, was already used, or is older than 10 minutes; start again with `parley crm connect`."
+      })
+    }
+    const { orgId, switchOrg } = claimed.value
+    if (params.error !== undefined) {
+      return yield* new ZohoConnectFailed({ status: 400, message: `Zoho did not grant access (${params.error}); nothing changed.` })
+    }
+    if (params.code === undefined || params.code === "") {
+      return yield* new ZohoConnectFailed({ status: 400, message: "Zoho sent no authorization code; nothing changed." })
+    }
+    const accountsOrigin = trustedAccountsServer(
+      params.accountsServer ?? Option.getOrElse(config.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL),
+      config.zohoAccountsUrl
+    )
+    if (accountsOrigin === undefined) {
+      return yield* new ZohoConnectFailed({
+        status: 400,
+        message: "The redirect names an accounts server that is not one of Zoho's; the code was not exchanged."
+      })
+    }
+    const unavailable = () => new ZohoConnectFailed({ status: 502, message: "Zoho did not answer; try again shortly." })
+    const token = yield* tokenRequest(accountsOrigin, {
+      grant_type: "authorization_code",
+      client_id: client.id,
+      client_secret: client.secret,
+      redirect_uri: redirectUri(config),
+      code: params.code
+    }).pipe(
+      Effect.catchTags({
+        ZohoTokenRefused: (refused) =>
+          Effect.fail(new ZohoConnectFailed({ status: 400, message: `Zoho refused the authorization code (${refused.error}); start again.` })),
+        CrmError: () => Effect.fail(unavailable())
+      })
+    )
+    const apiDomain = trustedApiDomain(token.apiDomain ?? "", config.zohoAccountsUrl)
+    if (token.refreshToken === undefined || apiDomain === undefined) {
+      return yield* new ZohoConnectFailed({
+        status: 400,
+        message: token.refreshToken === undefined
+          ? "Zoho granted no refresh token (offline access); start again."
+          : "Zoho's answer names an API domain that is not one of Zoho's; nothing was connected."
+      })
+    }
+    const read = (path: string, name: string) =>
+      Effect.map(
+        Effect.catchAll(crmRequest(apiDomain, token.accessToken, "GET", path), () => Effect.fail(unavailable())),
+        (answer) => listOf(answer, name)
+      )
+    const user = (yield* read("/users?type=CurrentUser", "users"))[0]
+    const org = (yield* read("/org", "org"))[0]
+    const modules = (yield* read("/settings/modules", "modules")).map((m) => ({
+      api_name: text(m, "api_name") ?? "",
+      viewable: m["viewable"] === true,
+      creatable: m["creatable"] === true
+    }))
+    const zuid = user === undefined ? undefined : text(user, "zuid")
+    const userId = user === undefined ? undefined : text(user, "id")
+    const zohoOrgId = org === undefined ? undefined : text(org, "id")
+    if (user === undefined || org === undefined || zuid === undefined || userId === undefined || zohoOrgId === undefined) {
+      return yield* Effect.fail(unavailable())
+    }
+    const previous = yield* connections.get(orgId)
+    if (Option.isSome(previous) && previous.value.zohoOrgId !== zohoOrgId && !switchOrg) {
+      yield* revokeToken(accountsOrigin, token.refreshToken)
+      return yield* new ZohoConnectFailed({
+        status: 409,
+        message: `This Parley organisation is connected to Zoho organisation ${previous.value.zohoOrgName} (${previous.value.zohoOrgId}), ` +
+          `not ${text(org, "company_name") ?? zohoOrgId}: its actions' ids belong to the first. Nothing changed; to switch, ` +
+          "start again with `parley crm connect ORG --provider zoho --switch-org`."
+      })
+    }
+    const connection: Omit<ZohoConnection, "lastError" | "lastErrorAt"> = {
+      orgId,
+      zohoOrgId,
+      zohoOrgName: text(org, "company_name") ?? zohoOrgId,
+      userId,
+      zuid,
+      userName: text(user, "full_name") ?? text(user, "email") ?? zuid,
+      email: text(user, "email") ?? "",
+      profile: typeof user["profile"] === "object" && user["profile"] !== null && "name" in user["profile"] &&
+          typeof user["profile"].name === "string"
+        ? user["profile"].name
+        : null,
+      accountsUrl: accountsOrigin,
+      apiDomain,
+      refreshToken: token.refreshToken,
+      accessToken: token.accessToken,
+      accessExpiresAt: now + token.expiresInSeconds * 1000,
+      modules,
+      connectedAt: new Date(now).toISOString()
+    }
+    yield* connections.save(connection)
+    yield* crm.setConnection(orgId, {
+      state: "connected",
+      account: { id: userId, name: connection.userName, permissions: permissionsOf(modules) }
+    })
+    // The previous refresh token is replaced: revoked, so it cannot be used again.
+    if (Option.isSome(previous) && previous.value.refreshToken !== token.refreshToken) {
+      yield* revokeToken(previous.value.accountsUrl, previous.value.refreshToken)
+    }
+    return { orgId, user: connection.userName, email: connection.email, zohoOrg: connection.zohoOrgName }
+  })
+
+export interface ZohoStatus {
+  readonly orgId: string
+  readonly provider: "zoho" | "built-in"
+  readonly state: Crm.CrmConnection["state"]
+  readonly user: { readonly name: string; readonly email: string; readonly zuid: string; readonly id: string; readonly profile: string | null } | null
+  readonly zohoOrg: { readonly id: string; readonly name: string } | null
+  readonly since: string | null
+  readonly lastError: { readonly message: string; readonly at: string | null } | null
+}
+
+/** What the organisation's CRM connection is, never a token. */
+export const status = (orgId: string) =>
+  Effect.gen(function*() {
+    const connections = yield* ZohoConnections
+    const crm = yield* Crm.Crm
+    const connection = yield* crm.connection(orgId)
+    const zoho = yield* connections.get(orgId)
+    if (Option.isNone(zoho)) {
+      const view: ZohoStatus = { orgId, provider: "built-in", state: connection.state, user: null, zohoOrg: null, since: null, lastError: null }
+      return view
+    }
+    const z = zoho.value
+    const view: ZohoStatus = {
+      orgId,
+      provider: "zoho",
+      state: connection.state,
+      user: { name: z.userName, email: z.email, zuid: z.zuid, id: z.userId, profile: z.profile },
+      zohoOrg: { id: z.zohoOrgId, name: z.zohoOrgName },
+      since: z.connectedAt,
+      lastError: z.lastError === null ? null : { message: z.lastError, at: z.lastErrorAt }
+    }
+    return view
+  })
+
+/** Disconnects: revokes the refresh token at Zoho and forgets it; requests then answer OAUTH_REQUIRED. */
+export const disconnect = (orgId: string) =>
+  Effect.gen(function*() {
+    const connections = yield* ZohoConnections
+    const crm = yield* Crm.Crm
+    const zoho = yield* connections.get(orgId)
+    if (Option.isSome(zoho)) {
+      yield* revokeToken(zoho.value.accountsUrl, zoho.value.refreshToken)
+      yield* connections.remove(orgId)
+    }
+    yield* crm.setConnection(orgId, { state: "disconnected" })
+    return { orgId, revoked: Option.isSome(zoho) }
+  })

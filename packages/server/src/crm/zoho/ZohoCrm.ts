@@ -1,0 +1,214 @@
+/**
+ * The CRM port for every organisation: the embedded CRM (SqlCrm) by default,
+ * Zoho CRM for an organisation that connected it. The connection state (which
+ * the API's authentication reads) stays in the embedded CRM either way.
+ *
+ * What Zoho answers, and how stale it may be:
+ * - templates: the `Parley_Templates` records (at most 200), ordered by name
+ *   case-insensitively, cached 60 seconds per organisation;
+ * - records (links and merge fields): read from Zoho at each creation, only
+ *   the fields the template needs; field labels map to API names through
+ *   `/settings/fields`, cached 10 minutes per organisation and module;
+ * - every live action: an upsert into `Parley_Messages` on `Parley_Key`,
+ *   whose id becomes the action's id.
+ */
+import { Crm } from "@parley/core/domain"
+import type { CrmModule } from "@parley/core/internal"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SettingsCache } from "../../store/SettingsCache.js"
+import * as SqlCrm from "../../store/SqlCrm.js"
+import { dataOf, listOf, text } from "./ZohoApi.js"
+import { ZohoConnections } from "./ZohoConnections.js"
+import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
+import * as ZohoSession from "./ZohoSession.js"
+
+export const TEMPLATE_CACHE_MS = 60_000
+export const FIELD_CACHE_MS = 10 * 60_000
+const MAX_TEMPLATES = 200
+
+/** The field that names a record of each module. */
+const NAME_FIELD: Readonly<Record<CrmModule, string>> = {
+  Leads: "Full_Name",
+  Contacts: "Full_Name",
+  Vendors: "Vendor_Name",
+  Deals: "Deal_Name"
+}
+
+interface Cached<A> {
+  readonly at: number
+  readonly value: A
+}
+
+const storageAsCrm = (operation: string) => (cause: unknown) => new Crm.CrmError({ operation, cause, reason: "unavailable" })
+
+export const layer: Layer.Layer<
+  Crm.Crm | ZohoSession.ZohoSession,
+  never,
+  Layer.Layer.Context<typeof SqlCrm.layer> | Effect.Effect.Context<ReturnType<typeof ZohoSession.make>> | ZohoConnections | SettingsCache
+> = Layer.effectContext(
+  Effect.gen(function*() {
+    const embedded = yield* SqlCrm.make
+    const session = yield* ZohoSession.make(embedded)
+    const connections = yield* ZohoConnections
+    const templates = new Map<string, Cached<ReadonlyArray<Crm.TemplateRow>>>()
+    const fieldMaps = new Map<string, Cached<ReadonlyMap<string, string>>>()
+
+    const settings = yield* SettingsCache
+    // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
+    const isZoho = (orgId: string) => settings.cachedValue(`zoho-connected\u0000${orgId}`, connections.exists(orgId))
+
+    const listTemplates = (orgId: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const hit = templates.get(orgId)
+        if (hit !== undefined && now - hit.at < TEMPLATE_CACHE_MS) return hit.value
+        const answer = yield* session.call(orgId, "GET", `/${TEMPLATES_MODULE}?fields=Name,Body,Record_Type&per_page=${MAX_TEMPLATES}`)
+        const rows = dataOf(answer).flatMap((r): Array<Crm.TemplateRow> => {
+          const id = text(r, "id")
+          if (id === undefined) return []
+          const recordType = text(r, "Record_Type")
+          return [{
+            orgId,
+            id: templateUuid(orgId, id),
+            crmId: id,
+            recordType: recordType === undefined || recordType === "-None-" || recordType === "" ? null : recordType,
+            name: text(r, "Name") ?? "",
+            body: text(r, "Body") ?? ""
+          }]
+        })
+        // As users expect a list of names: case-insensitively, then by id for equal names.
+        const sorted = [...rows].sort((a, b) =>
+          a.name.localeCompare(b.name, "en", { sensitivity: "base" }) || a.crmId.localeCompare(b.crmId)
+        )
+        templates.set(orgId, { at: now, value: sorted })
+        return sorted
+      })
+
+    /** Field label → API name for a module, as the connected user sees it. */
+    const fieldMap = (orgId: string, module: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const key = `${orgId}\u0000${module}`
+        const hit = fieldMaps.get(key)
+        if (hit !== undefined && now - hit.at < FIELD_CACHE_MS) return hit.value
+        const answer = yield* session.call(orgId, "GET", `/settings/fields?module=${encodeURIComponent(module)}`)
+        const map = new Map<string, string>()
+        for (const f of listOf(answer, "fields")) {
+          const label = text(f, "field_label")
+          const api = text(f, "api_name")
+          if (label !== undefined && api !== undefined) map.set(label, api)
+        }
+        fieldMaps.set(key, { at: now, value: map })
+        return map
+      })
+
+    const findRecord = (orgId: string, module: CrmModule, id: string, fieldLabels?: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        // Zoho's ids are digits; anything else cannot name a record (and must not reach the URL).
+        if (!/^\d{1,25}$/.test(id)) return Option.none<Crm.CrmRecord>()
+        const labels = fieldLabels ?? []
+        const map = yield* fieldMap(orgId, module)
+        const wanted = new Set([NAME_FIELD[module], "Phone", "Owner"])
+        for (const label of labels) {
+          const api = map.get(label)
+          if (api !== undefined) wanted.add(api)
+        }
+        const answer = yield* session.call(orgId, "GET", `/${module}/${id}?fields=${[...wanted].join(",")}`)
+        const record = dataOf(answer)[0]
+        if (record === undefined) return Option.none<Crm.CrmRecord>()
+        const fields: Record<string, string> = {}
+        for (const label of labels) {
+          const api = map.get(label)
+          const value = api === undefined ? undefined : text(record, api)
+          if (value !== undefined) fields[label] = value
+        }
+        const owner = record["Owner"]
+        return Option.some<Crm.CrmRecord>({
+          orgId,
+          module,
+          id,
+          name: text(record, NAME_FIELD[module]) ?? id,
+          phone: text(record, "Phone") ?? null,
+          ownerId: typeof owner === "object" && owner !== null && "id" in owner && typeof owner.id === "string" ? owner.id : null,
+          fields
+        })
+      })
+
+    const recordAction = (draft: Crm.CrmActionDraft) =>
+      Effect.gen(function*() {
+        const answer = yield* session.call(draft.orgId, "POST", `/${MESSAGES_MODULE}/upsert`, {
+          data: [messageRecord(draft)],
+          duplicate_check_fields: [KEY_FIELD],
+          // No workflow rules, approvals or blueprints fire on Parley's own bookkeeping.
+          trigger: []
+        })
+        const item = dataOf(answer)[0]
+        const details = item?.["details"]
+        const id = typeof details === "object" && details !== null && "id" in details && typeof details.id === "string"
+          ? details.id
+          : undefined
+        const status = item === undefined ? undefined : text(item, "status")
+        if (item === undefined || status !== "success" || id === undefined) {
+          return yield* new Crm.CrmError({
+            operation: "zoho.recordAction",
+            cause: item === undefined ? `status ${answer.status}` : (text(item, "code") ?? "no id"),
+            reason: "unavailable"
+          })
+        }
+        return Option.some(id)
+      })
+
+    /** The one Lead or Contact with this phone (Phone or Mobile); none when nobody or several have it. */
+    const findByPhone = (orgId: string, phone: string) =>
+      Effect.gen(function*() {
+        const found: Array<Crm.CrmRecord> = []
+        for (const module of ["Leads", "Contacts"] as const) {
+          const answer = yield* session.call(orgId, "GET", `/${module}/search?phone=${encodeURIComponent(phone)}&fields=${NAME_FIELD[module]},Phone`)
+          for (const r of dataOf(answer)) {
+            const id = text(r, "id")
+            if (id !== undefined) found.push({ orgId, module, id, name: text(r, NAME_FIELD[module]) ?? id, phone, ownerId: null, fields: {} })
+          }
+        }
+        return found.length === 1 && found[0] !== undefined ? Option.some(found[0]) : Option.none<Crm.CrmRecord>()
+      })
+
+    /** Runs `zoho` for a Zoho-connected organisation, `builtIn` otherwise. */
+    const route = <A, E1, E2>(
+      orgId: string,
+      zoho: () => Effect.Effect<A, E1>,
+      builtIn: () => Effect.Effect<A, E2>
+    ): Effect.Effect<A, E1 | E2 | Crm.CrmError> =>
+      Effect.flatMap(
+        Effect.mapError(isZoho(orgId), storageAsCrm("zoho.exists")),
+        (zohoConnected): Effect.Effect<A, E1 | E2 | Crm.CrmError> => zohoConnected ? zoho() : builtIn()
+      )
+
+    const service = Crm.Crm.of({
+      connection: embedded.connection,
+      setConnection: (orgId, c) => {
+        templates.delete(orgId)
+        for (const key of fieldMaps.keys()) if (key.startsWith(`${orgId}\u0000`)) fieldMaps.delete(key)
+        return embedded.setConnection(orgId, c)
+      },
+      listTemplates: (orgId, limit) =>
+        route(orgId, () => Effect.map(listTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
+      findTemplate: (orgId, id) =>
+        route(orgId, () => Effect.map(listTemplates(orgId), (rows) => Option.fromNullable(rows.find((t) => t.id === id))), () =>
+          embedded.findTemplate(orgId, id)),
+      upsertTemplate: (row) =>
+        route(row.orgId, () =>
+          Effect.fail(new Crm.CrmError({ operation: "zoho.upsertTemplate", cause: "templates are kept in Zoho (Parley_Templates)" })), () =>
+          embedded.upsertTemplate(row)),
+      findRecord: (orgId, module, id, fieldLabels) =>
+        route(orgId, () => findRecord(orgId, module, id, fieldLabels), () => embedded.findRecord(orgId, module, id, fieldLabels)),
+      upsertRecord: (row) =>
+        route(row.orgId, () =>
+          Effect.fail(new Crm.CrmError({ operation: "zoho.upsertRecord", cause: "records are kept in Zoho" })), () =>
+          embedded.upsertRecord(row)),
+      listRecords: (orgId) => route(orgId, () => Effect.succeed([]), () => embedded.listRecords(orgId)),
+      recordAction: (draft) => route(draft.orgId, () => recordAction(draft), () => embedded.recordAction(draft)),
+      findByPhone: (orgId, phone) => route(orgId, () => findByPhone(orgId, phone), () => embedded.findByPhone(orgId, phone))
+    })
+    return Context.make(Crm.Crm, service).pipe(Context.add(ZohoSession.ZohoSession, session))
+  })
+)

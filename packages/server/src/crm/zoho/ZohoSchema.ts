@@ -1,0 +1,99 @@
+/**
+ * What Parley keeps inside a Zoho CRM organisation: the two custom modules
+ * `crm setup` creates, their fields, and how an action is written into a
+ * `Parley_Messages` record. The README's field table is this file in prose.
+ */
+import { createHash } from "node:crypto"
+import type { Crm } from "@parley/core/domain"
+
+export const TEMPLATES_MODULE = "Parley_Templates"
+export const MESSAGES_MODULE = "Parley_Messages"
+/** The unique text field upserts match on: a retry of the same creation finds the same record. */
+export const KEY_FIELD = "Parley_Key"
+
+/** The modules a Parley_Messages record may look up, with the lookup field's API name. */
+export const LOOKUPS: ReadonlyArray<{ readonly module: string; readonly field: string }> = [
+  { module: "Leads", field: "Lead" },
+  { module: "Contacts", field: "Contact" },
+  { module: "Accounts", field: "Account" },
+  { module: "Vendors", field: "Vendor" },
+  { module: "Deals", field: "Deal" }
+]
+
+export interface FieldSpec {
+  readonly api_name: string
+  readonly field_label: string
+  readonly data_type: string
+  readonly length?: number
+  readonly unique?: { readonly casesensitive: boolean }
+  readonly pick_list_values?: ReadonlyArray<{ readonly display_value: string; readonly actual_value: string }>
+  readonly lookup?: { readonly module: { readonly api_name: string } }
+}
+
+const picklist = (values: ReadonlyArray<string>) =>
+  values.map((v) => ({ display_value: v, actual_value: v }))
+
+export const TEMPLATE_FIELDS: ReadonlyArray<FieldSpec> = [
+  { api_name: "Body", field_label: "Body", data_type: "textarea" },
+  { api_name: "Record_Type", field_label: "Record Type", data_type: "picklist", pick_list_values: picklist(["-None-", "Leads", "Contacts", "Vendors", "Deals"]) }
+]
+
+export const MESSAGE_FIELDS: ReadonlyArray<FieldSpec> = [
+  { api_name: KEY_FIELD, field_label: "Parley Key", data_type: "text", length: 64, unique: { casesensitive: true } },
+  { api_name: "Kind", field_label: "Kind", data_type: "picklist", pick_list_values: picklist(["Message", "AI Call"]) },
+  { api_name: "Direction", field_label: "Direction", data_type: "picklist", pick_list_values: picklist(["Outbound", "Inbound"]) },
+  { api_name: "Channel", field_label: "Channel", data_type: "picklist", pick_list_values: picklist(["SMS", "WhatsApp", "Call"]) },
+  { api_name: "Status", field_label: "Status", data_type: "text", length: 40 },
+  { api_name: "From_Number", field_label: "From Number", data_type: "phone" },
+  { api_name: "To_Number", field_label: "To Number", data_type: "phone" },
+  { api_name: "Body", field_label: "Body", data_type: "textarea" },
+  { api_name: "Sent_At", field_label: "Sent At", data_type: "datetime" },
+  { api_name: "Scheduled_For", field_label: "Scheduled For", data_type: "datetime" },
+  { api_name: "Bot_Id", field_label: "Bot Id", data_type: "text", length: 100 },
+  { api_name: "Sent_By", field_label: "Sent By", data_type: "text", length: 120 },
+  { api_name: "Provider_Sid", field_label: "Provider Sid", data_type: "text", length: 100 },
+  { api_name: "Recording_Id", field_label: "Recording Id", data_type: "text", length: 255 },
+  { api_name: "Error_Message", field_label: "Error Message", data_type: "textarea" },
+  { api_name: "Status_Changed_At", field_label: "Status Changed At", data_type: "datetime" },
+  ...LOOKUPS.map((l): FieldSpec => ({ api_name: l.field, field_label: l.field, data_type: "lookup", lookup: { module: { api_name: l.module } } }))
+]
+
+/** Zoho's datetime format: ISO 8601 to the second with an offset (no milliseconds). */
+export const zohoTime = (iso: string): string => iso.replace(/\.\d+Z$/, "Z").replace(/Z$/, "+00:00")
+
+/** The upsert key of a draft: a hash, so neither the API key's id nor the Idempotency-Key is shown in Zoho. */
+export const parleyKey = (key: string): string => createHash("sha256").update(key).digest("hex").slice(0, 48)
+
+/** A new action as the fields of its Parley_Messages record. */
+export const messageRecord = (draft: Crm.CrmActionDraft): Record<string, unknown> => {
+  const outbound = draft.direction === "Outbound"
+  const lookup = draft.record === null ? undefined : LOOKUPS.find((l) => l.module === draft.record?.module)
+  return {
+    Name: `${draft.kind === "ai_call" ? "AI call" : draft.type} ${outbound ? "to" : "from"} ${draft.counterpart}`.slice(0, 120),
+    [KEY_FIELD]: parleyKey(draft.key),
+    Kind: draft.kind === "ai_call" ? "AI Call" : "Message",
+    Direction: draft.direction,
+    Channel: draft.type,
+    Status: draft.status,
+    From_Number: outbound ? draft.line : draft.counterpart,
+    To_Number: outbound ? draft.counterpart : draft.line,
+    Body: draft.body,
+    Sent_At: zohoTime(draft.at),
+    Scheduled_For: draft.scheduledFor === null ? null : zohoTime(new Date(draft.scheduledFor).toISOString()),
+    Bot_Id: draft.botId,
+    Sent_By: draft.sentBy,
+    ...(lookup === undefined || draft.record === null ? {} : { [lookup.field]: { id: draft.record.id } })
+  }
+}
+
+/** A stable UUID (version 5, RFC 9562) for a Zoho template record: the same record always has the same id. */
+export const templateUuid = (orgId: string, recordId: string): string => {
+  // The URL namespace of RFC 9562, with a name only Parley's Zoho templates use.
+  const namespace = Buffer.from("6ba7b8119dad11d180b400c04fd430c8", "hex")
+  const hash = createHash("sha1").update(namespace).update(`parley:zoho-template:${orgId}:${recordId}`).digest()
+  const bytes = hash.subarray(0, 16)
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x50
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80
+  const hex = bytes.toString("hex")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}

@@ -1,0 +1,162 @@
+/**
+ * Calls to one organisation's Zoho CRM with a working access token.
+ *
+ * Access tokens live an hour; Parley refreshes one a minute before it expires,
+ * or when Zoho answers INVALID_TOKEN. Zoho allows ten refreshes per refresh
+ * token per ten minutes, so refreshing is single-flight per organisation:
+ * within a process one fiber refreshes while the others wait for it, and
+ * across processes and replicas a lease in the connection's row (one
+ * conditional update) decides who refreshes while the others re-read the row
+ * until the new token is there.
+ *
+ * After every refresh the current user is read again: a token that now
+ * belongs to another Zoho user than the one connected marks the connection
+ * IDENTITY_CHANGED; a refused refresh token (`invalid_code`) marks it
+ * OAUTH_REQUIRED. Both need a reconnect.
+ */
+import { Crm } from "@parley/core/domain"
+import { Clock, Context, Effect, Option, Redacted } from "effect"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { type CrmAnswer, crmRequest, listOf, text, tokenRequest } from "./ZohoApi.js"
+import { type ZohoConnection, ZohoConnections } from "./ZohoConnections.js"
+
+/** Refresh this long before Zoho's expiry, so no call carries a token about to lapse. */
+const EARLY_REFRESH_MS = 60_000
+/** How long a refresh lease lasts (a process that dies holding it delays the next refresh this long). */
+const LEASE_MS = 15_000
+const WAIT_STEP_MS = 100
+
+export interface ZohoSessionService {
+  /** One CRM call (path under /crm/v8) as the organisation's connected user. */
+  readonly call: (
+    orgId: string,
+    method: "GET" | "POST" | "PUT",
+    path: string,
+    body?: unknown
+  ) => Effect.Effect<CrmAnswer, Crm.CrmError>
+}
+
+export class ZohoSession extends Context.Tag("@parley/server/crm/zoho/ZohoSession")<ZohoSession, ZohoSessionService>() {}
+
+const storageFailure = (operation: string) => (cause: unknown) => new Crm.CrmError({ operation, cause, reason: "unavailable" })
+
+/**
+ * The session over `embedded`, the embedded CRM that keeps every organisation's connection state (which the
+ * API's authentication reads): a lapsed token is recorded there.
+ */
+export const make = (crm: Crm.CrmService) =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig
+    const connections = yield* ZohoConnections
+    const locks = new Map<string, Effect.Semaphore>()
+    const lockOf = (orgId: string) => {
+      let lock = locks.get(orgId)
+      if (lock === undefined) {
+        lock = Effect.unsafeMakeSemaphore(1)
+        locks.set(orgId, lock)
+      }
+      return lock
+    }
+
+    const load = (orgId: string) =>
+      Effect.flatMap(
+        Effect.mapError(connections.get(orgId), storageFailure("zoho.connection")),
+        (found) =>
+          Option.isNone(found)
+            ? Effect.fail(new Crm.CrmError({ operation: "zoho.connection", cause: "not connected", reason: "oauth_required" }))
+            : Effect.succeed(found.value)
+      )
+
+    const lapse = (orgId: string, state: "disconnected" | "identity_changed", message: string) =>
+      Effect.gen(function*() {
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        yield* Effect.ignore(connections.recordError(orgId, message, now))
+        const current = yield* Effect.orElseSucceed(crm.connection(orgId), () => ({ state: "disconnected" as const }))
+        if (current.state !== "disconnected") {
+          yield* Effect.ignore(
+            crm.setConnection(orgId, state === "disconnected" ? { state } : { state, account: current.account })
+          )
+        }
+        return yield* new Crm.CrmError({
+          operation: "zoho.refresh",
+          cause: message,
+          reason: state === "disconnected" ? "oauth_required" : "identity_changed"
+        })
+      })
+
+    /** Refreshes the access token (this process holds the lease), then checks who it belongs to. */
+    const refresh = (connection: ZohoConnection) =>
+      Effect.gen(function*() {
+        const secret = Option.getOrUndefined(config.zohoClientSecret)
+        const clientId = Option.getOrUndefined(config.zohoClientId)
+        if (secret === undefined || clientId === undefined) {
+          return yield* new Crm.CrmError({ operation: "zoho.refresh", cause: "PARLEY_ZOHO_CLIENT_ID/SECRET unset", reason: "unavailable" })
+        }
+        const answer = yield* tokenRequest(connection.accountsUrl, {
+          grant_type: "refresh_token",
+          client_id: clientId,
+          client_secret: Redacted.value(secret),
+          refresh_token: connection.refreshToken
+        }).pipe(
+          Effect.catchTag("ZohoTokenRefused", (refused) =>
+            lapse(connection.orgId, "disconnected", `Zoho refused the refresh token (${refused.error}); reconnect.`))
+        )
+        const now = yield* Clock.currentTimeMillis
+        const expiresAt = now + answer.expiresInSeconds * 1000
+        yield* Effect.mapError(connections.saveAccessToken(connection.orgId, answer.accessToken, expiresAt), storageFailure("zoho.saveAccessToken"))
+        // Who the token belongs to now: the connected user, or someone else (IDENTITY_CHANGED).
+        const me = yield* Effect.catchTag(
+          crmRequest(connection.apiDomain, answer.accessToken, "GET", "/users?type=CurrentUser"),
+          "ZohoInvalidToken",
+          () => Effect.fail(new Crm.CrmError({ operation: "zoho.currentUser", cause: "INVALID_TOKEN", reason: "oauth_required" }))
+        )
+        const zuid = text(listOf(me, "users")[0] ?? {}, "zuid")
+        if (zuid !== undefined && zuid !== connection.zuid) {
+          return yield* lapse(connection.orgId, "identity_changed", "The Zoho token now belongs to another user; reconnect.")
+        }
+        return answer.accessToken
+      })
+
+    /** A token valid for at least EARLY_REFRESH_MS: the stored one, or one refreshed by whoever holds the lease. */
+    const token = (orgId: string, stale: string | null): Effect.Effect<{ readonly token: string; readonly connection: ZohoConnection }, Crm.CrmError> =>
+      Effect.gen(function*() {
+        const fresh = (c: ZohoConnection, now: number) =>
+          c.accessToken !== null && c.accessToken !== stale && c.accessExpiresAt - EARLY_REFRESH_MS > now
+        const first = yield* load(orgId)
+        if (fresh(first, yield* Clock.currentTimeMillis) && first.accessToken !== null) {
+          return { token: first.accessToken, connection: first }
+        }
+        return yield* lockOf(orgId).withPermits(1)(Effect.gen(function*() {
+          for (;;) {
+            const connection = yield* load(orgId)
+            const now = yield* Clock.currentTimeMillis
+            if (fresh(connection, now) && connection.accessToken !== null) return { token: connection.accessToken, connection }
+            const leased = yield* Effect.mapError(connections.takeRefreshLease(orgId, now, now + LEASE_MS), storageFailure("zoho.lease"))
+            if (leased) {
+              const refreshed = yield* Effect.ensuring(refresh(connection), Effect.ignore(connections.releaseRefreshLease(orgId)))
+              return { token: refreshed, connection }
+            }
+            // Another process is refreshing: its token appears in the row shortly.
+            yield* Effect.sleep(WAIT_STEP_MS)
+          }
+        }))
+      })
+
+    const call: ZohoSessionService["call"] = (orgId, method, path, body) =>
+      Effect.gen(function*() {
+        const first = yield* token(orgId, null)
+        return yield* crmRequest(first.connection.apiDomain, first.token, method, path, body).pipe(
+          // Expired or revoked early: refresh once (single-flight) and try again.
+          Effect.catchTag("ZohoInvalidToken", () =>
+            Effect.flatMap(token(orgId, first.token), (second) =>
+              Effect.catchTag(
+                crmRequest(second.connection.apiDomain, second.token, method, path, body),
+                "ZohoInvalidToken",
+                () => Effect.fail(new Crm.CrmError({ operation: "zoho.call", cause: "INVALID_TOKEN", reason: "oauth_required" }))
+              )))
+        )
+      })
+
+    return ZohoSession.of({ call })
+  })
+

@@ -1,0 +1,77 @@
+/**
+ * `parley crm setup ORG`: creates in the connected Zoho organisation what
+ * Parley needs (the `Parley_Templates` and `Parley_Messages` modules and their
+ * fields) through Zoho's metadata API. Idempotent: it reads what exists first
+ * and creates only what is missing. Where Zoho refuses (edition, permission)
+ * it returns exactly what an administrator must create by hand.
+ */
+import { Effect } from "effect"
+import { isRecord, listOf, text } from "./ZohoApi.js"
+import { type FieldSpec, KEY_FIELD, MESSAGE_FIELDS, MESSAGES_MODULE, TEMPLATE_FIELDS, TEMPLATES_MODULE } from "./ZohoSchema.js"
+import { ZohoSession } from "./ZohoSession.js"
+
+export interface SetupReport {
+  readonly created: ReadonlyArray<string>
+  readonly existing: ReadonlyArray<string>
+  /** What Zoho refused, as instructions for an administrator; empty when everything is in place. */
+  readonly byHand: ReadonlyArray<string>
+}
+
+const MODULES: ReadonlyArray<{ readonly apiName: string; readonly plural: string; readonly singular: string; readonly fields: ReadonlyArray<FieldSpec> }> = [
+  { apiName: TEMPLATES_MODULE, plural: "Parley Templates", singular: "Parley Template", fields: TEMPLATE_FIELDS },
+  { apiName: MESSAGES_MODULE, plural: "Parley Messages", singular: "Parley Message", fields: MESSAGE_FIELDS }
+]
+
+const describeField = (f: FieldSpec) =>
+  `${f.field_label} (API name ${f.api_name}, ${f.data_type}` +
+  (f.unique === undefined ? "" : ", unique") +
+  (f.pick_list_values === undefined ? "" : `: ${f.pick_list_values.map((v) => v.actual_value).join(", ")}`) +
+  (f.lookup === undefined ? "" : ` to ${f.lookup.module.api_name}`) + ")"
+
+/** Whether every item of a metadata answer succeeded. */
+const succeeded = (status: number, json: unknown, name: string) =>
+  status >= 200 && status < 300 && isRecord(json) && Array.isArray(json[name]) &&
+  json[name].every((item) => isRecord(item) && item["status"] === "success")
+
+export const setup = (orgId: string) =>
+  Effect.gen(function*() {
+    const session = yield* ZohoSession
+    const created: Array<string> = []
+    const existing: Array<string> = []
+    const byHand: Array<string> = []
+    const me = listOf(yield* session.call(orgId, "GET", "/users?type=CurrentUser"), "users")[0]
+    const profile = me?.["profile"]
+    const profileId = isRecord(profile) ? text(profile, "id") : undefined
+    const modules = listOf(yield* session.call(orgId, "GET", "/settings/modules"), "modules")
+    for (const m of MODULES) {
+      if (modules.some((found) => text(found, "api_name") === m.apiName)) {
+        existing.push(`module ${m.apiName}`)
+      } else {
+        const answer = yield* Effect.either(session.call(orgId, "POST", "/settings/modules", {
+          modules: [{ api_name: m.apiName, plural_label: m.plural, singular_label: m.singular, profiles: profileId === undefined ? [] : [{ id: profileId }] }]
+        }))
+        if (answer._tag === "Right" && succeeded(answer.right.status, answer.right.json, "modules")) {
+          created.push(`module ${m.apiName}`)
+        } else {
+          byHand.push(
+            `Create a custom module "${m.plural}" with API name ${m.apiName} (Setup → Customization → Modules and Fields), ` +
+              `with these fields: ${m.fields.map(describeField).join("; ")}.`
+          )
+          continue
+        }
+      }
+      const fields = listOf(yield* session.call(orgId, "GET", `/settings/fields?module=${m.apiName}`), "fields")
+      const missing = m.fields.filter((f) => !fields.some((found) => text(found, "api_name") === f.api_name))
+      for (const f of m.fields) if (!missing.includes(f)) existing.push(`field ${m.apiName}.${f.api_name}`)
+      if (missing.length === 0) continue
+      const answer = yield* Effect.either(session.call(orgId, "POST", `/settings/fields?module=${m.apiName}`, { fields: missing }))
+      if (answer._tag === "Right" && succeeded(answer.right.status, answer.right.json, "fields")) {
+        for (const f of missing) created.push(`field ${m.apiName}.${f.api_name}`)
+      } else {
+        byHand.push(`In module ${m.apiName}, create the fields ${missing.map(describeField).join("; ")}` +
+          (missing.some((f) => f.api_name === KEY_FIELD) ? ` (${KEY_FIELD} must be marked "Do not allow duplicate values")` : "") + ".")
+      }
+    }
+    const report: SetupReport = { created, existing, byHand }
+    return report
+  })

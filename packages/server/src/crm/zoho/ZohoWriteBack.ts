@@ -1,0 +1,167 @@
+/**
+ * The write-back: what happens to an action after its creation (statuses,
+ * an AI call's transcript and recording, the provider's id, the error) is
+ * written to its Parley_Messages record asynchronously, from the durable
+ * outbox `zoho_writebacks`, which a trigger fills in the same transaction as
+ * the change (migration 0013) — so a kill -9 loses nothing, and dispatch and
+ * the API never wait on Zoho.
+ *
+ * Each round claims due rows under a lease (SKIP LOCKED on Postgres, so
+ * replicas share the work), writes them per organisation in batches of up to
+ * 100 records a `PUT /Parley_Messages`, at most PARLEY_ZOHO_CONCURRENCY calls
+ * at a time per organisation in a process, and removes a row only if it did
+ * not change meanwhile. A failure is retried with backoff (2 s doubling, at
+ * most an hour); a record Zoho rejects 12 times is dropped and its error kept
+ * on the connection (`parley crm status`).
+ */
+import { SqlClient } from "@effect/sql"
+import { Cause, Clock, Effect, Layer, Schema } from "effect"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { skipLocked } from "../../store/Dialect.js"
+import { DbInt, NullableString } from "../../store/rows.js"
+import { dataOf, text } from "./ZohoApi.js"
+import { ZohoConnections } from "./ZohoConnections.js"
+import { MESSAGES_MODULE, zohoTime } from "./ZohoSchema.js"
+import { ZohoSession } from "./ZohoSession.js"
+
+export const BATCH = 100
+const CLAIM = 1000
+const LEASE_MS = 60_000
+const POLL_MS = 250
+const MAX_ATTEMPTS = 12
+
+const Claimed = Schema.Struct({ action_id: Schema.String, org_id: Schema.String, version: DbInt, attempts: DbInt })
+const Pending = Schema.Struct({
+  id: Schema.Union(Schema.Number, Schema.String),
+  crm_id: Schema.String,
+  status: Schema.String,
+  body: Schema.String,
+  error_message: NullableString,
+  audio_file_id: NullableString,
+  sid: NullableString,
+  modified: Schema.String
+})
+
+export const backoffMs = (attempts: number): number => Math.min(2000 * 2 ** attempts, 3_600_000)
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const session = yield* ZohoSession
+  const connections = yield* ZohoConnections
+  const config = yield* ServerConfig
+  const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
+  const decodePending = Schema.decodeUnknown(Schema.Array(Pending))
+
+  const claim = (now: number) =>
+    Effect.flatMap(
+      sql`UPDATE zoho_writebacks SET lease_until = ${now + LEASE_MS}
+          WHERE action_id IN (SELECT action_id FROM zoho_writebacks WHERE due_at <= ${now} AND lease_until < ${now}
+                              ORDER BY due_at LIMIT ${CLAIM} ${skipLocked(sql)})
+          RETURNING action_id, org_id, version, attempts`,
+      decodeClaimed
+    )
+
+  const retryLater = (rows: ReadonlyArray<typeof Claimed.Type>, now: number, reason: string) =>
+    Effect.forEach(rows, (row) =>
+      row.attempts + 1 >= MAX_ATTEMPTS
+        ? Effect.zipRight(
+          sql`DELETE FROM zoho_writebacks WHERE action_id = ${row.action_id} AND version = ${row.version}`,
+          Effect.ignore(connections.recordError(row.org_id, `Zoho refused a write-back ${MAX_ATTEMPTS} times: ${reason}`, new Date(now).toISOString()))
+        )
+        : sql`UPDATE zoho_writebacks SET attempts = attempts + 1, due_at = ${now + backoffMs(row.attempts)}, lease_until = 0
+              WHERE action_id = ${row.action_id}`, { discard: true })
+
+  /** One PUT of up to BATCH records of one organisation. */
+  const writeBatch = (orgId: string, rows: ReadonlyArray<typeof Claimed.Type>) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const actions = yield* Effect.flatMap(
+        sql`SELECT id, crm_id, status, body, error_message, audio_file_id, sid, modified FROM actions
+            WHERE org_id = ${orgId} AND id IN ${sql.in(rows.map((r) => Number(r.action_id)))} AND crm_id IS NOT NULL`,
+        decodePending
+      )
+      const byId = new Map(actions.map((a) => [String(a.id), a]))
+      const gone = rows.filter((r) => !byId.has(r.action_id))
+      for (const r of gone) yield* sql`DELETE FROM zoho_writebacks WHERE action_id = ${r.action_id}`
+      const live = rows.filter((r) => byId.has(r.action_id))
+      if (live.length === 0) return
+      const data = live.flatMap((r) => {
+        const a = byId.get(r.action_id)
+        return a === undefined ? [] : [{
+          id: a.crm_id,
+          Status: a.status,
+          Body: a.body,
+          Error_Message: a.error_message,
+          Recording_Id: a.audio_file_id,
+          Provider_Sid: a.sid,
+          Status_Changed_At: zohoTime(a.modified)
+        }]
+      })
+      const answer = yield* Effect.either(session.call(orgId, "PUT", `/${MESSAGES_MODULE}`, { data, trigger: [] }))
+      if (answer._tag === "Left") return yield* retryLater(live, now, answer.left.reason ?? "unavailable")
+      const items = dataOf(answer.right)
+      const failed: Array<typeof Claimed.Type> = []
+      const written: Array<typeof Claimed.Type> = []
+      let reason = "error"
+      for (let i = 0; i < live.length; i++) {
+        const row = live[i]
+        if (row === undefined) continue
+        const item = items[i] ?? {}
+        if (text(item, "status") === "success") {
+          written.push(row)
+        } else {
+          failed.push(row)
+          reason = text(item, "code") ?? reason
+        }
+      }
+      if (written.length > 0) {
+        // Gone only if nothing changed since the claim; a row that changed stays due, with its newer version.
+        yield* sql`DELETE FROM zoho_writebacks WHERE (action_id, version) IN (${
+          sql.csv(written.map((r) => sql`(${r.action_id}, ${r.version})`))
+        })`
+        yield* sql`UPDATE zoho_writebacks SET lease_until = 0 WHERE action_id IN ${sql.in(written.map((r) => r.action_id))}`
+      }
+      yield* retryLater(failed, now, reason)
+    })
+
+  /** One round: everything due, per organisation, batched and bounded. Returns how many rows it took. */
+  const round = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const claimed = yield* claim(now)
+    const byOrg = new Map<string, Array<typeof Claimed.Type>>()
+    for (const row of claimed) {
+      const list = byOrg.get(row.org_id) ?? []
+      list.push(row)
+      byOrg.set(row.org_id, list)
+    }
+    yield* Effect.forEach([...byOrg], ([orgId, rows]) => {
+      const batches: Array<ReadonlyArray<typeof Claimed.Type>> = []
+      for (let i = 0; i < rows.length; i += BATCH) batches.push(rows.slice(i, i + BATCH))
+      return Effect.forEach(batches, (batch) => writeBatch(orgId, batch), { concurrency: config.zohoConcurrency, discard: true })
+    }, { concurrency: "unbounded", discard: true })
+    return claimed.length
+  })
+
+  return { round }
+})
+
+/** The write-back loop of a server process. */
+export const ZohoWriteBackLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const { round } = yield* make
+    const loop = Effect.forever(
+      Effect.flatMap(
+        // Logged by kind only: a cause could carry Zoho's answer.
+        Effect.catchAllCause(round, (cause) =>
+          Effect.as(
+            Effect.annotateLogs(Effect.logWarning("zoho write-back round failed"), {
+              cause: Cause.isFailType(cause) ? String(cause.error._tag) : "defect"
+            }),
+            0
+          )),
+        (taken) => (taken >= CLAIM ? Effect.void : Effect.sleep(POLL_MS))
+      )
+    )
+    yield* Effect.forkScoped(loop)
+  })
+)

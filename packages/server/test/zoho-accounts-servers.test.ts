@@ -1,0 +1,44 @@
+/**
+ * Which servers may receive the Zoho client secret (the code exchange) or an access token: Zoho's
+ * documented data centres over https on the default port, or the host of PARLEY_ZOHO_ACCOUNTS_URL
+ * when it is set. Anything else a redirect names is refused.
+ */
+import { Option } from "effect"
+import { describe, expect, it } from "vitest"
+import { trustedAccountsServer, trustedApiDomain } from "../src/crm/zoho/AccountsServers.js"
+
+describe("Zoho accounts servers and API domains", () => {
+  const none = Option.none<string>()
+
+  it("trusts every documented data centre over https", () => {
+    for (const host of ["accounts.zoho.com", "accounts.zoho.eu", "accounts.zoho.in", "accounts.zoho.com.au", "accounts.zoho.jp", "accounts.zohocloud.ca", "accounts.zoho.sa", "accounts.zoho.com.cn"]) {
+      expect(trustedAccountsServer(`https://${host}`, none)).toBe(`https://${host}`)
+    }
+    expect(trustedApiDomain("https://www.zohoapis.eu", none)).toBe("https://www.zohoapis.eu")
+    expect(trustedApiDomain("https://sandbox.zohoapis.com", none)).toBe("https://sandbox.zohoapis.com")
+  })
+
+  it("refuses look-alikes, plain http, other ports and credentials in the URL", () => {
+    for (const url of [
+      "https://accounts.zoho.com.evil.example",
+      "https://evilaccounts.zoho.com",
+      "http://accounts.zoho.com",
+      "https://accounts.zoho.com:8443",
+      "https://user:pass@accounts.zoho.com",
+      "https://127.0.0.1",
+      "not a url"
+    ]) {
+      expect(trustedAccountsServer(url, none), url).toBeUndefined()
+    }
+    expect(trustedApiDomain("https://www.zohoapis.com.attacker.example", none)).toBeUndefined()
+    expect(trustedApiDomain("https://attacker.example", none)).toBeUndefined()
+  })
+
+  it("trusts the configured accounts URL's own host (a regional server, a local fake), and only it", () => {
+    const configured = Option.some("http://127.0.0.1:4010")
+    expect(trustedAccountsServer("http://127.0.0.1:4010", configured)).toBe("http://127.0.0.1:4010")
+    expect(trustedApiDomain("http://127.0.0.1:4010", configured)).toBe("http://127.0.0.1:4010")
+    expect(trustedAccountsServer("http://127.0.0.1:4011", configured)).toBeUndefined()
+    expect(trustedAccountsServer("https://accounts.zoho.com", configured)).toBe("https://accounts.zoho.com")
+  })
+})
