@@ -9,6 +9,7 @@
  * a minute); `--keep` leaves the temporary data directories in place.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:http"
 import { cpus, loadavg, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
 import Database from "better-sqlite3"
@@ -313,6 +314,51 @@ const apiScenarios = async (): Promise<{ demo: DemoSummary; org: OrgContext; tem
   return { demo, org, templateDir }
 }
 
+/**
+ * 6. Tracing: the read and write rows again on a server exporting traces over OTLP/HTTP to a local sink,
+ * each against its untraced row of this run (with no exporter configured, the default, Effect's tracer is
+ * off: those rows are the tracing-off figures).
+ */
+const tracingScenarios = async (templateDir: string, demo: DemoSummary) => {
+  let exports = 0
+  let bytes = 0
+  const sink = createServer((request, response) => {
+    request.on("data", (chunk: Buffer) => (bytes += chunk.length))
+    request.on("end", () => {
+      exports++
+      response.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+    })
+  })
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve))
+  const address = sink.address()
+  const endpoint = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`
+  const dir = dataDir("traced")
+  snapshot(templateDir, dir)
+  const logFile = join(logsDir, "traced.log")
+  writeFileSync(logFile, "")
+  const server = await timed("boot.traced", () =>
+    ParleyServer.start({ dataDir: dir, env: { ...serverEnv, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }, logFile }))
+  servers.push(server)
+  const key = demo.keys.live
+  const auth = { authorization: `Bearer ${key}` }
+  const from = demo.numbers[0]
+  if (from === undefined) throw new Error("the demo org has no number")
+  const messageBody = JSON.stringify({ to: "+14155550123", fromNumberSid: from.sid, body: "Benchmark: your appointment is confirmed." })
+  try {
+    await measure("traced.read.numbers", "read: GET /numbers, traces exported (OTLP/HTTP)", "parley", server,
+      loadSpec(server, { method: "GET", path: "/api/v1/numbers", headers: auth }), "read.numbers")
+    flushDisk()
+    await measure("traced.write", "write: POST /messages, traces exported (OTLP/HTTP)", "parley", server,
+      loadSpec(server, { method: "POST", path: "/api/v1/messages", headers: auth, body: messageBody, uniqueIdempotencyKey: true }),
+      "write")
+  } finally {
+    await stopParley(server, "traced")
+    await new Promise<void>((resolve) => sink.close(() => resolve()))
+  }
+  if (exports === 0) notes.push("Tracing: the OTLP sink received no export request.")
+  else step(`  OTLP sink: ${exports} export requests, ${fmtNumber(bytes / 1024 / 1024, 1)} MB`)
+}
+
 /** 3. Conversations on a large store: first page and a deep cursor. */
 const conversationScenarios = async (templateDir: string, demo: DemoSummary, org: OrgContext) => {
   const dir = dataDir("conversations")
@@ -561,6 +607,7 @@ const main = async () => {
         measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf),
         record: (row) => rows.push(row)
       })
+      await tracingScenarios(templateDir, demo)
       walk = await conversationScenarios(templateDir, demo, org)
       await dispatcherScenarios(templateDir, org)
       await callbackScenario()

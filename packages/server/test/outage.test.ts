@@ -93,17 +93,25 @@ describe.skipIf(testStore !== "postgres")("Postgres outage", () => {
     const write = await send("written during the outage", "outage-1")
     expect(write.status).toBe(503)
     expect(((await write.json()) as { error: { code: string } }).error.code).toBe("SETUP_UNAVAILABLE")
-    // The process is alive but not ready: /healthz says so, for a load balancer's readiness check.
-    const health = await server.fetch("/healthz")
-    expect(health.status).toBe(503)
-    expect(await health.json()).toEqual({ status: "unavailable" })
+    // The process is alive (liveness: nothing to restart) but not ready: /readyz names the database.
+    expect((await server.fetch("/healthz")).status).toBe(200)
+    const ready = await server.fetch("/readyz")
+    expect(ready.status).toBe(503)
+    const readiness = (await ready.json()) as { status: string; failing: Array<string> }
+    expect(readiness.status).toBe("unavailable")
+    expect(readiness.failing.some((part) => part.startsWith("database"))).toBe(true)
+    expect(JSON.stringify(readiness)).not.toMatch(/ECONNREFUSED|SELECT|127\.0\.0\.1/i)
 
     await relay.open()
     await until(async () => {
       const response = await server.fetch("/api/v1/numbers", { key: demo.keys.live })
       return response.status === 200 ? true : undefined
     }, { timeoutMs: 30_000, intervalMs: 250, what: "the server to recover" })
-    expect((await server.fetch("/healthz")).status).toBe(200)
+    const readyAgain = await until(async () => {
+      const response = await server.fetch("/readyz")
+      return response.status === 200 ? response : undefined
+    }, { timeoutMs: 30_000, intervalMs: 250, what: "/readyz to answer 200" })
+    expect(await readyAgain.json()).toEqual({ status: "ready" })
 
     // The refused write was not stored: nothing was acknowledged, so nothing exists…
     const [stored] = await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM actions WHERE body = ?`, [

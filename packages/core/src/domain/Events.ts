@@ -32,7 +32,8 @@ export const emit = (type: EventType, action: Action): Effect.Effect<void, Stora
       orgId: action.orgId,
       type,
       timestamp,
-      payload: encodePayload({ type, timestamp, data: toActionRecord(action) })
+      payload: encodePayload({ type, timestamp, data: toActionRecord(action) }),
+      subject: { actionId: action.id, kind: action.kind, status: action.status }
     })
   })
 
@@ -52,7 +53,8 @@ export const emitAll = (
       orgId: action.orgId,
       type,
       timestamp,
-      payload: encodePayload({ type, timestamp, data: toActionRecord(action) })
+      payload: encodePayload({ type, timestamp, data: toActionRecord(action) }),
+      subject: { actionId: action.id, kind: action.kind, status: action.status }
     })))
   })
 

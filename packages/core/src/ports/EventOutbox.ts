@@ -4,6 +4,8 @@
  * delivery worker reads the outbox and posts each event to the webhooks.
  */
 import { Context, Effect, Layer, Ref } from "effect"
+import type { RecordStatus } from "../contract/Statuses.js"
+import type { ActionKind } from "./ActionStore.js"
 import type { StorageError } from "./StorageError.js"
 
 export interface OutboxEvent {
@@ -14,6 +16,11 @@ export interface OutboxEvent {
   readonly timestamp: string
   /** The encoded JSON payload `{type, timestamp, data}`. */
   readonly payload: string
+  /**
+   * The reported action, as the server's metrics count it (finished actions by status) and its traces link
+   * the event to the action's request, so an outbox need not parse the payload back; not stored as such.
+   */
+  readonly subject?: { readonly actionId: string; readonly kind: ActionKind; readonly status: RecordStatus }
 }
 
 export interface EventOutboxService {

@@ -43,9 +43,17 @@
  *   besides Zoho's documented ones (a regional server, or a local fake)
  * - PARLEY_ZOHO_CONCURRENCY (default 5): concurrent calls per Zoho organisation
  *   of the write-back
+ * - PARLEY_METRICS_TOKEN (unset): when set, GET /metrics on the API port, with
+ *   `Authorization: Bearer <token>`
+ * - PARLEY_METRICS_PORT (unset): when set, GET /metrics without a token on a
+ *   listener of its own, on PARLEY_METRICS_HOST (default 127.0.0.1)
+ * - OTEL_EXPORTER_OTLP_ENDPOINT (unset; or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT):
+ *   when set, traces go there over OTLP/HTTP (protobuf), as service
+ *   OTEL_SERVICE_NAME (default parley); the exporter itself reads the other
+ *   OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression)
  */
 import { WebhookAddresses } from "@parley/core/internal"
-import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, type Option, Redacted } from "effect"
+import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 
 export interface ServerSettings {
   readonly port: number
@@ -73,6 +81,12 @@ export interface ServerSettings {
   /** Set explicitly (Some) or Zoho's US accounts server by default (None). */
   readonly zohoAccountsUrl: Option.Option<string>
   readonly zohoConcurrency: number
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
+  readonly metricsPort: Option.Option<number>
+  readonly metricsHost: string
+  /** The OTLP/HTTP traces URL (`…/v1/traces`), when tracing is on. */
+  readonly otlpTracesUrl: Option.Option<string>
+  readonly serviceName: string
 }
 
 const logLevels: Readonly<Record<string, LogLevel.LogLevel>> = {
@@ -166,7 +180,23 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   zohoConcurrency: Config.integer("PARLEY_ZOHO_CONCURRENCY").pipe(
     Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
     Config.withDefault(5)
-  )
+  ),
+  metricsToken: Config.option(Config.redacted("PARLEY_METRICS_TOKEN").pipe(
+    Config.validate({ message: "must be at least 16 characters", validation: (t) => Redacted.value(t).length >= 16 })
+  )),
+  metricsPort: Config.option(Config.port("PARLEY_METRICS_PORT")),
+  metricsHost: Config.string("PARLEY_METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
+  // The OpenTelemetry specification's variables: the signal's own URL as given, or the base URL + /v1/traces.
+  otlpTracesUrl: Config.all({
+    traces: Config.option(Config.string("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+    base: Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT"))
+  }).pipe(Config.map(({ base, traces }) =>
+    Option.orElse(
+      Option.filter(traces, (url) => url.trim() !== ""),
+      () => Option.map(Option.filter(base, (url) => url.trim() !== ""), (url) => `${url.replace(/\/+$/, "")}/v1/traces`)
+    )
+  )),
+  serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("parley"))
 })
 
 export class ServerConfig extends Context.Tag("@parley/server/ServerConfig")<ServerConfig, ServerSettings>() {

@@ -29,8 +29,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Crypto, DispatchRules, Organisations, type StorageError } from "@parley/core/internal"
-import { Cause, Clock, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Effect, identity, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { beat } from "../observability/Health.js"
+import { forProvider, Metrics, type ProviderName } from "../observability/Metrics.js"
+import * as TraceLinks from "../observability/TraceLinks.js"
+import { withStoredParent } from "../observability/TraceLinks.js"
 import { skipLocked } from "../store/Dialect.js"
 import { storage } from "../store/rows.js"
 import { SqliteHandle } from "../store/SqliteDriver.js"
@@ -61,6 +65,15 @@ export const MIN_PAUSE_MS = 10
 export const pauseMs = (nextDue: number | null, now: number, pollMs: number): number =>
   nextDue === null ? pollMs : Math.min(pollMs, Math.max(MIN_PAUSE_MS, nextDue - now))
 
+/** The span of one action's hand-over to its provider, a child of the request that created it. */
+const dispatchSpan = (parents: ReadonlyMap<string, string>) => (row: ClaimedRow, provider: ProviderName) =>
+  withStoredParent("action.dispatch", parents.get(String(row.id)), {
+    "parley.action_id": String(row.id),
+    "parley.kind": row.kind,
+    "parley.provider": provider,
+    "parley.org_id": row.org_id
+  })
+
 export const DispatcherLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -70,6 +83,8 @@ export const DispatcherLive = Layer.scopedDiscard(
     const batches = yield* ActionBatches.make
     const realProviders = yield* RealProviders.make(config)
     const worker = Crypto.newId("worker")
+    const metrics = yield* Effect.serviceOption(Metrics)
+    const links = yield* TraceLinks.make
 
     // The two statements every round runs whatever it finds: on SQLite prepared, each one synchronous step.
     const handle = yield* Effect.serviceOption(SqliteHandle)
@@ -181,7 +196,8 @@ export const DispatcherLive = Layer.scopedDiscard(
               WHERE id = ${Number(row.id)} AND lease_owner = ${worker} AND status = ${row.status} RETURNING id`,
           (rows) => rows.length > 0
         )),
-      apply: (row, change) => storage("dispatch.record")(batches.apply(worker, [transition(row, change, modified)]))
+      apply: (row, change) => storage("dispatch.record")(batches.apply(worker, [transition(row, change, modified)])),
+      traced: () => identity
     })
 
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */
@@ -192,11 +208,18 @@ export const DispatcherLive = Layer.scopedDiscard(
         const committed = yield* storage("dispatch.commit")(commitDue(phase("commit"), now, modified))
         const toSubmit = [...phase("submit"), ...committed]
         yield* yieldToEventLoop
+        if (Option.isSome(metrics) && toSubmit.length > 0) {
+          const handedAt = yield* Clock.currentTimeMillis
+          for (const row of toSubmit) metrics.value.dispatchLate((handedAt - row.due_at) / 1000)
+        }
+        // While traces are exported, each hand-over is a span under the request that created the action.
+        const parents = yield* links.actionParents(toSubmit.map((r) => r.id))
         // Real providers' rows are sent and recorded one by one (hooks); the rest goes to the simulator as a batch.
-        const toSimulate = yield* realProviders.submit(toSubmit, now, hooks(modified))
+        const toSimulate = yield* realProviders.submit(toSubmit, now, { ...hooks(modified), traced: dispatchSpan(parents) })
         const receipts = yield* providers.submit(
           toSimulate.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
         )
+        yield* Effect.forEach(toSimulate, (row) => dispatchSpan(parents)(row, "simulator")(Effect.void), { discard: true })
         yield* yieldToEventLoop
         // What a real provider has is rechecked with it; the rest is the simulator's next step.
         const toAdvance = yield* realProviders.recheck(phase("advance"), now, hooks(modified))
@@ -208,7 +231,9 @@ export const DispatcherLive = Layer.scopedDiscard(
           }),
           ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified))
         ]
-        yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions)))
+        yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions))).pipe(
+          forProvider("simulator")
+        )
       })
 
     const round = Effect.gen(function*() {
@@ -221,6 +246,7 @@ export const DispatcherLive = Layer.scopedDiscard(
           Effect.catchAll((error) =>
             Effect.annotateLogs(Effect.logWarning("dispatch batch failed; it will be retried when its leases lapse"), {
               actions: claimed.length,
+              actionIds: claimed.map((row) => String(row.id)),
               operation: error.operation
             })
           )
@@ -231,6 +257,7 @@ export const DispatcherLive = Layer.scopedDiscard(
 
     const loop = Effect.gen(function*() {
       while (true) {
+        yield* beat("dispatcher")
         // A defect in one round (a stored secret that no longer opens, say) must not stop sending for good.
         const count = yield* round.pipe(
           Effect.catchAllCause((cause) =>

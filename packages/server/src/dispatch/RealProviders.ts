@@ -44,6 +44,7 @@ import type { RecordStatus } from "@parley/core"
 import { Organisations, ProviderReports, type StorageError } from "@parley/core/domain"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
+import { forProvider } from "../observability/Metrics.js"
 import { twilioStatusCallback } from "../providers/CallbackUrls.js"
 import * as Twilio from "../providers/twilio/TwilioClient.js"
 import { twilioMessageStatus } from "../providers/twilio/TwilioStatuses.js"
@@ -115,6 +116,11 @@ export interface SubmitHooks {
   readonly hold: (row: ClaimedRow, until: number) => Effect.Effect<boolean, StorageError>
   /** Applies the row's change (with its event); run it inside a transaction. */
   readonly apply: (row: ClaimedRow, change: Change) => Effect.Effect<void, StorageError>
+  /** Wraps the row's hand-over in its trace span (observability/TraceLinks). */
+  readonly traced: (
+    row: ClaimedRow,
+    provider: "twilio" | "vapi"
+  ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 /** A message or call at the provider that may be the action's: its id, and the Parley action it names, if any. */
@@ -493,7 +499,7 @@ export const make = (config: ServerSettings) =>
         }
         const simulated: Array<ClaimedRow> = []
         const real: Array<
-          { row: ClaimedRow; provider: string; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }
+          { row: ClaimedRow; provider: "twilio" | "vapi"; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }
         > = []
         for (const row of rows) {
           if (row.kind === "message") {
@@ -529,10 +535,12 @@ export const make = (config: ServerSettings) =>
               if (submitted !== "adopted") yield* settle(row, submitted.outcome, submitted.change, hooks)
             }))
           }).pipe(
+            hooks.traced(row, provider),
+            forProvider(provider),
             // One row's storage failure leaves its lease to lapse (its attempt stays pending: reconciled next time).
             Effect.catchAll((error) =>
               Effect.annotateLogs(Effect.logWarning("provider submission not recorded; it will be reconciled"), {
-                action: String(row.id),
+                actionId: String(row.id),
                 cause: error._tag
               })
             )
@@ -559,9 +567,10 @@ export const make = (config: ServerSettings) =>
             )
             yield* record(row, hooks, change)
           }).pipe(
+            forProvider(row.kind === "message" ? "twilio" : "vapi"),
             Effect.catchAll((error) =>
               Effect.annotateLogs(Effect.logWarning("provider recheck not recorded; it will be tried again"), {
-                action: String(row.id),
+                actionId: String(row.id),
                 cause: error._tag
               })
             )

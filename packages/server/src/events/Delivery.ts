@@ -14,9 +14,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Crypto, type WebhookAddresses, Webhooks } from "@parley/core/internal"
-import { Clock, Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, Option, Schema } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
+import { beat } from "../observability/Health.js"
+import { Metrics, type WebhookOutcome } from "../observability/Metrics.js"
+import { withStoredParent } from "../observability/TraceLinks.js"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
 import * as SecretBox from "../store/SecretBox.js"
@@ -35,7 +38,8 @@ const DueDelivery = Schema.Struct({
   secret: Schema.String,
   previous_secret: NullableString,
   previous_secret_until: Schema.NullOr(DbInt),
-  payload: Schema.String
+  payload: Schema.String,
+  trace_parent: NullableString
 })
 type DueDelivery = typeof DueDelivery.Type
 const decodeDue = Schema.decodeUnknown(Schema.Array(DueDelivery))
@@ -73,6 +77,11 @@ export const DeliveryLive = Layer.scopedDiscard(
     const worker = Crypto.newId("delivery")
     const skipLocked = Dialect.skipLocked(sql)
     const box = yield* SecretBox.SecretBox
+    const metrics = yield* Effect.serviceOption(Metrics)
+    const counted = (outcome: WebhookOutcome) =>
+      Effect.sync(() => {
+        if (Option.isSome(metrics)) metrics.value.webhookDelivery(outcome)
+      })
 
     const claim = (now: number) =>
       Effect.gen(function*() {
@@ -86,7 +95,7 @@ export const DeliveryLive = Layer.scopedDiscard(
           )`
         const due = yield* decodeDue(
           yield* sql`SELECT d.event_id, d.webhook_id, d.attempts, w.url, w.secret, w.previous_secret,
-                            w.previous_secret_until, e.payload
+                            w.previous_secret_until, e.payload, e.trace_parent
                      FROM webhook_deliveries d
                      JOIN webhooks w ON w.id = d.webhook_id
                      JOIN events e ON e.id = d.event_id
@@ -116,7 +125,7 @@ export const DeliveryLive = Layer.scopedDiscard(
           yield* sql`UPDATE webhook_deliveries SET state = 'delivered', attempts = ${attempts}, last_status = ${status},
                      last_error = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
           yield* sql`UPDATE webhooks SET last_success_at = ${at} WHERE id = ${delivery.webhook_id}`
-          return
+          return yield* counted("delivered")
         }
         if (result._tag === "Refused") {
           // The address is not one deliveries may reach: retrying would not change that, so the endpoint stops
@@ -130,7 +139,7 @@ export const DeliveryLive = Layer.scopedDiscard(
           yield* sql`UPDATE webhook_deliveries SET state = 'failed', attempts = ${attempts}, last_status = 410,
                      last_error = ${error}, lease_owner = NULL, lease_until = NULL, updated_at = ${at} WHERE ${key}`
           yield* disable(delivery.webhook_id, `The endpoint answered 410 Gone on ${at}.`, at)
-          return
+          return yield* counted("gone")
         }
         const next = Webhooks.nextAttemptAt(attempts, now, {
           retryAfterMs: result._tag === "Answered" ? Webhooks.parseRetryAfter(result.retryAfter, now) : undefined,
@@ -144,11 +153,12 @@ export const DeliveryLive = Layer.scopedDiscard(
             `Deliveries kept failing for the whole retry schedule (${attempts} attempts); last: ${error}.`,
             at
           )
-          return
+          return yield* counted("failed")
         }
         yield* sql`UPDATE webhook_deliveries SET attempts = ${attempts}, next_attempt_at = ${next},
                    last_status = ${status}, last_error = ${error}, lease_owner = NULL, lease_until = NULL,
                    updated_at = ${at} WHERE ${key}`
+        yield* counted("retry")
       }))
 
     const round = Effect.gen(function*() {
@@ -159,7 +169,14 @@ export const DeliveryLive = Layer.scopedDiscard(
           Effect.gen(function*() {
             const result = yield* attempt(delivery, yield* Clock.currentTimeMillis, config.webhookAllowedNetworks)
             yield* record(delivery, result, yield* Clock.currentTimeMillis)
-          }),
+          }).pipe(
+            // A child of the request that created the action the event is about, while traces are exported.
+            withStoredParent("webhook.deliver", delivery.trace_parent, {
+              "parley.event_id": delivery.event_id,
+              "parley.webhook_id": delivery.webhook_id,
+              "parley.attempt": delivery.attempts + 1
+            })
+          ),
         { concurrency: CONCURRENCY, discard: true }
       )
       return due.length
@@ -167,6 +184,7 @@ export const DeliveryLive = Layer.scopedDiscard(
 
     const loop = Effect.gen(function*() {
       while (true) {
+        yield* beat("delivery")
         const count = yield* round.pipe(
           Effect.catchAll((error) => Effect.as(Effect.logWarning(`event delivery round failed: ${error.operation}`), 0))
         )

@@ -1,6 +1,6 @@
 /**
- * Routes beside /api/v1: the OpenAPI document, the documentation page (Scalar,
- * served inline so it works offline) and the load balancers' health check.
+ * Routes beside /api/v1: the OpenAPI document and the documentation page (Scalar,
+ * served inline so it works offline). Health and metrics: observability/.
  */
 import {
   HttpApi,
@@ -10,7 +10,6 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { openApiDocument, ParleyApi } from "@parley/core"
 import { Context, Effect, Layer } from "effect"
 import type { PlainRoute } from "./PlainRoutes.js"
@@ -36,22 +35,12 @@ const renderDocs: Effect.Effect<HttpServerResponse.HttpServerResponse> = Effect.
   Effect.orDie
 ) as Effect.Effect<HttpServerResponse.HttpServerResponse>
 
-export const extraRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, SqlClient.SqlClient> = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+export const extraRoutes: Effect.Effect<ReadonlyArray<PlainRoute>> = Effect.gen(function*() {
   // Both built once, on first use.
   const document = yield* Effect.cached(Effect.sync(() => HttpServerResponse.unsafeJson(openApiDocument())))
   const docs = yield* Effect.cached(renderDocs)
   return [
     { method: "GET", path: "/api/v1/openapi.json", handler: document },
-    { method: "GET", path: "/docs", handler: docs },
-    {
-      // Healthy when the database answers; 503 otherwise, so a balancer stops sending traffic here.
-      method: "GET",
-      path: "/healthz",
-      handler: sql`SELECT 1 AS ok`.pipe(
-        Effect.as(HttpServerResponse.unsafeJson({ status: "ok" })),
-        Effect.catchAll(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable" }, { status: 503 })))
-      )
-    }
+    { method: "GET", path: "/docs", handler: docs }
   ]
 })

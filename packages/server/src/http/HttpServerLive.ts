@@ -18,6 +18,11 @@ import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
 import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
 import { WebhookEndpointsHandlers } from "./handlers/WebhookEndpointsHandlers.js"
 import { makeHttpListener } from "./HttpListener.js"
+import { healthRoutes } from "../observability/Health.js"
+import { Metrics } from "../observability/Metrics.js"
+import { metricsRoute } from "../observability/MetricsEndpoint.js"
+import { requestObserver, requestTracer } from "../observability/RequestObservation.js"
+import { tracingEnabled } from "../observability/Tracing.js"
 import { makeRequestPipeline } from "./RequestPipeline.js"
 
 const HandlersLive = Layer.mergeAll(
@@ -55,11 +60,18 @@ const ServeLive = Layer.scopedDiscard(
     const contract = compileContract(ParleyApi, context)
     const plain = [
       ...(yield* extraRoutes),
+      ...(yield* healthRoutes),
+      yield* metricsRoute,
       ...(yield* providerRoutes),
       ...(yield* zohoCallbackRoutes),
       ...(yield* consoleRoutes)
     ]
-    const pipeline = makeRequestPipeline({ maxBodyBytes: config.maxBodyBytes, logLevel: config.logLevel }, runtime, contract, plain)
+    const pipeline = makeRequestPipeline({
+      maxBodyBytes: config.maxBodyBytes,
+      logLevel: config.logLevel,
+      observe: requestObserver(yield* Metrics),
+      ...((yield* tracingEnabled) ? { trace: requestTracer } : {})
+    }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)
     yield* listen(server, config.port, config.host).pipe(

@@ -46,12 +46,17 @@ import { describeCause, errorBody } from "./ErrorResponses.js"
 import type { PlainRoute } from "./PlainRoutes.js"
 import { DISCARD_LIMIT_BYTES, readBody } from "./RequestBody.js"
 import { CurrentRequest, type RequestState } from "./RequestState.js"
+import { type RequestObserver, type RequestTracer, routeTemplate, UNMATCHED_ROUTE } from "../observability/RequestObservation.js"
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 export interface PipelineOptions {
   readonly maxBodyBytes: number
   readonly logLevel: LogLevel.LogLevel
+  /** Told of every answer, by route template (observability/RequestObservation). */
+  readonly observe?: RequestObserver
+  /** Wraps a route's program in the request's span; absent when tracing is off (costs nothing then). */
+  readonly trace?: RequestTracer
 }
 
 interface CompiledPlainRoute {
@@ -154,6 +159,7 @@ export const makeRequestPipeline = <R>(
   const run = Runtime.runCallback(runtime)
   const logsRequests = LogLevel.lessThanEqual(options.logLevel, LogLevel.Info)
   const contractByMethod = new Map<string, Array<ContractRoute>>()
+  const templates = new Map<ContractRoute, string>(contract.map((route) => [route, routeTemplate(route)]))
   for (const route of contract) contractByMethod.set(route.method, [...(contractByMethod.get(route.method) ?? []), route])
   const plainByMethod = new Map<string, Array<CompiledPlainRoute>>()
   for (const route of plain) {
@@ -234,6 +240,8 @@ export const makeRequestPipeline = <R>(
     let bodyRead = false
     /** The matched route's template, for the log line; null until (unless) a route matches. */
     let route: string | null = null
+    /** The same, as metrics and traces label it (`/api/v1/messages/{id}`; `unmatched`). */
+    let observedRoute = UNMATCHED_ROUTE
 
     const write = (answer: Answer, extra?: Record<string, string>) => {
       if (response.headersSent || response.destroyed) return
@@ -246,6 +254,7 @@ export const makeRequestPipeline = <R>(
       if (answer.body !== undefined) headers["content-length"] = Buffer.byteLength(answer.body)
       response.writeHead(answer.status, headers)
       response.end(answer.body)
+      options.observe?.(observedRoute, method, answer.status, (performance.now() - started) / 1000)
       if (logsRequests) {
         run(Effect.annotateLogs(Effect.logInfo("request"), {
           requestId,
@@ -263,10 +272,11 @@ export const makeRequestPipeline = <R>(
      */
     const serve = (program: (state: RequestState) => Effect.Effect<Answer>) => {
       const state: RequestState = { headers: {}, provided: Context.empty() }
+      const work = Effect.suspend(() => program(state))
       run(
         Effect.zipRight(
           Effect.zipRight(FiberRef.set(CurrentRequestId, requestId), FiberRef.set(CurrentRequest, state)),
-          Effect.suspend(() => program(state))
+          options.trace === undefined ? work : options.trace(work, { request, method, route: observedRoute, requestId, state })
         ),
         {
           onExit: (exit: Exit.Exit<Answer>) => {
@@ -285,6 +295,7 @@ export const makeRequestPipeline = <R>(
     }
     if (matched === null) return write(notFoundOrWrongMethod(method, path, parts, requestId))
     route = matched.route.path
+    observedRoute = matched._tag === "Contract" ? templates.get(matched.route) ?? UNMATCHED_ROUTE : matched.route.path
 
     const kind: BodyKind | undefined = matched._tag === "Contract"
       ? (matched.route.method === "POST" ? "json" : undefined)

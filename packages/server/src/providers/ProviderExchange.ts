@@ -12,7 +12,8 @@
  * both provider clients share (JSON, Retry-After, constant-time comparison).
  */
 import { timingSafeEqual } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, FiberRef, Option } from "effect"
+import { CurrentProvider, Metrics, type ProviderOutcome } from "../observability/Metrics.js"
 
 export type ProviderExchange =
   | {
@@ -69,7 +70,7 @@ const failure = (error: unknown, timeoutMs: number): ProviderExchange => {
   }
 }
 
-export const exchange = (request: ProviderRequest): Effect.Effect<ProviderExchange> =>
+const send = (request: ProviderRequest): Effect.Effect<ProviderExchange> =>
   Effect.tryPromise({
     try: async (signal): Promise<ProviderExchange> => {
       const response = await fetch(request.url, {
@@ -86,6 +87,50 @@ export const exchange = (request: ProviderRequest): Effect.Effect<ProviderExchan
     },
     catch: (error) => error
   }).pipe(Effect.catchAll((error) => Effect.succeed(failure(error, request.timeoutMs))))
+
+const outcomeOf = (answer: ProviderExchange): ProviderOutcome =>
+  answer._tag === "NotSent"
+    ? "not_sent"
+    : answer._tag === "OutcomeUnknown"
+    ? "outcome_unknown"
+    : answer.status < 300
+    ? "answered_2xx"
+    : answer.status < 500
+    ? "answered_4xx"
+    : "answered_5xx"
+
+/**
+ * One exchange, counted and timed (parley_provider_requests_total, _duration_seconds) and traced as a
+ * client span: the provider, the method, the host and the answer's status; never the path (it names the
+ * provider account), the headers or the body.
+ */
+export const exchange = (request: ProviderRequest): Effect.Effect<ProviderExchange> =>
+  Effect.gen(function*() {
+    const provider = yield* FiberRef.get(CurrentProvider)
+    const metrics = yield* Effect.serviceOption(Metrics)
+    const started = performance.now()
+    yield* Effect.annotateCurrentSpan("parley.provider", provider)
+    const answer = yield* send(request)
+    if (Option.isSome(metrics)) {
+      metrics.value.providerRequest(provider, outcomeOf(answer), (performance.now() - started) / 1000)
+    }
+    yield* Effect.annotateCurrentSpan("parley.provider.outcome", outcomeOf(answer))
+    if (answer._tag === "Answered") yield* Effect.annotateCurrentSpan("http.response.status_code", answer.status)
+    return answer
+  }).pipe(
+    Effect.withSpan("provider.request", {
+      kind: "client",
+      attributes: { "http.request.method": request.method, "server.address": hostOf(request.url) }
+    })
+  )
+
+const hostOf = (url: string): string => {
+  try {
+    return new URL(url).host
+  } catch {
+    return ""
+  }
+}
 
 /**
  * Retry-After in ms from now: delay-seconds or an HTTP date; null when absent

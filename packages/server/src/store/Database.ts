@@ -24,6 +24,8 @@ import { SqliteMigrator } from "@effect/sql-sqlite-node"
 import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { ServerConfig, type ServerSettings } from "../config/ServerConfig.js"
 import { migrations } from "./migrations.js"
+import * as MeteredPool from "./MeteredPool.js"
+import { PgPool } from "./MeteredPool.js"
 import * as SqliteDriver from "./SqliteDriver.js"
 
 export const DATABASE_FILE = "parley.db"
@@ -65,14 +67,19 @@ const startRetry = Schedule.exponential("1 second").pipe(
 )
 
 const postgres = (config: ServerSettings, url: NonNullable<Option.Option.Value<ServerSettings["databaseUrl"]>>) => {
-  const client = PgClient.layer({
-    url,
-    maxConnections: config.dbPoolSize,
-    // Fail a request in seconds when the database is unreachable, rather than hang it.
-    connectTimeout: Duration.seconds(5),
-    idleTimeout: Duration.seconds(30),
-    applicationName: "parley"
-  }).pipe(
+  // The pool is Parley's own (MeteredPool) so that the metrics can see it; in the context as PgPool.
+  const client = Layer.unwrapScoped(Effect.map(
+    MeteredPool.acquire({
+      url,
+      maxConnections: config.dbPoolSize,
+      // Fail a request in seconds when the database is unreachable, rather than hang it.
+      connectTimeout: Duration.seconds(5),
+      idleTimeout: Duration.seconds(30),
+      applicationName: "parley"
+    }),
+    (pool) =>
+      Layer.merge(PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "parley" }), Layer.succeed(PgPool, pool))
+  )).pipe(
     Layer.tapErrorCause(() => Effect.logWarning("Postgres is not reachable yet; retrying")),
     Layer.retry(startRetry)
   )
@@ -87,7 +94,8 @@ const postgres = (config: ServerSettings, url: NonNullable<Option.Option.Value<S
 
 /**
  * The SqlClient, connected and migrated. On SQLite the context also holds the connection itself
- * (SqliteDriver.SqliteHandle), which the settings cache reads; on Postgres it does not.
+ * (SqliteDriver.SqliteHandle), which the settings cache reads; on Postgres the pool (MeteredPool.PgPool),
+ * which the metrics read.
  */
 export const DatabaseLive: Layer.Layer<SqlClient.SqlClient, unknown, ServerConfig> = Layer.unwrapEffect(
   Effect.map(ServerConfig, (config): Layer.Layer<SqlClient.SqlClient, unknown> =>

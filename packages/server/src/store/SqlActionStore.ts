@@ -9,6 +9,7 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { ActionStore, CallMode, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
 import { type ActionColumn, readActionValues, valuesToObjects } from "./ActionRowReader.js"
+import * as TraceLinks from "../observability/TraceLinks.js"
 import { DirectReads } from "./DirectReads.js"
 import { DbInt, DbJson, NullableString, storage } from "./rows.js"
 import { SqliteHandle } from "./SqliteDriver.js"
@@ -224,6 +225,14 @@ export const layer = Layer.effect(
     const actionColumns = sql.literal(ACTION_COLUMNS.join(", "))
     const entryColumns = sql.literal(ENTRY_COLUMNS.join(", "))
     const direct = yield* DirectReads
+    const links = yield* TraceLinks.make
+    const insert = Option.isSome(handle) ? sqliteInsert(handle.value) : (a: ActionStore.NewAction) =>
+      storage("crm.insertAction")(Effect.gen(function*() {
+        const rows = yield* sql`INSERT INTO actions ${sql.insert(fromAction(a))} RETURNING id`
+        const [row] = yield* Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(Schema.Number, Schema.String) })))(rows)
+        if (row === undefined) return yield* Effect.dieMessage("INSERT … RETURNING returned no row")
+        return { ...a, id: String(row.id) }
+      }))
     const actionById = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND id = ?`
     const actionByCrmId = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND crm_id = ?`
     const action = ({ id, orgId }: { readonly orgId: string; readonly id: string }) =>
@@ -295,13 +304,8 @@ export const layer = Layer.effect(
     })
 
     return ActionStore.ActionStore.of({
-      insertAction: Option.isSome(handle) ? sqliteInsert(handle.value) : (a) =>
-        storage("crm.insertAction")(Effect.gen(function*() {
-          const rows = yield* sql`INSERT INTO actions ${sql.insert(fromAction(a))} RETURNING id`
-          const [row] = yield* Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(Schema.Number, Schema.String) })))(rows)
-          if (row === undefined) return yield* Effect.dieMessage("INSERT … RETURNING returned no row")
-          return { ...a, id: String(row.id) }
-        })),
+      // The creating request's span is kept with the action while traces are exported (TraceLinks).
+      insertAction: (a) => Effect.tap(insert(a), (stored) => links.recordAction(stored.id)),
       findAction: (orgId, id) => storage("crm.findAction")(Effect.map(action({ orgId, id }), Option.map(toAction))),
       findByPublicId: (orgId, id) =>
         storage("crm.findByPublicId")(

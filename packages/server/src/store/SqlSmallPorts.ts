@@ -5,6 +5,8 @@
 import { SqlClient, SqlError, SqlSchema, type Statement } from "@effect/sql"
 import { Cursors, EventOutbox, RateLimitStore, StorageError, UnitOfWork } from "@parley/core/domain"
 import { Effect, Layer, Option, Schema } from "effect"
+import { countFinished } from "../observability/Metrics.js"
+import * as TraceLinksModule from "../observability/TraceLinks.js"
 import { DbInt, storage } from "./rows.js"
 import * as SecretBox from "./SecretBox.js"
 import { SqliteHandle, transactions } from "./SqliteDriver.js"
@@ -65,7 +67,7 @@ const EventRow = Schema.Struct({
  * `append` on the embedded SQLite store: its two statements prepared, in one synchronous step (every
  * accepted creation appends its `*.queued` event).
  */
-const sqliteAppend = (handle: SqliteHandle["Type"]) => {
+const sqliteAppend = (handle: SqliteHandle["Type"], links: TraceLinksModule.TraceLinks) => {
   const insertEvent = handle.prepared("INSERT INTO events (id, org_id, type, timestamp, payload) VALUES (?, ?, ?, ?, ?)")
   // The endpoints that want the type as an uncorrelated IN: SQLite sets a correlated EXISTS up on every run,
   // even with no endpoint at all, at the cost of the event's insert itself (docs/benchmarks.md).
@@ -75,10 +77,13 @@ const sqliteAppend = (handle: SqliteHandle["Type"]) => {
        AND id IN (SELECT webhook_id FROM webhook_event_types WHERE type IN ('*', ?))`
   )
   return (e: EventOutbox.OutboxEvent) =>
-    storage("events.append")(handle.use(() => {
-      insertEvent.run(e.id, e.orgId, e.type, e.timestamp, e.payload)
-      insertDeliveries.run(e.id, Date.parse(e.timestamp), e.timestamp, e.orgId, e.type)
-    }))
+    Effect.zipLeft(
+      storage("events.append")(handle.use(() => {
+        insertEvent.run(e.id, e.orgId, e.type, e.timestamp, e.payload)
+        insertDeliveries.run(e.id, Date.parse(e.timestamp), e.timestamp, e.orgId, e.type)
+      })),
+      Effect.zipRight(countFinished([e]), links.linkEvents([e]))
+    )
 }
 
 export const EventOutboxLayer = Layer.effect(
@@ -86,6 +91,7 @@ export const EventOutboxLayer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const handle = yield* Effect.serviceOption(SqliteHandle)
+    const links = yield* TraceLinksModule.make
     const list = SqlSchema.findAll({
       Request: Schema.String,
       Result: EventRow,
@@ -104,13 +110,16 @@ export const EventOutboxLayer = Layer.effect(
           WHERE e.id IN ${sql.in(eventIds)} AND ${wants(sql`w.id`, sql`e.type`)}`
     return EventOutbox.EventOutbox.of({
       // The event and one pending delivery per enabled endpoint that wants its type, in the caller's transaction.
-      append: Option.isSome(handle) ? sqliteAppend(handle.value) : (e) =>
-        storage("events.append")(Effect.zipRight(
-          sql`INSERT INTO events ${sql.insert(eventRow(e))}`,
-          sql`INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
-              SELECT ${e.id}, id, 0, ${Date.parse(e.timestamp)}, 'pending', ${e.timestamp}
-              FROM webhooks w WHERE org_id = ${e.orgId} AND disabled_at IS NULL AND ${wants(sql`w.id`, sql`${e.type}`)}`
-        )),
+      append: Option.isSome(handle) ? sqliteAppend(handle.value, links) : (e) =>
+        Effect.zipLeft(
+          storage("events.append")(Effect.zipRight(
+            sql`INSERT INTO events ${sql.insert(eventRow(e))}`,
+            sql`INSERT INTO webhook_deliveries (event_id, webhook_id, attempts, next_attempt_at, state, updated_at)
+                SELECT ${e.id}, id, 0, ${Date.parse(e.timestamp)}, 'pending', ${e.timestamp}
+                FROM webhooks w WHERE org_id = ${e.orgId} AND disabled_at IS NULL AND ${wants(sql`w.id`, sql`${e.type}`)}`
+          )),
+          Effect.zipRight(countFinished([e]), links.linkEvents([e]))
+        ),
       // A batch in a few statements rather than two per event; the dispatcher appends hundreds at a time.
       appendAll: (events) => {
         if (events.length === 0) return Effect.void
@@ -120,10 +129,13 @@ export const EventOutboxLayer = Layer.effect(
           if (ids === undefined) byTimestamp.set(e.timestamp, [e.id])
           else ids.push(e.id)
         }
-        return storage("events.appendAll")(Effect.zipRight(
-          sql`INSERT INTO events ${sql.insert(events.map(eventRow))}`,
-          Effect.forEach(byTimestamp, ([timestamp, ids]) => deliveries(timestamp, ids), { discard: true })
-        ))
+        return Effect.zipLeft(
+          storage("events.appendAll")(Effect.zipRight(
+            sql`INSERT INTO events ${sql.insert(events.map(eventRow))}`,
+            Effect.forEach(byTimestamp, ([timestamp, ids]) => deliveries(timestamp, ids), { discard: true })
+          )),
+          Effect.zipRight(countFinished(events), links.linkEvents(events))
+        )
       },
       list: (orgId) =>
         storage("events.list")(Effect.map(list(orgId), (rows) =>

@@ -499,6 +499,17 @@ const adminConsole = Effect.gen(function*() {
   yield* sql`CREATE INDEX admin_sessions_by_admin ON admin_sessions (admin_id)`
 })
 
+/**
+ * Tracing (observability/TraceLinks): the W3C traceparent of the request that created an action, and of
+ * the events about it, so its dispatch and its webhook deliveries — later, maybe in another replica — are
+ * children of that request's span. Written only while traces are exported.
+ */
+const traceLinks = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE actions ADD COLUMN trace_parent TEXT`
+  yield* sql`ALTER TABLE events ADD COLUMN trace_parent TEXT`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -510,5 +521,6 @@ export const migrations = {
   "0008_settings_version": settingsVersion,
   "0011_abuse_limits": abuseLimits,
   "0013_zoho": zoho,
-  "0014_admin_console": adminConsole
+  "0014_admin_console": adminConsole,
+  "0015_trace_links": traceLinks
 }

@@ -7,6 +7,10 @@ import { ZohoWriteBackLive } from "../../crm/zoho/ZohoWriteBack.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
+import { LoopHeartbeats } from "../../observability/Health.js"
+import { Metrics, PoolMetricsLive } from "../../observability/Metrics.js"
+import { MetricsListenerLive } from "../../observability/MetricsEndpoint.js"
+import { TracingLive } from "../../observability/Tracing.js"
 import { RetentionLive } from "../../store/Retention.js"
 import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
@@ -25,15 +29,18 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // current one: after a rotation, the old key is needed only until this has run on one server.
     yield* SecretBox.resealSecrets
     const summary = demo ? Option.some(yield* Demo.seedDemo()) : Option.none()
-    // Parley exports no traces: with the tracer off, the spans the core and the SQL client open on every
-    // request and statement are not built (each captured a stack trace and a dozen attributes).
     // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
     // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
     const http = demo && Option.isNone(config.host)
       ? HttpServerLive.pipe(Layer.provide(Layer.succeed(ServerConfig, { ...config, host: Option.some(DEMO_HOST) })))
       : HttpServerLive
-    const server = Layer.mergeAll(http, RetentionLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive).pipe(
-      Layer.provide(Layer.setTracerEnabled(false))
+    // One registry and one set of loop heartbeats for the process; traces exported only when configured
+    // (TracingLive: otherwise Effect's tracer is off and no span is built).
+    const server = Layer.mergeAll(
+      http, RetentionLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive, MetricsListenerLive, PoolMetricsLive
+    ).pipe(
+      Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
+      Layer.provide(TracingLive)
     )
     return yield* Effect.scoped(Effect.gen(function*() {
       // Built first: the keys are printed only by a server that listens (a port in use prints none).

@@ -3,7 +3,8 @@
  * `Idempotent-Replayed: true`, as Stripe's does.
  */
 import { Actions, IdempotencyKeyRequired, ParleyApi, RecordLists } from "@parley/core/internal"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { Metrics } from "../../observability/Metrics.js"
 import * as ApiHandlers from "../ApiHandlers.js"
 import { setResponseHeaders } from "../RequestState.js"
 import { guarded } from "./guard.js"
@@ -24,13 +25,21 @@ const idempotencyKey = (
     : Effect.succeed(key)
 }
 
-const acknowledge = ({ ack, replayed }: Actions.CreationResult) =>
-  replayed ? Effect.as(markReplayed, ack) : Effect.succeed(ack)
+/** Answers a creation, counting it (parley_actions_created_total) or its replay (parley_idempotent_replays_total). */
+const acknowledger = (kind: "message" | "ai_call") =>
+  Effect.map(Effect.serviceOption(Metrics), (metrics) => ({ ack, replayed }: Actions.CreationResult) => {
+    if (Option.isSome(metrics)) {
+      if (replayed) metrics.value.idempotentReplay()
+      else metrics.value.actionCreated(kind, ack.test ? "test" : "live")
+    }
+    return replayed ? Effect.as(markReplayed, ack) : Effect.succeed(ack)
+  })
 
 export const MessagesHandlers = ApiHandlers.group(ParleyApi, "messages", (handlers) =>
   Effect.gen(function*() {
     const actions = yield* Actions.Actions
     const lists = yield* RecordLists.RecordLists
+    const acknowledge = yield* acknowledger("message")
     return handlers
       .handle("listMessages", ({ urlParams }) =>
         guarded("messages.listMessages", (caller) => lists.list(caller, "message", urlParams)))
@@ -50,6 +59,7 @@ export const AiCallsHandlers = ApiHandlers.group(ParleyApi, "aiCalls", (handlers
   Effect.gen(function*() {
     const actions = yield* Actions.Actions
     const lists = yield* RecordLists.RecordLists
+    const acknowledge = yield* acknowledger("ai_call")
     return handlers
       .handle("listAiCalls", ({ urlParams }) =>
         guarded("aiCalls.listAiCalls", (caller) => lists.list(caller, "ai_call", urlParams)))

@@ -14,6 +14,8 @@ import { refusal } from "../../http/ErrorResponses.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
 import { ProviderAccounts, type TwilioAccountSettings } from "../../store/SqlProviderAccounts.js"
 import { ProviderHandoffs } from "../../store/SqlProviderHandoffs.js"
+// Actions these reports finish are counted under their provider (parley_actions_finished_total).
+import { forProvider } from "../../observability/Metrics.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
 import { requestUrl, TWILIO_STATUS_PATH } from "../CallbackUrls.js"
 import {
@@ -86,7 +88,7 @@ export const twilioCallbackRoutes = Effect.gen(function*() {
     })
     const outcome = yield* gate.run(work)
     return outcome._tag === "Busy" ? yield* callbacksBusy() : outcome.value
-  }).pipe(Effect.catchAll(answerFailure))
+  }).pipe(Effect.catchAll(answerFailure), forProvider("twilio"))
 
   return [
     { method: "POST", path: TWILIO_STATUS_PATH, body: "form", handler: twilioStatus }

@@ -14,6 +14,8 @@ import { refusal } from "../../http/ErrorResponses.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
 import { ProviderAccounts, type VapiAccountSettings } from "../../store/SqlProviderAccounts.js"
 import { ProviderHandoffs } from "../../store/SqlProviderHandoffs.js"
+// Actions these reports finish are counted under their provider (parley_actions_finished_total).
+import { forProvider } from "../../observability/Metrics.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
 import { requestUrl, VAPI_EVENTS_PATH } from "../CallbackUrls.js"
 import {
@@ -87,7 +89,7 @@ export const vapiCallbackRoutes = Effect.gen(function*() {
     })
     const outcome = yield* gate.run(work)
     return outcome._tag === "Busy" ? yield* callbacksBusy() : outcome.value
-  }).pipe(Effect.catchAll(answerFailure))
+  }).pipe(Effect.catchAll(answerFailure), forProvider("vapi"))
 
   return [
     { method: "POST", path: VAPI_EVENTS_PATH, body: "json", handler: vapiEvents }
