@@ -41,6 +41,7 @@ const options: autocannon.Options & { warmup?: { connections: number; duration: 
   pipelining: 1,
   timeout: 10,
   requests: [request],
+  ...(spec.overallRate === undefined ? {} : { overallRate: spec.overallRate }),
   ...(spec.warmupSeconds > 0 ? { warmup: { connections: spec.connections, duration: spec.warmupSeconds } } : {})
 }
 

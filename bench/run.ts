@@ -34,6 +34,7 @@ import { type DemoSummary, orgContext } from "./lib/demo.js"
 import { DB_FILE, type OrgContext, seedConversations, snapshot, unlimitedTexts } from "./lib/seed.js"
 import { type LoadResult, type LoadSpec, percentile, type ScenarioRow } from "./lib/types.js"
 import { writeBaselineConfig } from "./lib/writeBaseline.js"
+import { callbackFloodScenario } from "./scenarios/callbackFlood.js"
 import { type DispatcherHarness, dispatcherScenario } from "./scenarios/dispatcher.js"
 import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
 import { zohoScenario } from "./scenarios/zoho.js"
@@ -41,6 +42,8 @@ import { zohoScenario } from "./scenarios/zoho.js"
 const args = new Set(process.argv.slice(2))
 const quick = args.has("--quick")
 const keep = args.has("--keep")
+/** `--callbacks`: only the callback-flood scenario (issue 22, item 8). */
+const callbacksOnly = args.has("--callbacks")
 
 const profile = quick
   ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000, steadyActions: 5_000, steadyWindowMs: 2_000 }
@@ -557,6 +560,27 @@ const replicaScenario = async () => {
   rows.push(...measured)
 }
 
+/** 5. The API's p95 under a flood of forged provider callbacks, on a server of its own. */
+const callbackScenario = async () => {
+  const dir = dataDir("callbacks")
+  const server = await timed("boot.callbacks", () => startParley("callbacks", dir))
+  const demo = await parleyCliJson<DemoSummary>(["demo"], dir)
+  const from = demo.numbers[0]
+  if (from === undefined) throw new Error("the demo org has no number")
+  const accepted = await json<{ id: string }>(await server.fetch("/api/v1/messages", demo.keys.live, {
+    method: "POST",
+    headers: { "idempotency-key": "bench-callbacks-setup" },
+    body: JSON.stringify({ to: "+14155550123", fromNumberSid: from.sid, body: "Benchmark: callbacks." })
+  }))
+  await timed("callbacks", () =>
+    callbackFloodScenario(
+      { step, record: (row) => rows.push(row) },
+      { url: server.baseUrl, dataDir: dir, orgId: demo.orgId, key: demo.keys.live, messagePath: `/api/v1/messages/${accepted.id}` },
+      quick ? 4 : profile.durationSeconds
+    ))
+  await stopParley(server, "callbacks")
+}
+
 const main = async () => {
   step(`Parley benchmark (${quick ? "quick" : "full"}): ${cpus().length} cores, Node ${process.version}, load average ${
     loadAverageStart.map((l) => l.toFixed(2)).join(" ")
@@ -566,24 +590,29 @@ const main = async () => {
   try {
     await timed("build", buildServer)
     step("server bundle built (packages/server/dist/parley.mjs)")
-    const { demo, org, templateDir } = await apiScenarios()
-    await zohoScenario({
-      step,
-      note: (line) => notes.push(line),
-      dataDir,
-      logFile: (name) => {
-        const file = join(logsDir, `${name}.log`)
-        writeFileSync(file, "")
-        return file
-      },
-      loadSpec,
-      measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf),
-      record: (row) => rows.push(row)
-    })
-    await tracingScenarios(templateDir, demo)
-    walk = await conversationScenarios(templateDir, demo, org)
-    await dispatcherScenarios(templateDir, org)
-    await replicaScenario()
+    if (callbacksOnly) {
+      await callbackScenario()
+    } else {
+      const { demo, org, templateDir } = await apiScenarios()
+      await zohoScenario({
+        step,
+        note: (line) => notes.push(line),
+        dataDir,
+        logFile: (name) => {
+          const file = join(logsDir, `${name}.log`)
+          writeFileSync(file, "")
+          return file
+        },
+        loadSpec,
+        measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf),
+        record: (row) => rows.push(row)
+      })
+      await tracingScenarios(templateDir, demo)
+      walk = await conversationScenarios(templateDir, demo, org)
+      await dispatcherScenarios(templateDir, org)
+      await callbackScenario()
+      await replicaScenario()
+    }
   } catch (error) {
     failure = error
     notes.push(`The run stopped early: ${error instanceof Error ? error.message : String(error)}`)
@@ -644,6 +673,12 @@ const main = async () => {
     for (const n of notes) log(`note: ${n}`)
   }
 
+  if (callbacksOnly) {
+    // One scenario alone is not a run to summarise in docs/benchmarks.md.
+    writeFileSync(join(resultsDir, "callbacks.json"), `${JSON.stringify(report, null, 2)}\n`)
+    log(`wrote bench/results/callbacks.json`)
+    return
+  }
   writeFileSync(join(resultsDir, "latest.json"), `${JSON.stringify({ ...report, conversationsWalk: walk }, null, 2)}\n`)
   writeMarkdown(join(ROOT, "docs", "benchmarks.md"), report)
   log("")

@@ -11,6 +11,8 @@ export interface LoadSpec {
   readonly connections: number
   readonly durationSeconds: number
   readonly warmupSeconds: number
+  /** Requests a second across all connections (autocannon's overallRate); unset: as fast as answered. */
+  readonly overallRate?: number
 }
 
 export interface Latency {

@@ -208,6 +208,12 @@ describe("CreateMessageRequest: WhatsApp content fields", () => {
     expectFieldError(decodeMessage({ ...whatsApp, whatsAppContentVariables: { name: "Ada" } }), "whatsAppContentVariables")
     expectFieldError(decodeMessage({ ...whatsApp, whatsAppContentVariables: { "{{0}}": "Ada" } }), "whatsAppContentVariables")
   })
+  it("accepts a content template's named variables, {{first_name}}", () => {
+    const whatsApp = { ...message, channel: "WhatsApp", whatsAppContentSid: "HX0123456789abcdef0123456789abcdef" }
+    const decoded = expectOk(decodeMessage({ ...whatsApp, whatsAppContentVariables: { "{{first_name}}": "Ada" } }))
+    expect(decoded.whatsAppContentVariables).toEqual({ "{{first_name}}": "Ada" })
+    expectFieldError(decodeMessage({ ...whatsApp, whatsAppContentVariables: { "{{first name}}": "Ada" } }), "whatsAppContentVariables")
+  })
 })
 
 describe("CreateAiCallRequest", () => {

@@ -17,6 +17,7 @@ import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
 import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
 import * as SqlProviderAccounts from "./store/SqlProviderAccounts.js"
+import * as SqlProviderHandoffs from "./store/SqlProviderHandoffs.js"
 import { CursorSignerLayer, EventOutboxLayer, RateLimitStoreLayer, UnitOfWorkLayer } from "./store/SqlSmallPorts.js"
 import * as SqlWebhooks from "./store/SqlWebhooks.js"
 
@@ -56,6 +57,7 @@ export const SqlPortsLive = Layer.mergeAll(
   CursorSignerLayer,
   SqlWebhooks.layer,
   SqlProviderAccounts.layer,
+  SqlProviderHandoffs.layer,
   Carrier.layerMemory,
   AiCallProvider.layerMemory
 ).pipe(Layer.provideMerge(StoreLive))

@@ -411,7 +411,7 @@ describe("fuzzing every route of the contract", () => {
 
   beforeAll(async () => {
     server = await TestServer.start({
-      env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000000", PARLEY_SIM_STEP_MS: "20" }
+      env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000000", PARLEY_SIM_STEP_MS: "20", PARLEY_INBOUND_UNSIGNED: "accept" }
     })
     demo = await server.demo()
     const known: Record<string, Json> = {

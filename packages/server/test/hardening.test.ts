@@ -69,7 +69,7 @@ describe("hardening", () => {
     server.fetch(path, { key, method: "POST", headers: { "idempotency-key": idem() }, body: JSON.stringify(payload) })
 
   beforeAll(async () => {
-    server = await TestServer.start({ env: { PARLEY_SIM_STEP_MS: "50" } })
+    server = await TestServer.start({ env: { PARLEY_SIM_STEP_MS: "50", PARLEY_INBOUND_UNSIGNED: "accept" } })
     demo = await server.demo()
   }, CLI_HEAVY)
   afterAll(() => server?.dispose())

@@ -70,7 +70,7 @@ describe("protocol edges", () => {
   let demo: DemoSummary
 
   beforeAll(async () => {
-    server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
+    server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_INBOUND_UNSIGNED: "accept" } })
     demo = await server.demo()
   }, CLI_HEAVY)
   afterAll(() => server?.dispose())

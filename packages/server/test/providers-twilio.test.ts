@@ -9,6 +9,7 @@
  * are duplicated, reordered, unsigned or mis-signed change nothing they
  * should not. Another organisation keeps the simulator.
  */
+import twilioSdk from "twilio"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { twilioSignature } from "../src/providers/twilio/TwilioSignature.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
@@ -18,6 +19,10 @@ import { readUntil } from "./support/wire.js"
 const HEAVY = 180_000
 const PN1 = "PN00000000000000000000000000000001"
 const WHATSAPP_SID = "PN00000000000000000000000000000003"
+const TEMPLATE = `HX${"a1".repeat(16)}`
+const NAMED_TEMPLATE = `HX${"b2".repeat(16)}`
+const MISSING_TEMPLATE = `HX${"c3".repeat(16)}`
+const SERVICE = `MG${"d4".repeat(16)}`
 
 interface ActionRecord {
   readonly id: string
@@ -63,11 +68,30 @@ describe("Twilio", () => {
   const read = (id: string) =>
     server.fetch(`/api/v1/messages/${id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>)
   const settle = (id: string) => readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""))
+  /** A status callback as Twilio would sign it with the organisation's token (the official package's signer). */
+  const statusCallback = (actionId: string, fields: Record<string, string>, orgId = demo.orgId, token = twilio.authToken) => {
+    const url = `${server.baseUrl}/providers/twilio/status?org=${orgId}&action=${actionId}`
+    return fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-twilio-signature": twilioSdk.getExpectedTwilioSignature(token, url, fields)
+      },
+      body: new URLSearchParams(fields)
+    })
+  }
   const createsFor = (to: string) =>
     twilio.requests.filter((r) => r.method === "POST" && r.form.some(([k, v]) => k === "To" && v.endsWith(to)))
 
   beforeAll(async () => {
-    twilio = await TwilioFake.start({ stepMs: 30 })
+    twilio = await TwilioFake.start({
+      stepMs: 30,
+      contentTemplates: {
+        [TEMPLATE]: "Hello {{1}}, your order ships {{2}}.",
+        [NAMED_TEMPLATE]: "Hi {{first_name}}, see you at {{time}}."
+      },
+      contentDefaults: { [NAMED_TEMPLATE]: { time: "noon" } }
+    })
     // Polling many records a second would meet the per-key rate limit; it is not under test here.
     server = await TestServer.start({
       env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "5000" }
@@ -321,4 +345,127 @@ describe("Twilio", () => {
       await connect()
     }
   }, HEAVY)
+  describe("against Twilio's official API (issue 24)", () => {
+    const template = async (contentSid: string, variables: Record<string, string>, to: string) => {
+      const id = await send({
+        to,
+        fromNumberSid: WHATSAPP_SID,
+        channel: "WhatsApp",
+        body: "Text the recipient never sees",
+        whatsAppContentSid: contentSid,
+        whatsAppContentVariables: variables
+      })
+      return { id, record: await settle(id) }
+    }
+
+    it("sends a template's {{1}} variables keyed as Twilio expects, and records the text the recipient saw", async () => {
+      const to = "+14155550151"
+      const { record } = await template(TEMPLATE, { "{{1}}": "Ada", "{{2}}": "on Friday" }, to)
+      expect(record.status).toBe("Delivered")
+      const [created] = createsFor(to)
+      expect(JSON.parse(new Map(created?.form ?? []).get("ContentVariables") ?? "{}")).toEqual({ "1": "Ada", "2": "on Friday" })
+      expect(twilio.messages.find((m) => m.to === `whatsapp:${to}`)?.body).toBe("Hello Ada, your order ships on Friday.")
+      expect((await read(record.id) as ActionRecord & { body?: string }).body).toBe("Hello Ada, your order ships on Friday.")
+    }, HEAVY)
+
+    it("takes a template's named variables ({{first_name}}), the template's defaults filling the rest", async () => {
+      const to = "+14155550152"
+      const { record } = await template(NAMED_TEMPLATE, { "{{first_name}}": "Grace" }, to)
+      expect(record.status).toBe("Delivered")
+      expect(JSON.parse(new Map(createsFor(to)[0]?.form ?? []).get("ContentVariables") ?? "{}")).toEqual({ first_name: "Grace" })
+      expect((await read(record.id) as ActionRecord & { body?: string }).body).toBe("Hi Grace, see you at noon.")
+    }, HEAVY)
+
+    it("records the template's text even when Twilio's callbacks finished the message before its answer", async () => {
+      twilio.tweakNextCallbacks({ beforeAnswer: true })
+      const to = "+14155550158"
+      const { record } = await template(TEMPLATE, { "{{1}}": "Alan", "{{2}}": "today" }, to)
+      expect(record.status).toBe("Delivered")
+      const body = await readUntil(
+        async () => (await read(record.id) as ActionRecord & { body?: string }).body,
+        (text) => text !== "Text the recipient never sees",
+        10_000
+      )
+      expect(body).toBe("Hello Alan, your order ships today.")
+    }, HEAVY)
+
+    it("records a placeholder naming the template and its variables when the Content API cannot say", async () => {
+      const to = "+14155550153"
+      const { record } = await template(MISSING_TEMPLATE, { "{{1}}": "Ada" }, to)
+      expect(record.status).toBe("Delivered")
+      const body = (await read(record.id) as ActionRecord & { body?: string }).body
+      expect(body).toContain(MISSING_TEMPLATE)
+      expect(body).toContain("Ada")
+      expect(body).not.toContain("never sees")
+    }, HEAVY)
+
+    it("keeps the chosen number through a Messaging Service: From is sent with MessagingServiceSid", async () => {
+      await cliOk([
+        "providers", "set", "--org", demo.orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
+        "--auth-token", twilio.authToken, "--api-base", twilio.url, "--messaging-service-sid", SERVICE
+      ])
+      try {
+        const to = "+14155550154"
+        const id = await send({ to })
+        expect((await settle(id)).status).toBe("Delivered")
+        const form = new Map(createsFor(to)[0]?.form ?? [])
+        expect(form.get("MessagingServiceSid")).toBe(SERVICE)
+        expect(form.get("From")).toBe("+14155550100")
+        expect(twilio.messages.find((m) => m.to === to)?.from).toBe("+14155550100")
+      } finally {
+        await connect()
+      }
+    }, HEAVY)
+
+    it("follows callbacks that arrive before Twilio's answer to the create", async () => {
+      twilio.tweakNextCallbacks({ beforeAnswer: true })
+      const to = "+14155550155"
+      const id = await send({ to })
+      const record = await settle(id)
+      expect(record.status).toBe("Delivered")
+      const message = twilio.messages.find((m) => m.to === to)
+      expect(record.sid).toBe(message?.sid)
+      expect(twilio.callbacksFor(message?.sid ?? "").every((c) => c.answered === 204)).toBe(true)
+      expect(createsFor(to)).toHaveLength(1)
+    }, HEAVY)
+  })
+
+  describe("forged callbacks (issue 22)", () => {
+    it("a signed report moves no action Twilio never got: a scheduled text stays Queued", async () => {
+      const id = await send({ to: "+14155550156", scheduledFor: new Date(Date.now() + 3_600_000).toISOString() })
+      const answer = await statusCallback(id, { MessageSid: "SMforged", MessageStatus: "delivered" })
+      expect(answer.status).toBe(204)
+      const record = await read(id)
+      expect(record.status).toBe("Queued")
+      expect(record.sid ?? null).toBeNull()
+    }, HEAVY)
+
+    it("a signed report under another MessageSid changes nothing", async () => {
+      twilio.tweakNextCallbacks({ signature: "none" })
+      const to = "+14155550157"
+      const id = await send({ to })
+      await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+      const answer = await statusCallback(id, { MessageSid: `SM${"0".repeat(32)}`, MessageStatus: "undelivered", ErrorCode: "30003" })
+      expect(answer.status).toBe(204)
+      expect((await read(id)).status).toBe("Sending")
+    }, HEAVY)
+
+    it("answers the same 401 for an organisation without Twilio, an unknown one, and a wrong signature", async () => {
+      const answers = await Promise.all([
+        statusCallback("1", { MessageSid: "SM1", MessageStatus: "sent" }, "org_does_not_exist"),
+        statusCallback("1", { MessageSid: "SM1", MessageStatus: "sent" }, demo.orgId, "not-the-token"),
+        fetch(`${server.baseUrl}/providers/twilio/status?action=1`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "MessageSid=SM1&MessageStatus=sent"
+        })
+      ])
+      const bodies = await Promise.all(answers.map(async (a) => {
+        const json = await a.json() as { error: { code: string; message: string } }
+        return [a.status, json.error.code, json.error.message]
+      }))
+      expect(bodies).toEqual([bodies[0], bodies[0], bodies[0]])
+      expect(bodies[0]?.[0]).toBe(401)
+    }, HEAVY)
+  })
 })

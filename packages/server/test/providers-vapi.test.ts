@@ -10,6 +10,7 @@
  * change nothing they should not; an outage is waited out without calling twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createHmac } from "node:crypto"
 import { VapiFake } from "./support/fakes/VapiFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { readUntil } from "./support/wire.js"
@@ -210,4 +211,164 @@ describe("Vapi", () => {
     expect(record.errorMessage).toContain("--provider-id")
     expect(createsFor("+14155550207")).toHaveLength(0)
   }, HEAVY)
+  describe("against Vapi's official API (issue 24)", () => {
+    const events = () => `${server.baseUrl}/providers/vapi/events?org=${demo.orgId}`
+    const connect = (...extra: ReadonlyArray<string>) =>
+      cliOk([
+        "providers", "set", "--org", demo.orgId, "--kind", "vapi", "--api-key", vapi.apiKey, "--webhook-secret", SECRET,
+        "--api-base", vapi.url, ...extra
+      ])
+
+    it.each([
+      ["assistant-not-valid", "+14155550211"],
+      ["manually-canceled", "+14155550212"],
+      ["worker-shutdown", "+14155550213"],
+      ["call.forwarding.operator-busy", "+14155550214"]
+    ] as const)("an ending of %s is Failed with Vapi's reason, not Completed", async (reason, to) => {
+      vapi.endWith(to, reason)
+      const id = await call(to)
+      const record = await settle(id)
+      expect(record.status).toBe("Failed")
+      expect(record.errorMessage).toBe(reason)
+    }, HEAVY)
+
+    it.each([
+      ["sha512", "base64", "sha512="],
+      ["sha256", "base64", ""],
+      ["sha256", "hex", "sha256="]
+    ] as const)("accepts HMAC credentials in %s, %s, prefix %j", async (algorithm, encoding, prefix) => {
+      vapi.setServer(events(), SECRET, "hmac", { algorithm, encoding, prefix })
+      try {
+        const to = `+1415555${algorithm === "sha512" ? "0225" : encoding === "base64" ? "0226" : "0227"}`
+        const id = await call(to)
+        expect((await settle(id)).status).toBe("Completed")
+        await vapi.settled()
+        const deliveries = vapi.deliveriesFor(vapi.calls.find((c) => c.customer.number === to)?.id ?? "")
+        expect(deliveries.every((d) => d.delivery.answered === 200)).toBe(true)
+      } finally {
+        vapi.setServer(events(), SECRET)
+      }
+    }, HEAVY)
+
+    it("accepts HMAC and Bearer credentials with the header names and payload format set for the organisation", async () => {
+      await connect(
+        "--signature-header", "x-vapi-signature", "--timestamp-header", "x-vapi-timestamp",
+        "--payload-format", "{timestamp}:{body}", "--credential-header", "x-api-token"
+      )
+      // The server reads an organisation's verification settings at most once a second (CallbackGate.KEY_CACHE_MS).
+      await new Promise((resolve) => setTimeout(resolve, 1_100))
+      const answered = (to: string) =>
+        vapi.deliveriesFor(vapi.calls.find((c) => c.customer.number === to)?.id ?? "").map((d) => d.delivery.answered)
+      try {
+        vapi.setServer(events(), SECRET, "hmac", {
+          signatureHeader: "x-vapi-signature",
+          timestampHeader: "x-vapi-timestamp",
+          payloadFormat: "{timestamp}:{body}"
+        })
+        expect((await settle(await call("+14155550216"))).status).toBe("Completed")
+        vapi.setServer(events(), SECRET, "bearer", { bearerHeader: "x-api-token" })
+        expect((await settle(await call("+14155550217"))).status).toBe("Completed")
+        await vapi.settled()
+        // Completed by the server messages themselves, not by Parley asking Vapi later.
+        expect([...answered("+14155550216"), ...answered("+14155550217")].every((status) => status === 200)).toBe(true)
+      } finally {
+        vapi.setServer(events(), SECRET)
+        await connect()
+      }
+    }, HEAVY)
+
+    it("refuses an HMAC-signed message whose timestamp is older than 5 minutes", async () => {
+      vapi.setServer(events(), SECRET, "hmac", { timestampOffsetMs: -6 * 60_000 })
+      try {
+        const to = "+14155550218"
+        const id = await call(to)
+        await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+        await vapi.settled()
+        const placed = vapi.calls.find((c) => c.customer.number === to)
+        const deliveries = vapi.deliveriesFor(placed?.id ?? "")
+        expect(deliveries.length).toBeGreaterThan(0)
+        expect(deliveries.every((d) => d.delivery.answered === 401)).toBe(true)
+        expect((await read(id)).status).toBe("Queued")
+      } finally {
+        vapi.setServer(events(), SECRET)
+      }
+    }, HEAVY)
+
+    it("finds the call by Vapi's id when the server message carries no Parley metadata", async () => {
+      vapi.messagesWithoutMetadata = true
+      try {
+        const to = "+14155550219"
+        const id = await call(to)
+        const record = await settle(id)
+        expect(record.status).toBe("Completed")
+        expect(record.body).toContain("Confirm tomorrow at 10")
+        await vapi.settled()
+        // Completed by the end-of-call report itself, not by Parley asking Vapi later.
+        const report = vapi.deliveriesFor(vapi.calls.find((c) => c.customer.number === to)?.id ?? "")
+          .find(({ json }) => JSON.stringify(json).includes("end-of-call-report"))
+        expect(report?.delivery.answered).toBe(200)
+      } finally {
+        vapi.messagesWithoutMetadata = false
+      }
+    }, HEAVY)
+
+    it("follows server messages that arrive before Vapi's answer to the create", async () => {
+      vapi.tweakNextCallbacks({ beforeAnswer: true })
+      const to = "+14155550220"
+      const id = await call(to)
+      const record = await settle(id)
+      expect(record.status).toBe("Completed")
+      expect(record.sid).toBe(vapi.calls.find((c) => c.customer.number === to)?.id)
+      expect(createsFor(to)).toHaveLength(1)
+    }, HEAVY)
+  })
+
+  describe("forged server messages (issue 22)", () => {
+    /** A server message authenticated with the organisation's secret, as an HMAC credential signs it. */
+    const post = (message: Record<string, unknown>, orgId = demo.orgId, secret = SECRET, at = Date.now()) => {
+      const body = JSON.stringify({ message })
+      const timestamp = String(at)
+      return fetch(`${server.baseUrl}/providers/vapi/events?org=${orgId}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-timestamp": timestamp,
+          "x-signature": createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex")
+        },
+        body
+      })
+    }
+    const report = (actionId: string, callId: string) => ({
+      type: "end-of-call-report",
+      endedReason: "customer-ended-call",
+      artifact: { transcript: "forged" },
+      call: { id: callId, assistantOverrides: { metadata: { parleyActionId: actionId } } }
+    })
+
+    it("a signed report moves no call Vapi never got, nor one under another call id", async () => {
+      const scheduled = await call("+14155550221", { scheduledFor: new Date(Date.now() + 3_600_000).toISOString() })
+      expect((await post(report(scheduled, "forged-call"))).status).toBe(200)
+      expect((await read(scheduled)).status).toBe("Queued")
+      vapi.tweakNextCallbacks({ signature: "none" })
+      const placed = await call("+14155550222")
+      await readUntil(() => read(placed), (r) => r.sid !== null && r.sid !== undefined)
+      expect((await post(report(placed, "another-call"))).status).toBe(200)
+      expect((await read(placed)).status).toBe("Queued")
+    }, HEAVY)
+
+    it("answers the same 401 for an unknown organisation, a wrong secret and a timestamp from 2001", async () => {
+      const message = report("1", "some-call")
+      const answers = await Promise.all([
+        post(message, "org_does_not_exist"),
+        post(message, demo.orgId, "not-the-secret"),
+        post(message, demo.orgId, SECRET, Date.parse("2001-09-09T01:46:40Z"))
+      ])
+      const bodies = await Promise.all(answers.map(async (a) => {
+        const json = await a.json() as { error: { code: string; message: string } }
+        return [a.status, json.error.code, json.error.message]
+      }))
+      expect(bodies).toEqual([bodies[0], bodies[0], bodies[0]])
+      expect(bodies[0]?.[0]).toBe(401)
+    }, HEAVY)
+  })
 })

@@ -16,6 +16,20 @@ export const E164 = Schema.String.pipe(
   examples: ["+14155550100"]
 })
 
+/**
+ * A counterpart's address as carriers deliver it: an E.164 number, or a short code (3 to 8 digits, such
+ * as 89898) — businesses write from short codes, and their messages must not be lost or break a list.
+ */
+export const PhoneOrShortCode = Schema.String.pipe(
+  Schema.pattern(/^(\+[1-9]\d{7,14}|\d{3,8})$/, {
+    message: () => "must be an E.164 telephone number such as +14155550100 or a short code such as 89898"
+  })
+).annotations({
+  identifier: "PhoneOrShortCode",
+  description: "Telephone number in E.164 format (`^\\+[1-9]\\d{7,14}$`) or a short code of 3 to 8 digits.",
+  examples: ["+14155550100", "89898"]
+})
+
 const OFFSET_TIMESTAMP =
   /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|([+-])(\d{2}):(\d{2}))$/
 

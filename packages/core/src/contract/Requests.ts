@@ -12,7 +12,8 @@ export const RecordLink = Schema.Struct({
 }).annotations({ identifier: "RecordLink", description: "Links the action to a CRM record." })
 export type RecordLink = typeof RecordLink.Type
 
-const VARIABLE_KEY = /^\{\{[1-9]\d{0,2}\}\}$/
+/** `{{1}}`, `{{2}}`… or a content template's named variable, `{{first_name}}` (Twilio allows both). */
+const VARIABLE_KEY = /^\{\{([1-9]\d{0,2}|[A-Za-z_][A-Za-z0-9_]{0,63})\}\}$/
 
 /**
  * Unknown fields are refused, not dropped: a misspelt `scheduled_for` would
@@ -30,11 +31,15 @@ const ContentVariables = Schema.Record({
 }).pipe(
   Schema.filter((variables) => {
     const bad = Object.keys(variables).find((key) => !VARIABLE_KEY.test(key))
-    return bad === undefined ? true : { path: [bad], message: "variable keys must look like {{1}}, {{2}}, …" }
+    return bad === undefined
+      ? true
+      : { path: [bad], message: "variable keys must look like {{1}}, {{2}}, … or {{first_name}}" }
   }, { jsonSchema: { propertyNames: { type: "string", pattern: VARIABLE_KEY.source } } })
 ).annotations({
   identifier: "WhatsAppContentVariables",
-  description: "Template variables keyed `{{1}}`, `{{2}}`, and so on."
+  description: "Template variables keyed as the template's placeholders: `{{1}}`, `{{2}}`, and so on, or named " +
+    "ones such as `{{first_name}}`. With `whatsAppContentSid`, `body` (or `templateUuid`) is still required by " +
+    "the contract; the record then holds the content template's text as sent, not that body."
 })
 
 const MessageFields = Schema.Struct({

@@ -4,7 +4,7 @@
  * tolerates their absence; Parley's server always writes them (null when empty).
  */
 import { Schema } from "effect"
-import { E164, Timestamp } from "./Primitives.js"
+import { E164, PhoneOrShortCode, Timestamp } from "./Primitives.js"
 import { Direction, RecordStatus, RecordType } from "./Statuses.js"
 
 const NullableString = Schema.NullOr(Schema.String)
@@ -92,7 +92,7 @@ export class ActionRecord extends Schema.Class<ActionRecord>("ActionRecord")({
 
 export class ConversationSummary extends Schema.Class<ConversationSummary>("ConversationSummary")({
   id: Schema.String.annotations({ description: "Opaque conversation id." }),
-  phone: E164.annotations({ description: "The counterpart's number." }),
+  phone: PhoneOrShortCode.annotations({ description: "The counterpart's number (E.164), or the short code it wrote from." }),
   name: Schema.String,
   preview: Schema.optional(Schema.String),
   at: Schema.optional(Schema.NullOr(Timestamp)),

@@ -1,10 +1,8 @@
 /**
  * What carriers and AI-call providers report about an action after it was
- * handed to them (Twilio's status callbacks, Vapi's server messages, the
- * simulator's steps), mapped onto Parley's statuses and applied once, in
- * order:
- * - each provider's raw status is mapped onto Parley's list, and kept apart
- *   in `provider_status`;
+ * handed to them (their callbacks, the simulator's steps), already mapped
+ * onto Parley's statuses by each provider, applied once, in order:
+ * - the provider's raw status is kept apart in `provider_status`;
  * - a report only ever moves an action forward (Sending → Sent → Delivered;
  *   Ringing → In Progress → Completed): a duplicate, or a `sent` arriving
  *   after `delivered` (callbacks are not ordered), changes nothing;
@@ -57,59 +55,6 @@ export const movesForward = (kind: ActionKind, current: RecordStatus, next: Reco
   const from = rankOf(kind, current)
   const to = rankOf(kind, next)
   return from !== undefined && to !== undefined && from < FINAL_RANK && to > from
-}
-
-/**
- * Twilio's Message statuses (`MessageStatus` of a status callback, `status` of the resource) on Parley's
- * list; null for the inbound ones. `read` (WhatsApp) implies delivered; `canceled` is a Twilio-scheduled
- * message Twilio dropped, which Parley never asks for, so it reads as failed.
- */
-export const twilioMessageStatus = (raw: string): MessageStatus | null => {
-  switch (raw) {
-    case "accepted":
-    case "scheduled":
-    case "queued":
-    case "sending":
-      return "Sending"
-    case "sent":
-      return "Sent"
-    case "delivered":
-    case "read":
-    case "partially_delivered":
-      return "Delivered"
-    case "undelivered":
-      return "Undelivered"
-    case "failed":
-    case "canceled":
-      return "Failed"
-    default:
-      return null
-  }
-}
-
-/** Vapi's call statuses (`status-update`); `ended` waits for the end-of-call report, which says how. */
-export const vapiCallStatus = (raw: string): CallStatus | null => {
-  switch (raw) {
-    case "scheduled":
-    case "queued":
-      return "Queued"
-    case "ringing":
-      return "Ringing"
-    case "in-progress":
-    case "forwarding":
-      return "In Progress"
-    default:
-      return null
-  }
-}
-
-/** How a Vapi call ended (`endedReason` of the end-of-call report) on Parley's list. */
-export const vapiEndedStatus = (endedReason: string): CallStatus => {
-  // A voicemail greeting is not the person: for an outbound bot call that is no answer.
-  if (endedReason === "customer-did-not-answer" || endedReason === "voicemail") return "No Answer"
-  if (endedReason === "customer-busy") return "Busy"
-  if (/fail|error|fault|invalid|unavailable|not-found|rejected|misdial/.test(endedReason)) return "Failed"
-  return "Completed"
 }
 
 /** One report about one action. */

@@ -11,6 +11,6 @@ export const CONTENT_SID = /^HX[0-9a-fA-F]{32}$/
 export const isSessionOpen = (lastInboundAt: string | null, now: number): boolean =>
   lastInboundAt !== null && now - Date.parse(lastInboundAt) < SESSION_MS
 
-/** Renders `{{1}}`-style variables into a content template's text (the simulated carrier's preview). */
+/** Renders `{{1}}` or `{{first_name}}` variables into a content template's text (the simulated carrier's preview). */
 export const renderContentVariables = (text: string, variables: Readonly<Record<string, string>>): string =>
-  text.replace(/\{\{([1-9]\d{0,2})\}\}/g, (whole, n: string) => variables[`{{${n}}}`] ?? whole)
+  text.replace(/\{\{(\w+)\}\}/g, (whole, name: string) => variables[`{{${name}}}`] ?? whole)

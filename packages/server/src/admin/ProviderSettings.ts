@@ -17,6 +17,11 @@ export type ProviderField =
   | "messagingServiceSid"
   | "apiKey"
   | "webhookSecret"
+  | "contentApiBase"
+  | "signatureHeader"
+  | "timestampHeader"
+  | "payloadFormat"
+  | "credentialHeader"
 
 export interface ProviderRefusal {
   readonly field: ProviderField
@@ -35,7 +40,17 @@ export interface ProviderInput {
   readonly messagingServiceSid?: string | undefined
   readonly apiKey?: string | undefined
   readonly webhookSecret?: string | undefined
+  /** Twilio's Content API base (templates' text); default: the API base when one is given, else Twilio's. */
+  readonly contentApiBase?: string | undefined
+  /** Vapi credentials that do not use Vapi's defaults (VapiServerAuth). */
+  readonly signatureHeader?: string | undefined
+  readonly timestampHeader?: string | undefined
+  readonly payloadFormat?: string | undefined
+  readonly credentialHeader?: string | undefined
 }
+
+const HTTP_URL = /^https?:\/\/[^\s/]+(\/\S*)?$/
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 const given = (value: string | undefined): string | undefined => {
   const trimmed = value?.trim()
@@ -48,7 +63,7 @@ export const providerAccount = (input: ProviderInput): Either.Either<ProviderAcc
   const base = given(input.apiBase)
   if (base !== undefined) {
     apiBase = base.replace(/\/+$/, "")
-    if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(apiBase)) {
+    if (!HTTP_URL.test(apiBase)) {
       return refuse("apiBase", `"${base}" must be an http:// or https:// URL, such as ${DEFAULT_API_BASE[input.kind]}`)
     }
   }
@@ -65,6 +80,14 @@ export const providerAccount = (input: ProviderInput): Either.Either<ProviderAcc
     if ((apiKeySid === undefined) !== (apiKeySecret === undefined)) {
       return refuse(apiKeySid === undefined ? "apiKeySid" : "apiKeySecret", "the API key SID and its secret go together")
     }
+    const messagingServiceSid = given(input.messagingServiceSid)
+    if (messagingServiceSid !== undefined && !/^MG[0-9a-fA-F]{32}$/.test(messagingServiceSid)) {
+      return refuse("messagingServiceSid", `"${messagingServiceSid}" must be MG followed by 32 hex digits`)
+    }
+    const content = given(input.contentApiBase)?.replace(/\/+$/, "")
+    if (content !== undefined && !HTTP_URL.test(content)) {
+      return refuse("contentApiBase", `"${content}" must be an http:// or https:// URL, such as https://content.twilio.com`)
+    }
     return Either.right({
       kind: "twilio",
       orgId: input.orgId,
@@ -73,12 +96,36 @@ export const providerAccount = (input: ProviderInput): Either.Either<ProviderAcc
       authToken,
       apiKeySid,
       apiKeySecret,
-      messagingServiceSid: given(input.messagingServiceSid)
+      messagingServiceSid,
+      // A local fake or a proxy given as the API base stands for the Content API too.
+      contentApiBase: content ?? (base === undefined ? undefined : apiBase)
     })
   }
   const apiKey = given(input.apiKey)
   if (apiKey === undefined) return refuse("apiKey", "is required for Vapi")
   const webhookSecret = given(input.webhookSecret)
   if (webhookSecret === undefined) return refuse("webhookSecret", "is required for Vapi")
-  return Either.right({ kind: "vapi", orgId: input.orgId, apiBase, apiKey, webhookSecret })
+  const headers = { signatureHeader: input.signatureHeader, timestampHeader: input.timestampHeader, credentialHeader: input.credentialHeader }
+  for (const [field, value] of Object.entries(headers)) {
+    const name = given(value)
+    if (name !== undefined && !HEADER_NAME.test(name)) {
+      return refuse(field === "signatureHeader" ? "signatureHeader" : field === "timestampHeader" ? "timestampHeader" : "credentialHeader",
+        `"${name}" must be an HTTP header name, such as x-signature`)
+    }
+  }
+  const payloadFormat = given(input.payloadFormat)
+  if (payloadFormat !== undefined && !payloadFormat.includes("{body}")) {
+    return refuse("payloadFormat", `"${payloadFormat}" must include {body}`)
+  }
+  return Either.right({
+    kind: "vapi",
+    orgId: input.orgId,
+    apiBase,
+    apiKey,
+    webhookSecret,
+    signatureHeader: given(input.signatureHeader)?.toLowerCase(),
+    timestampHeader: given(input.timestampHeader)?.toLowerCase(),
+    payloadFormat,
+    credentialHeader: given(input.credentialHeader)?.toLowerCase()
+  })
 }

@@ -19,6 +19,10 @@
  *   addresses are always allowed, link-local and metadata addresses never
  * - PARLEY_CARRIER_AUTH_TOKEN (unset): when set, POST /carrier/inbound must carry
  *   a valid `X-Twilio-Signature` made with it
+ * - PARLEY_INBOUND_UNSIGNED (refuse): `accept` takes inbound messages without a
+ *   signature to numbers of organisations that have no Twilio account when
+ *   PARLEY_CARRIER_AUTH_TOKEN is unset (a demo, a local test); by default they
+ *   are refused, since a forged inbound message opens a WhatsApp session
  * - PARLEY_PUBLIC_URL (unset): the server's public base URL, for that signature
  *   (default: http:// + the request's Host); also the base of the console's
  *   sign-in links, and https makes its session cookie Secure
@@ -64,6 +68,8 @@ export interface ServerSettings {
   readonly webhookRetryScale: number
   readonly webhookAllowedNetworks: WebhookAddresses.AllowedNetworks
   readonly carrierAuthToken: Option.Option<Redacted.Redacted<string>>
+  /** Whether unsigned inbound messages are taken when there is no token to check them with. */
+  readonly inboundUnsigned: "refuse" | "accept"
   readonly publicUrl: Option.Option<string>
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dbPoolSize: number
@@ -145,6 +151,7 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
     })
   ),
   carrierAuthToken: Config.option(Config.redacted("PARLEY_CARRIER_AUTH_TOKEN")),
+  inboundUnsigned: Config.literal("refuse", "accept")("PARLEY_INBOUND_UNSIGNED").pipe(Config.withDefault("refuse" as const)),
   publicUrl: Config.option(Config.string("PARLEY_PUBLIC_URL")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL").pipe(
     Config.validate({

@@ -47,7 +47,9 @@ import type { ServerSettings } from "../config/ServerConfig.js"
 import { forProvider } from "../observability/Metrics.js"
 import { twilioStatusCallback } from "../providers/CallbackUrls.js"
 import * as Twilio from "../providers/twilio/TwilioClient.js"
+import { twilioMessageStatus } from "../providers/twilio/TwilioStatuses.js"
 import * as Vapi from "../providers/vapi/VapiClient.js"
+import { vapiCallStatus, vapiEnding } from "../providers/vapi/VapiStatuses.js"
 import { forUpdate } from "../store/Dialect.js"
 import { DbInt, storage } from "../store/rows.js"
 import {
@@ -285,11 +287,12 @@ export const make = (config: ServerSettings) =>
       ProviderReports.isFinal(kind, status) ? null : now + config.providerRecheckMs
 
     const textChange = (message: Twilio.TwilioMessage, now: number): Change => {
-      const status = ProviderReports.twilioMessageStatus(message.status) ?? "Sending"
+      const status = twilioMessageStatus(message.status) ?? "Sending"
       return {
         status,
         workAt: recheck("message", status, now),
-        sid: message.sid,
+        // Twilio's schema lets an answer omit the sid: the status callbacks carry it.
+        ...(message.sid === null ? {} : { sid: message.sid }),
         providerStatus: message.status,
         // A text's time is when it was sent.
         at: new Date(now).toISOString(),
@@ -300,8 +303,13 @@ export const make = (config: ServerSettings) =>
     }
 
     const callChange = (call: Vapi.VapiCall, now: number): Change => {
-      const status = ProviderReports.vapiCallStatus(call.status) ?? "Queued"
-      return { status, workAt: recheck("ai_call", status, now), sid: call.id, providerStatus: call.status }
+      const status = (call.status === null ? null : vapiCallStatus(call.status)) ?? "Queued"
+      return {
+        status,
+        workAt: recheck("ai_call", status, now),
+        sid: call.id,
+        ...(call.status === null ? {} : { providerStatus: call.status })
+      }
     }
 
     /** What an attempt came to: an answer to record, or an earlier attempt's message adopted (recorded already). */
@@ -327,16 +335,37 @@ export const make = (config: ServerSettings) =>
       accountSid: account.accountSid,
       authToken: account.authToken,
       apiKeySid: account.apiKeySid,
-      apiKeySecret: account.apiKeySecret
+      apiKeySecret: account.apiKeySecret,
+      contentApiBase: account.contentApiBase
     })
+
+    /**
+     * A content-template message records what the recipient saw — the template's text with its variables
+     * (Twilio's Content API), or a placeholder naming both — not the text the request carried beside it.
+     */
+    const withSentText = (client: Twilio.TwilioAccount, row: ClaimedRow, change: Change) =>
+      Effect.gen(function*() {
+        if (row.wa_content_sid === null) return change
+        const variables = row.wa_content_variables ?? {}
+        const rendered = yield* Twilio.renderContent(client, row.wa_content_sid, variables)
+        const body = Option.getOrElse(rendered, () => Twilio.contentPlaceholder(row.wa_content_sid ?? "", variables))
+        // Written at once, whatever the status: Twilio's callbacks may already have moved the action on, and
+        // the change below then no longer applies.
+        yield* storage("providers.sentText")(
+          sql`UPDATE actions SET body = ${body} WHERE id = ${Number(row.id)} AND org_id = ${row.org_id}`
+        )
+        return { ...change, body } satisfies Change
+      })
 
     const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: Attempt, now: number, hooks: SubmitHooks) =>
       Effect.gen(function*() {
         const client = twilioAccount(account)
         const id = String(row.id)
         const to = twilioAddress(row, row.counterpart)
+        // Through a Messaging Service, From still names the action's number: without it Twilio would pick any
+        // number of the service's pool while the record names the chosen one.
         const sender = account.messagingServiceSid !== undefined && row.type !== "WhatsApp"
-          ? { messagingServiceSid: account.messagingServiceSid }
+          ? { messagingServiceSid: account.messagingServiceSid, from: row.line }
           : { from: twilioAddress(row, row.line) }
         if (attempt.reconcile) {
           // An earlier attempt may have reached Twilio: look before sending again.
@@ -348,7 +377,7 @@ export const make = (config: ServerSettings) =>
           })
           const decision = yield* adoptOrSend(
             row,
-            found.map((f) => ({ id: f.message.sid, owner: null, found: f.message })),
+            found.flatMap((f) => (f.message.sid === null ? [] : [{ id: f.message.sid, owner: null, found: f.message }])),
             (message) => textChange(message, now),
             hooks
           )
@@ -366,7 +395,7 @@ export const make = (config: ServerSettings) =>
             }),
           statusCallback: twilioStatusCallback(config, row.org_id, id)
         })
-        return accepted(textChange(sent, now))
+        return accepted(yield* withSentText(client, row, textChange(sent, now)))
       }).pipe(
         Effect.catchTag("TwilioSendError", (error) =>
           Effect.succeed(answered(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now), error, attempt)))
@@ -562,7 +591,7 @@ export const make = (config: ServerSettings) =>
           if (Option.isNone(account)) return { status: row.status, workAt: null }
           const found = yield* Twilio.fetchMessage(twilioAccount(account.value), row.sid)
           if (Option.isNone(found)) return unchanged
-          const status = ProviderReports.twilioMessageStatus(found.value.status)
+          const status = twilioMessageStatus(found.value.status)
           if (status === null || !ProviderReports.movesForward("message", row.status, status)) return unchanged
           return { ...textChange(found.value, now), at: row.at, workAt: ProviderReports.isFinal("message", status) ? null : later }
         }
@@ -571,21 +600,23 @@ export const make = (config: ServerSettings) =>
         const found = yield* Vapi.getCall({ apiBase: account.value.apiBase, apiKey: account.value.apiKey }, row.sid)
         if (Option.isNone(found)) return unchanged
         const call = found.value
-        const status = call.status === "ended"
-          ? ProviderReports.vapiEndedStatus(call.endedReason ?? "")
-          : ProviderReports.vapiCallStatus(call.status)
+        const ending = call.status === "ended" || (call.status === null && call.endedReason !== null)
+          ? vapiEnding(call.endedReason ?? "")
+          : null
+        const status = ending?.status ?? (call.status === null ? null : vapiCallStatus(call.status))
         if (status === null || !ProviderReports.movesForward("ai_call", row.status, status)) return unchanged
+        const raw = call.endedReason ?? call.status ?? ""
         return status === "Completed"
           ? {
             status,
             workAt: null,
-            providerStatus: call.endedReason ?? call.status,
+            providerStatus: raw,
             body: call.transcript ?? "",
             ...(call.recordingUrl === null ? {} : { audioFileId: call.recordingUrl })
           }
           : ProviderReports.isFinal("ai_call", status)
-          ? { status, workAt: null, providerStatus: call.endedReason ?? call.status, errorMessage: call.endedReason }
-          : { status, workAt: later, providerStatus: call.status }
+          ? { status, workAt: null, providerStatus: raw, errorMessage: ending?.errorMessage ?? raw }
+          : { status, workAt: later, providerStatus: raw }
       }).pipe(
         Effect.catchTags({
           TwilioSendError: () => Effect.succeed<Change>({ status: row.status, workAt: laterFor(firstAt, now) }),

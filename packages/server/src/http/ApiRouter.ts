@@ -115,6 +115,19 @@ const asArrays = (
   return out
 }
 
+/**
+ * The checks of an endpoint's security, as `HttpApiBuilder` applies them: every security middleware
+ * must pass, and within one middleware any one of its schemes is enough (the first that passes; when
+ * none does, the last one's failure).
+ */
+export const combineSecurity = <E>(
+  checks: ReadonlyArray<{ readonly tag: unknown; readonly check: Effect.Effect<void, E> }>
+): Effect.Effect<void, E> => {
+  const byTag = new Map<unknown, Array<Effect.Effect<void, E>>>()
+  for (const { check, tag } of checks) byTag.set(tag, [...(byTag.get(tag) ?? []), check])
+  return Effect.forEach([...byTag.values()], (schemes) => Effect.firstSuccessOf(schemes), { discard: true })
+}
+
 const BEARER_PREFIX_LENGTH = "Bearer ".length
 
 const securityOf = (tag: HttpApiMiddleware.TagClassSecurityAny): Array<Security> =>
@@ -236,12 +249,8 @@ const compile = (
     })
   }
   const run = (input: ContractInput, state: RequestState): Effect.Effect<ContractAnswer> => {
-    let authorized: Effect.Effect<void, unknown> | undefined
-    for (const step of authorize) {
-      const one = authorizeOne(step, input, state)
-      authorized = authorized === undefined ? one : Effect.zipRight(authorized, one)
-    }
-    return Effect.matchCauseEffect(authorized ?? Effect.void, {
+    const authorized = combineSecurity(authorize.map((step) => ({ tag: step.security.tag, check: authorizeOne(step, input, state) })))
+    return Effect.matchCauseEffect(authorized, {
       onFailure: (cause) => Effect.succeed(failed(cause)),
       onSuccess: () => handle(input)
     })

@@ -7,10 +7,10 @@ import { ParleyApi } from "@parley/core"
 import { Effect, Layer, Option } from "effect"
 import { consoleRoutes } from "../admin/ConsoleRoutes.js"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { providerCallbackRoutes } from "../providers/ProviderCallbacks.js"
+import * as CallbackGate from "../providers/CallbackGate.js"
+import { providerRoutes } from "../providers/Registry.js"
 import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
-import { carrierInboundRoutes } from "./CarrierInbound.js"
 import { zohoCallbackRoutes } from "../crm/zoho/ZohoCallbackRoute.js"
 import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
@@ -31,7 +31,8 @@ const HandlersLive = Layer.mergeAll(
   MessagesHandlers,
   AiCallsHandlers,
   WebhookEndpointsHandlers,
-  AuthorizationLive
+  AuthorizationLive,
+  CallbackGate.layer
 )
 
 const listen = (server: Server, port: number, host: Option.Option<string>) =>
@@ -61,8 +62,7 @@ const ServeLive = Layer.scopedDiscard(
       ...(yield* extraRoutes),
       ...(yield* healthRoutes),
       yield* metricsRoute,
-      ...(yield* carrierInboundRoutes),
-      ...(yield* providerCallbackRoutes),
+      ...(yield* providerRoutes),
       ...(yield* zohoCallbackRoutes),
       ...(yield* consoleRoutes)
     ]

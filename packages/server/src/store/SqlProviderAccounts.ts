@@ -19,13 +19,22 @@ export const DEFAULT_API_BASE: Readonly<Record<ProviderKind, string>> = {
   vapi: "https://api.vapi.ai"
 }
 
+// The sealed settings: secrets, and beside them the settings that are no secret but go with them.
 const TwilioSecrets = Schema.Struct({
   authToken: Schema.String,
   apiKeySid: Schema.optional(Schema.String),
   apiKeySecret: Schema.optional(Schema.String),
-  messagingServiceSid: Schema.optional(Schema.String)
+  messagingServiceSid: Schema.optional(Schema.String),
+  contentApiBase: Schema.optional(Schema.String)
 })
-const VapiSecrets = Schema.Struct({ apiKey: Schema.String, webhookSecret: Schema.String })
+const VapiSecrets = Schema.Struct({
+  apiKey: Schema.String,
+  webhookSecret: Schema.String,
+  signatureHeader: Schema.optional(Schema.String),
+  timestampHeader: Schema.optional(Schema.String),
+  payloadFormat: Schema.optional(Schema.String),
+  credentialHeader: Schema.optional(Schema.String)
+})
 
 export interface TwilioAccountSettings {
   readonly kind: "twilio"
@@ -36,6 +45,8 @@ export interface TwilioAccountSettings {
   readonly apiKeySid?: string | undefined
   readonly apiKeySecret?: string | undefined
   readonly messagingServiceSid?: string | undefined
+  /** Twilio's Content API (templates' text); default content.twilio.com. */
+  readonly contentApiBase?: string | undefined
 }
 
 export interface VapiAccountSettings {
@@ -44,6 +55,11 @@ export interface VapiAccountSettings {
   readonly apiBase: string
   readonly apiKey: string
   readonly webhookSecret: string
+  /** How Vapi's credential authenticates server messages when not with Vapi's defaults (VapiServerAuth). */
+  readonly signatureHeader?: string | undefined
+  readonly timestampHeader?: string | undefined
+  readonly payloadFormat?: string | undefined
+  readonly credentialHeader?: string | undefined
 }
 
 export type ProviderAccount = TwilioAccountSettings | VapiAccountSettings
@@ -124,13 +140,21 @@ export const layer = Layer.effect(
         })),
       set: (account, at) => {
         const secrets = account.kind === "twilio"
-          ? {
+          ? Schema.encodeSync(TwilioSecrets)({
             authToken: account.authToken,
-            ...(account.apiKeySid === undefined ? {} : { apiKeySid: account.apiKeySid }),
-            ...(account.apiKeySecret === undefined ? {} : { apiKeySecret: account.apiKeySecret }),
-            ...(account.messagingServiceSid === undefined ? {} : { messagingServiceSid: account.messagingServiceSid })
-          }
-          : { apiKey: account.apiKey, webhookSecret: account.webhookSecret }
+            apiKeySid: account.apiKeySid,
+            apiKeySecret: account.apiKeySecret,
+            messagingServiceSid: account.messagingServiceSid,
+            contentApiBase: account.contentApiBase
+          })
+          : Schema.encodeSync(VapiSecrets)({
+            apiKey: account.apiKey,
+            webhookSecret: account.webhookSecret,
+            signatureHeader: account.signatureHeader,
+            timestampHeader: account.timestampHeader,
+            payloadFormat: account.payloadFormat,
+            credentialHeader: account.credentialHeader
+          })
         return storage("providers.set")(sql`INSERT INTO provider_accounts ${
           sql.insert({
             org_id: account.orgId,

@@ -73,6 +73,10 @@ const failure = async (req: VapiCallRequest, as?: VapiAccount, timeoutMs?: numbe
   return { reason, status, message, retryAfterMs }
 }
 
+/** A server message as Parley's route hands it to verifyVapiSecret. */
+const signed = (headers: Readonly<Record<string, string | undefined>>, rawBody: string) =>
+  ({ headers, rawBody, method: "POST", url: "http://127.0.0.1/providers/vapi/events", now: Date.now() })
+
 const headersOf = (callback: ReceivedCallback): Record<string, string | undefined> =>
   Object.fromEntries(
     Object.entries(callback.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(", ") : value])
@@ -240,8 +244,8 @@ describe("server messages", () => {
       "end-of-call-report:customer-ended-call"
     ])
     for (const { callback, message } of messages) {
-      expect(verifyVapiSecret(SECRET, headersOf(callback), callback.body)).toBe(true)
-      expect(verifyVapiSecret("another-secret", headersOf(callback), callback.body)).toBe(false)
+      expect(verifyVapiSecret(SECRET, signed(headersOf(callback), callback.body))).toBe(true)
+      expect(verifyVapiSecret("another-secret", signed(headersOf(callback), callback.body))).toBe(false)
       expect(message.metadata).toEqual(req.metadata)
     }
     const ended = messages[2]!.message
@@ -284,12 +288,12 @@ describe("server messages", () => {
     for (const { callback } of messages) {
       const headers = headersOf(callback)
       expect(headers["x-vapi-secret"]).toBeUndefined()
-      expect(verifyVapiSecret(SECRET, headers, callback.body)).toBe(true)
-      expect(verifyVapiSecret(`${SECRET}x`, headers, callback.body)).toBe(false)
+      expect(verifyVapiSecret(SECRET, signed(headers, callback.body))).toBe(true)
+      expect(verifyVapiSecret(`${SECRET}x`, signed(headers, callback.body))).toBe(false)
     }
     const { callback } = messages[0]!
     const tampered = callback.body.replace("ringing", "ended")
-    expect(verifyVapiSecret(SECRET, headersOf(callback), tampered)).toBe(auth === "bearer")
+    expect(verifyVapiSecret(SECRET, signed(headersOf(callback), tampered))).toBe(auth === "bearer")
   })
 
   it("refuses unsigned and mis-signed messages, and an empty configured secret", async () => {
@@ -301,9 +305,9 @@ describe("server messages", () => {
     for (const id of [unsigned.id, misSigned.id]) {
       const messages = messagesFor(id)
       expect(messages).toHaveLength(4)
-      expect(messages.some(({ callback }) => verifyVapiSecret(SECRET, headersOf(callback), callback.body))).toBe(false)
+      expect(messages.some(({ callback }) => verifyVapiSecret(SECRET, signed(headersOf(callback), callback.body)))).toBe(false)
     }
-    expect(verifyVapiSecret("", { "x-vapi-secret": "" }, "{}")).toBe(false)
+    expect(verifyVapiSecret("", signed({ "x-vapi-secret": "" }, "{}"))).toBe(false)
   })
 
   it("can be duplicated or delivered in reverse", async () => {

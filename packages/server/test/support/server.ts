@@ -126,14 +126,14 @@ export class TestServer {
     throw new Error(`server did not start: ${this.output}`)
   }
 
-  /** Runs `parley <args>` against this server's data directory; `input` is written to its standard input. */
-  cli(args: ReadonlyArray<string>, options: { readonly input?: string } = {}): Promise<CliResult> {
+  /** Runs `parley <args>` against this server's data directory, with `input` on its standard input and `env` added. */
+  cli(args: ReadonlyArray<string>, options: { readonly input?: string; readonly env?: Readonly<Record<string, string>> } = {}): Promise<CliResult> {
     return new Promise((resolve) => {
-      const child = execFile(process.execPath, [BIN, ...args], { env: this.processEnv() }, (error, stdout, stderr) => {
+      const child = execFile(process.execPath, [BIN, ...args], { env: { ...this.processEnv(), ...options.env } }, (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1
         resolve({ code, stdout, stderr })
       })
-      if (options.input !== undefined) child.stdin?.end(options.input)
+      child.stdin?.end(options.input ?? "")
     })
   }
 

@@ -9,6 +9,7 @@ import { Clock, Effect, Either, Option } from "effect"
 import { type ProviderField, providerAccount } from "../../admin/ProviderSettings.js"
 import { PROVIDER_KINDS, ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import { fail, fields, requireOrg } from "../Input.js"
+import { isInteractive, oneFromStdin, resolveSecret, secretOptions } from "../Secrets.js"
 import { json, print, table } from "../Output.js"
 
 const orgOption = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
@@ -26,8 +27,21 @@ const FLAGS: Readonly<Record<ProviderField, string>> = {
   apiKeySecret: "--api-key-secret",
   messagingServiceSid: "--messaging-service-sid",
   apiKey: "--api-key",
-  webhookSecret: "--webhook-secret"
+  webhookSecret: "--webhook-secret",
+  contentApiBase: "--content-api-base",
+  signatureHeader: "--signature-header",
+  timestampHeader: "--timestamp-header",
+  payloadFormat: "--payload-format",
+  credentialHeader: "--credential-header"
 }
+
+const authToken = secretOptions("auth-token", "Twilio: the Auth Token (also checks X-Twilio-Signature on callbacks)")
+const apiKeySecret = secretOptions("api-key-secret", "Twilio: that API key's secret")
+const apiKey = secretOptions("api-key", "Vapi: the private API key")
+const webhookSecret = secretOptions(
+  "webhook-secret",
+  "Vapi: the secret of the server URL or credential that authenticates Vapi's server messages"
+)
 
 const set = Command.make(
   "set",
@@ -36,29 +50,56 @@ const set = Command.make(
     org: orgOption,
     kind: kindOption,
     apiBase: optionalText("api-base", "The provider's API base URL (default: its public API); for regional edges and local fakes"),
+    contentApiBase: optionalText(
+      "content-api-base",
+      "Twilio: the Content API base URL for templates' text (default https://content.twilio.com; with --api-base, that URL)"
+    ),
     accountSid: optionalText("account-sid", "Twilio: the Account SID (AC…)"),
-    authToken: optionalText("auth-token", "Twilio: the Auth Token (also checks X-Twilio-Signature on callbacks)"),
+    authToken: Options.all(authToken),
     apiKeySid: optionalText("api-key-sid", "Twilio: an API key SID (SK…) to send with instead of the Auth Token"),
-    apiKeySecret: optionalText("api-key-secret", "Twilio: that API key's secret"),
+    apiKeySecret: Options.all(apiKeySecret),
     messagingServiceSid: optionalText("messaging-service-sid", "Twilio: send through this Messaging Service (MG…)"),
-    apiKey: optionalText("api-key", "Vapi: the private API key"),
-    webhookSecret: optionalText("webhook-secret", "Vapi: the secret Vapi sends with server messages (X-Vapi-Secret)")
+    apiKey: Options.all(apiKey),
+    webhookSecret: Options.all(webhookSecret),
+    signatureHeader: optionalText("signature-header", "Vapi HMAC credential: the signature header (default x-signature)"),
+    timestampHeader: optionalText("timestamp-header", "Vapi HMAC credential: the timestamp header (default x-timestamp)"),
+    payloadFormat: optionalText(
+      "payload-format",
+      "Vapi HMAC credential: what is signed, from {timestamp} {body} {method} {url} (default {timestamp}.{body})"
+    ),
+    credentialHeader: optionalText(
+      "credential-header",
+      "Vapi Bearer credential: the header carrying the token (default Authorization)"
+    )
   },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
+      // Secrets from standard input, a named environment variable or a prompt (Secrets), the flag last.
+      const twilio = input.kind === "twilio"
+      const interactive = isInteractive()
+      yield* oneFromStdin(twilio
+        ? [["auth-token", input.authToken], ["api-key-secret", input.apiKeySecret]]
+        : [["api-key", input.apiKey], ["webhook-secret", input.webhookSecret]])
+      const secret = (flag: string, given: Parameters<typeof resolveSecret>[1], required: boolean) =>
+        Effect.map(resolveSecret(flag, given, required && interactive), Option.getOrUndefined)
       // The rules are the console's too (ProviderSettings); a refusal is reported against its flag.
       const checked = providerAccount({
         kind: input.kind,
         orgId: input.org,
         apiBase: Option.getOrUndefined(input.apiBase),
         accountSid: Option.getOrUndefined(input.accountSid),
-        authToken: Option.getOrUndefined(input.authToken),
+        authToken: twilio ? yield* secret("auth-token", input.authToken, true) : undefined,
         apiKeySid: Option.getOrUndefined(input.apiKeySid),
-        apiKeySecret: Option.getOrUndefined(input.apiKeySecret),
+        apiKeySecret: twilio ? yield* secret("api-key-secret", input.apiKeySecret, false) : undefined,
         messagingServiceSid: Option.getOrUndefined(input.messagingServiceSid),
-        apiKey: Option.getOrUndefined(input.apiKey),
-        webhookSecret: Option.getOrUndefined(input.webhookSecret)
+        apiKey: twilio ? undefined : yield* secret("api-key", input.apiKey, true),
+        webhookSecret: twilio ? undefined : yield* secret("webhook-secret", input.webhookSecret, true),
+        contentApiBase: Option.getOrUndefined(input.contentApiBase),
+        signatureHeader: Option.getOrUndefined(input.signatureHeader),
+        timestampHeader: Option.getOrUndefined(input.timestampHeader),
+        payloadFormat: Option.getOrUndefined(input.payloadFormat),
+        credentialHeader: Option.getOrUndefined(input.credentialHeader)
       })
       if (Either.isLeft(checked)) return yield* fail(`${FLAGS[checked.left.field]} ${checked.left.message}`)
       const account = checked.right

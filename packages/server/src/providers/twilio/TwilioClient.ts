@@ -20,6 +20,7 @@ import { exchange, parseJson, type ProviderExchange, retryAfterMs } from "../Pro
 export { twilioSignature, verifyTwilioSignature } from "./TwilioSignature.js"
 
 export const TWILIO_API_BASE = "https://api.twilio.com"
+export const TWILIO_CONTENT_API_BASE = "https://content.twilio.com"
 export const TWILIO_TIMEOUT_MS = 15_000
 /**
  * How far before `since` findMessages still looks, because `since` is read on
@@ -38,6 +39,8 @@ const FIND_MAX_PAGES = 20
 export interface TwilioAccount {
   /** Default TWILIO_API_BASE; a regional edge or a local fake otherwise. */
   readonly apiBase: string
+  /** Twilio's Content API (content templates), default TWILIO_CONTENT_API_BASE; a local fake otherwise. */
+  readonly contentApiBase?: string | undefined
   /** AC… */
   readonly accountSid: string
   /** Basic auth (unless an API key pair is given) and webhook signatures. */
@@ -50,25 +53,26 @@ export interface TwilioAccount {
 export interface TwilioSendRequest {
   /** E.164, or "whatsapp:+…" for WhatsApp. */
   readonly to: string
-  /** E.164 or "whatsapp:+…". */
+  /** E.164 or "whatsapp:+…"; with a Messaging Service too, it pins the sender among the service's numbers. */
   readonly from?: string | undefined
-  /** MG…, instead of from. */
+  /** MG…: the Messaging Service the message goes through. */
   readonly messagingServiceSid?: string | undefined
   readonly body?: string | undefined
   /** HX…: a WhatsApp content template. */
   readonly contentSid?: string | undefined
-  /** The template's variables, keyed "1", "2"…; sent as one JSON string. */
+  /** The template's variables as the contract keys them ("{{1}}", "{{first_name}}"); see twilioContentVariables. */
   readonly contentVariables?: Readonly<Record<string, string>> | undefined
   /** Absolute URL Twilio posts each status change to. */
   readonly statusCallback: string
 }
 
+/** A Message resource. `sid` and `to` are nullable in Twilio's own schema (twilio-oai), so they are here. */
 export interface TwilioMessage {
-  readonly sid: string
+  readonly sid: string | null
   readonly status: string
   readonly errorCode: number | null
   readonly errorMessage: string | null
-  readonly to: string
+  readonly to: string | null
   readonly from: string | null
   readonly dateCreated: string | null
 }
@@ -112,12 +116,14 @@ export const classifyTwilioError = (status: number, code: number | null): Twilio
 
 const NullableString = Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
 
+// Only what Parley reads, and as loosely as Twilio's OpenAPI document types it: an answer Twilio may
+// legitimately give must never read as "not a Message" (that would make a sent text's outcome unknown).
 const MessageJson = Schema.Struct({
-  sid: Schema.String,
+  sid: NullableString,
   status: Schema.String,
   error_code: Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null }),
   error_message: NullableString,
-  to: Schema.String,
+  to: NullableString,
   from: NullableString,
   body: NullableString,
   messaging_service_sid: NullableString,
@@ -159,6 +165,14 @@ const authorization = (account: TwilioAccount) => {
 const messagesUrl = (account: TwilioAccount) =>
   `${account.apiBase.replace(/\/+$/, "")}/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}/Messages.json`
 
+/**
+ * The contract keys a template's variables as its placeholders appear (`{{1}}`, `{{first_name}}`);
+ * Twilio's `ContentVariables` keys them by the name inside the braces (`"1"`, `"first_name"`): sent
+ * with the braces, every variable would render blank.
+ */
+export const twilioContentVariables = (variables: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(variables).map(([key, value]) => [key.replace(/^\{\{\s*(.*?)\s*\}\}$/, "$1"), value]))
+
 const sendForm = (request: TwilioSendRequest): string => {
   const form = new URLSearchParams()
   form.set("To", request.to)
@@ -166,7 +180,9 @@ const sendForm = (request: TwilioSendRequest): string => {
   if (request.messagingServiceSid !== undefined) form.set("MessagingServiceSid", request.messagingServiceSid)
   if (request.body !== undefined) form.set("Body", request.body)
   if (request.contentSid !== undefined) form.set("ContentSid", request.contentSid)
-  if (request.contentVariables !== undefined) form.set("ContentVariables", JSON.stringify(request.contentVariables))
+  if (request.contentVariables !== undefined) {
+    form.set("ContentVariables", JSON.stringify(twilioContentVariables(request.contentVariables)))
+  }
   form.set("StatusCallback", request.statusCallback)
   return form.toString()
 }
@@ -342,10 +358,70 @@ export const findMessages = Effect.fn("TwilioClient.findMessages")(function*(
         retryAfterMs: null
       })
     }
-    for (const json of decoded.value.messages.filter(matches(query, earliest))) found.set(json.sid, json)
+    // A listed message without a sid (Twilio's schema allows it) could not be adopted anyway.
+    for (const json of decoded.value.messages.filter(matches(query, earliest))) if (json.sid !== null) found.set(json.sid, json)
     url = decoded.value.next_page_uri === null ? null : origin + decoded.value.next_page_uri
   }
   return [...found.values()]
     .map((json): TwilioFoundMessage => ({ message: toMessage(json), createdAt: createdAt(json) }))
     .sort((a, b) => (a.createdAt || 0) - (b.createdAt || 0))
 })
+
+const ContentJson = Schema.Struct({
+  types: Schema.optionalWith(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })), {
+    default: () => null
+  }),
+  variables: Schema.optionalWith(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })), {
+    default: () => null
+  })
+})
+const decodeContent = Schema.decodeUnknownOption(ContentJson)
+
+const textOf = (value: unknown, key: "body" | "title"): string | undefined =>
+  typeof value === "object" && value !== null && key in value && typeof Reflect.get(value, key) === "string"
+    ? String(Reflect.get(value, key))
+    : undefined
+
+/** The text a content type shows: `twilio/text` first, then any type's body, then a card's title. */
+const contentText = (types: Readonly<Record<string, unknown>>): string | undefined =>
+  textOf(types["twilio/text"], "body") ??
+    Object.values(types).map((type) => textOf(type, "body")).find((body) => body !== undefined) ??
+    Object.values(types).map((type) => textOf(type, "title")).find((title) => title !== undefined)
+
+/**
+ * A content template's text as the recipient sees it (Twilio Content API, `GET /v1/Content/{sid}` on
+ * content.twilio.com, same credentials), with the variables filled in — the template's own defaults
+ * for those not given. None when Twilio does not answer with a readable template: the caller records
+ * a placeholder instead, and the send is not held up by it.
+ */
+export const renderContent = Effect.fn("TwilioClient.renderContent")(function*(
+  account: TwilioAccount,
+  contentSid: string,
+  variables: Readonly<Record<string, string>>,
+  options: TwilioCallOptions = {}
+) {
+  const base = (account.contentApiBase ?? TWILIO_CONTENT_API_BASE).replace(/\/+$/, "")
+  const answer = yield* exchange({
+    method: "GET",
+    url: `${base}/v1/Content/${encodeURIComponent(contentSid)}`,
+    headers: { authorization: authorization(account), accept: "application/json" },
+    timeoutMs: options.timeoutMs ?? TWILIO_TIMEOUT_MS
+  })
+  if (answer._tag !== "Answered" || answer.status !== 200) return Option.none<string>()
+  const content = decodeContent(parseJson(answer.body))
+  if (Option.isNone(content) || content.value.types === null) return Option.none<string>()
+  const text = contentText(content.value.types)
+  if (text === undefined) return Option.none<string>()
+  const given = twilioContentVariables(variables)
+  const defaults = content.value.variables ?? {}
+  return Option.some(text.replace(/\{\{\s*([^{}\s]+)\s*\}\}/g, (whole, key: string) => {
+    const value = given[key] ?? defaults[key]
+    return typeof value === "string" ? value : whole
+  }))
+})
+
+/** What a content-template message records when its text cannot be read: which template, which values. */
+export const contentPlaceholder = (contentSid: string, variables: Readonly<Record<string, string>>): string =>
+  Object.keys(variables).length === 0
+    ? `[WhatsApp template ${contentSid}]`
+    : `[WhatsApp template ${contentSid} with ${JSON.stringify(twilioContentVariables(variables))}]`

@@ -48,7 +48,8 @@ export interface VapiCallRequest {
 
 export interface VapiCall {
   readonly id: string
-  readonly status: string
+  /** Optional in Vapi's `Call` schema (@vapi-ai/server-sdk): a create answer without it is still a call. */
+  readonly status: string | null
   readonly endedReason: string | null
 }
 
@@ -89,9 +90,10 @@ export const classifyVapiError = (status: number, message: string): VapiFailureR
 
 const Metadata = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
+// As loose as Vapi's own `Call` type where Parley reads it: a valid answer must never become "not a call".
 const CallJson = Schema.Struct({
   id: Schema.String,
-  status: Schema.String,
+  status: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   endedReason: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   createdAt: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   phoneNumberId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
@@ -320,35 +322,98 @@ const header = (headers: Readonly<Record<string, string | undefined>>, name: str
 }
 
 /**
- * Whether a server message comes from Vapi, by the secret configured for
- * Parley's server URL, in any of the ways Vapi documents sending it:
- * - `x-vapi-secret: <secret>`: the server URL's secret (and a Bearer Token
- *   credential whose header is X-Vapi-Secret, without the Bearer prefix);
- * - `Authorization: Bearer <secret>`: a Bearer Token credential as it comes by default;
- * - an HMAC credential with its defaults: `x-signature` is the hex HMAC-SHA256,
- *   keyed with the secret, of `<x-timestamp>.<raw body>` (optionally prefixed "sha256=").
- * Each comparison takes constant time. The timestamp is not checked for
- * freshness: a replayed genuine message repeats a state Parley already has,
- * and its lifecycle ignores repeated and out-of-order reports.
+ * How Vapi authenticates the server messages it posts, beyond the secret itself: the header names and
+ * payload format of an HMAC credential and the header of a Bearer credential, when the organisation's
+ * Vapi credential does not use Vapi's defaults (`parley providers set --kind vapi --signature-header …`).
+ */
+export interface VapiServerAuth {
+  /** HMAC: the header carrying the signature. Default `x-signature`. */
+  readonly signatureHeader?: string | undefined
+  /** HMAC: the header carrying the timestamp. Default `x-timestamp`. */
+  readonly timestampHeader?: string | undefined
+  /** HMAC: what is signed, from `{timestamp}`, `{body}`, `{method}`, `{url}`. Default `{timestamp}.{body}`. */
+  readonly payloadFormat?: string | undefined
+  /** Bearer credential: the header carrying the token. Default `Authorization`. */
+  readonly credentialHeader?: string | undefined
+}
+
+/** How old (or how far ahead) a signed timestamp may be: Standard Webhooks' 5 minutes. */
+export const VAPI_SIGNATURE_TOLERANCE_MS = 5 * 60_000
+
+/** The request a server message arrived with, as far as its authentication is concerned. */
+export interface VapiSignedRequest {
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly rawBody: string
+  readonly method: string
+  /** The URL Vapi posted to, as Vapi saw it. */
+  readonly url: string
+  /** Now, ms since the epoch. */
+  readonly now: number
+}
+
+/** A timestamp in seconds or milliseconds since the epoch (or an ISO date), as ms; NaN when unreadable. */
+const timestampMillis = (value: string): number => {
+  const trimmed = value.trim()
+  if (/^\d+(\.\d+)?$/.test(trimmed)) {
+    const number = Number(trimmed)
+    return number < 1e12 ? number * 1000 : number
+  }
+  return Date.parse(trimmed)
+}
+
+const HMAC_ALGORITHMS = ["sha256", "sha512"] as const
+const HMAC_ENCODINGS = ["hex", "base64"] as const
+
+/**
+ * Whether a server message comes from Vapi, by the secret configured for Parley's server URL, in any of
+ * the ways Vapi documents sending it:
+ * - `x-vapi-secret: <secret>`: the server URL's secret;
+ * - a Bearer credential: `Bearer <secret>` (or the bare secret, prefix disabled) in `Authorization` or the
+ *   credential's configured header;
+ * - an HMAC credential: the signature header holds HMAC-SHA256 or HMAC-SHA512, hex or base64, optionally
+ *   prefixed (`sha256=`), keyed with the secret, of the payload format (`{timestamp}.{body}` by default);
+ *   the timestamp must be within VAPI_SIGNATURE_TOLERANCE_MS of now, so a captured message cannot be
+ *   replayed later.
+ * Every candidate is compared in constant time, whichever matched.
  */
 export const verifyVapiSecret = (
   secret: string,
-  headers: Readonly<Record<string, string | undefined>>,
-  rawBody: string
+  request: VapiSignedRequest,
+  auth: VapiServerAuth = {}
 ): boolean => {
   if (secret === "") return false
+  const { headers } = request
   const plain = header(headers, "x-vapi-secret")
-  const bearer = header(headers, "authorization")
-  const signature = header(headers, "x-signature")
-  const timestamp = header(headers, "x-timestamp")
+  const credentialHeader = auth.credentialHeader ?? "authorization"
+  const bearer = header(headers, credentialHeader)
   const byHeader = plain !== undefined && constantTimeEqual(plain, secret)
-  const byBearer = bearer !== undefined && constantTimeEqual(bearer, `Bearer ${secret}`)
-  const byHmac = signature !== undefined && timestamp !== undefined &&
-    constantTimeEqual(
-      signature.replace(/^sha256=/, ""),
-      createHmac("sha256", secret).update(`${timestamp}.${rawBody}`).digest("hex")
-    )
-  return byHeader || byBearer || byHmac
+  const byBearer = bearer !== undefined &&
+    [constantTimeEqual(bearer, `Bearer ${secret}`), constantTimeEqual(bearer, secret)].some((matched) => matched)
+  return byHeader || byBearer || verifyVapiHmac(secret, request, auth)
+}
+
+const verifyVapiHmac = (secret: string, request: VapiSignedRequest, auth: VapiServerAuth): boolean => {
+  const signature = header(request.headers, auth.signatureHeader ?? "x-signature")
+  if (signature === undefined || signature === "") return false
+  const format = auth.payloadFormat ?? "{timestamp}.{body}"
+  const timestamp = header(request.headers, auth.timestampHeader ?? "x-timestamp")
+  if (format.includes("{timestamp}") && timestamp === undefined) return false
+  if (timestamp !== undefined) {
+    const at = timestampMillis(timestamp)
+    if (!Number.isFinite(at) || Math.abs(request.now - at) > VAPI_SIGNATURE_TOLERANCE_MS) return false
+  }
+  const payload = format.replace(/\{(timestamp|body|method|url)\}/g, (_, name: string) =>
+    name === "timestamp" ? timestamp ?? "" : name === "body" ? request.rawBody : name === "method" ? request.method : request.url
+  )
+  // "sha256=<hex>", GitHub-style: the prefix is whatever precedes the first "=" that is not base64 padding.
+  const bare = signature.replace(/^[A-Za-z0-9_-]+=(?!=*$)/, "")
+  const expected = HMAC_ALGORITHMS.flatMap((algorithm) => {
+    const mac = createHmac(algorithm, secret).update(payload).digest()
+    return HMAC_ENCODINGS.map((encoding) => mac.toString(encoding))
+  })
+  return expected
+    .map((candidate) => constantTimeEqual(bare, candidate) || constantTimeEqual(signature, candidate))
+    .reduce((matched, next) => matched || next, false)
 }
 
 /** Vapi's call statuses (status-update messages and Call.status). */

@@ -3,10 +3,11 @@
  * Ringing or In Progress (`ended` waits for the report that says how); the
  * `end-of-call-report` ends it — Completed with the transcript in `body` and
  * the recording in `audioFileId`, or No Answer, Busy, Failed with Vapi's
- * `endedReason`.
+ * `endedReason` in `errorMessage` (VapiStatuses).
  */
-import { ProviderReports, type RecordStatus } from "@parley/core/internal"
+import type { RecordStatus } from "@parley/core"
 import type { VapiServerMessage } from "./VapiClient.js"
+import { vapiCallStatus, vapiEnding } from "./VapiStatuses.js"
 
 export interface CallReport {
   readonly status: RecordStatus
@@ -25,11 +26,11 @@ export const callMetadata = (message: VapiServerMessage): Readonly<Record<string
 export const toCallReport = (message: VapiServerMessage): CallReport | null => {
   switch (message._tag) {
     case "StatusUpdate": {
-      const status = ProviderReports.vapiCallStatus(message.status)
+      const status = vapiCallStatus(message.status)
       return status === null ? null : { status, providerStatus: message.status, sid: message.callId }
     }
     case "EndOfCallReport": {
-      const status = ProviderReports.vapiEndedStatus(message.endedReason)
+      const { errorMessage, status } = vapiEnding(message.endedReason)
       return status === "Completed"
         ? {
           status,
@@ -38,7 +39,7 @@ export const toCallReport = (message: VapiServerMessage): CallReport | null => {
           body: message.transcript ?? "",
           ...(message.recordingUrl === null ? {} : { audioFileId: message.recordingUrl })
         }
-        : { status, providerStatus: message.endedReason, sid: message.callId, errorMessage: message.endedReason }
+        : { status, providerStatus: message.endedReason, sid: message.callId, errorMessage: errorMessage ?? message.endedReason }
     }
     case "Other":
       return null

@@ -108,11 +108,13 @@ export class FaultQueue {
 }
 
 /**
- * How the next lifecycle's callbacks are bent: each posted twice, posted in
- * reverse order (final status first), posted without a signature, or signed
- * with the wrong secret.
+ * How the next lifecycle's callbacks are bent: all posted before the create
+ * is answered, each posted twice, posted in reverse order (final status
+ * first), posted without a signature, or signed with the wrong secret.
  */
 export interface CallbackTweak {
+  /** Post the lifecycle's callbacks before answering the create (as real providers can), not after. */
+  readonly beforeAnswer?: boolean
   readonly duplicate?: boolean
   readonly reverse?: boolean
   readonly signature?: "none" | "wrong"
@@ -156,9 +158,11 @@ export class Lifecycles {
     })
   }
 
-  run(lifecycle: () => Promise<void>): void {
+  /** Starts a lifecycle; the promise settles when it has posted its last callback. */
+  run(lifecycle: () => Promise<void>): Promise<void> {
     const promise = lifecycle().catch(() => undefined).finally(() => this.running.delete(promise))
     this.running.add(promise)
+    return promise
   }
 
   async settled(): Promise<void> {

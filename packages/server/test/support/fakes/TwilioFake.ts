@@ -7,16 +7,28 @@
  *   (SK…:secret). Wrong credentials: 401 with Twilio's 20003 body. Validation as
  *   Twilio documents it: no To → 21604; no Body and no ContentSid → 21602; no
  *   From and no MessagingServiceSid → 21603; Body over 1,600 characters → 21617;
- *   a WhatsApp To with an SMS From (or the reverse) → 21910. A success is 201
- *   with the Message resource (`status` queued, or accepted with a Messaging
- *   Service, whose sender is assigned when it moves to queued).
+ *   a WhatsApp To with an SMS From (or the reverse) → 21910; a ContentSid not
+ *   `HX` + 32 hex → 21655; ContentVariables not a JSON object of strings →
+ *   21656; a MessagingServiceSid not `MG` + 32 hex → 21701; a StatusCallback
+ *   that is not an absolute http(s) URL → 21609. The fields it reads are typed
+ *   against the official `twilio` package's create options, and the resource
+ *   it answers against its Message resource, so a field the real API does not
+ *   have fails the build. A success is 201 with the Message resource (`status`
+ *   queued, or accepted with a Messaging Service; its sender is the From sent
+ *   with it, or the one the service assigns when it moves to queued).
+ * - Content templates render their `{{1}}` / `{{first_name}}` placeholders from
+ *   ContentVariables keyed as Twilio documents them ("1", "first_name"): keys
+ *   written with their braces render blank, as at Twilio. `GET
+ *   /v1/Content/{sid}` answers the Content API's resource (the same server
+ *   stands for content.twilio.com).
  * - Twilio's test-credential magic numbers give Twilio's documented errors
  *   (`TwilioFake.magic`): To +15005550001 → 21211, +15005550002 → 21612,
  *   +15005550003 → 21408, +15005550004 → 21610, +15005550009 → 21614;
  *   From +15005550001 → 21212, +15005550007 → 21606, +15005550008 → 21611.
  * - Lifecycle, reported to StatusCallback as Twilio does (form posts signed
- *   with X-Twilio-Signature over the callback URL; no callback for the initial
- *   status): SMS sending → sent → delivered; WhatsApp sent → delivered → read;
+ *   with X-Twilio-Signature by the official `twilio` package's signer; no
+ *   callback for the initial status; with `beforeAnswer`, all of them before
+ *   the create is answered): SMS sending → sent → delivered; WhatsApp sent → delivered → read;
  *   through a Messaging Service a queued callback first. Our own magic
  *   recipients (Twilio's test credentials send no callbacks, so these are the
  *   fake's): +15005550030 ends undelivered with 30003, +15005550031 ends failed
@@ -39,8 +51,10 @@
  *   and see every request (with whether its credentials held), message and
  *   callback.
  */
-import { createHmac, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import type { ServerResponse } from "node:http"
+import twilio from "twilio"
+import type { MessageInstance, MessageListInstanceCreateOptions } from "twilio/lib/rest/api/v2010/account/message.js"
 import {
   basicCredentials,
   type CallbackTweak,
@@ -57,8 +71,10 @@ export interface TwilioFakeOptions {
   readonly apiKeys?: ReadonlyArray<{ readonly sid: string; readonly secret: string }>
   /** Messaging Service SID → the sender it assigns. Default: any MG… assigns +15005550006. */
   readonly messagingServices?: Readonly<Record<string, string>>
-  /** Content SID → template text with {{1}}, {{2}}… placeholders (the rendered text becomes the body). */
+  /** Content SID → template text with {{1}} or {{name}} placeholders (the rendered text becomes the body). */
   readonly contentTemplates?: Readonly<Record<string, string>>
+  /** Content SID → the template's default variable values (the Content API's `variables`). */
+  readonly contentDefaults?: Readonly<Record<string, Readonly<Record<string, string>>>>
   /** Delay between lifecycle steps. Default 20 ms. */
   readonly stepMs?: number
   /** The largest page the list serves (Twilio's is 1,000): smaller makes a client page. */
@@ -108,6 +124,24 @@ interface Step {
   readonly errorCode?: number
 }
 
+/** The create fields the fake reads, by their form name, checked against the official SDK's create options. */
+const CREATE_FIELDS = {
+  To: "to",
+  From: "from",
+  MessagingServiceSid: "messagingServiceSid",
+  Body: "body",
+  ContentSid: "contentSid",
+  ContentVariables: "contentVariables",
+  StatusCallback: "statusCallback"
+} as const satisfies Readonly<Record<string, keyof MessageListInstanceCreateOptions>>
+type CreateField = keyof typeof CREATE_FIELDS
+
+/** The Message resource's JSON as the official SDK types it (its constructor's payload). */
+type MessageResource = ConstructorParameters<typeof MessageInstance>[1]
+
+const CONTENT_SID = /^HX[0-9a-fA-F]{32}$/
+const SERVICE_SID = /^MG[0-9a-fA-F]{32}$/
+
 const API_VERSION = "2010-04-01"
 const hex = (bytes: number) => randomBytes(bytes).toString("hex")
 const E164 = /^\+[1-9]\d{1,14}$/
@@ -117,6 +151,25 @@ const ERROR_MESSAGES: Readonly<Record<number, string>> = {
   30008: "Unknown error",
   63016:
     "Failed to send freeform message because you are outside the allowed window. If you are using WhatsApp, please use a Message Template."
+}
+
+const isHttpUrl = (value: string): boolean => {
+  try {
+    const url = new URL(value)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+const isStringRecord = (json: string): boolean => {
+  try {
+    const parsed: unknown = JSON.parse(json)
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) &&
+      Object.values(parsed).every((value) => typeof value === "string")
+  } catch {
+    return false
+  }
 }
 
 /** RFC 2822 as Twilio writes it: "Thu, 30 Jul 2015 20:12:31 +0000". */
@@ -147,6 +200,8 @@ export class TwilioFake extends ProviderFake {
   readonly requests: Array<TwilioFakeRequest> = []
   readonly messages: Array<TwilioFakeMessage> = []
   readonly callbacks: Array<TwilioFakeCallback> = []
+  /** The content SIDs read through the Content API, in order. */
+  readonly contentReads: Array<string> = []
   /** Called once the 201 of each create has been written (the message exists and Parley may have its answer). */
   onAnswered: ((message: TwilioFakeMessage) => void) | undefined = undefined
   private sequence = 0
@@ -174,7 +229,7 @@ export class TwilioFake extends ProviderFake {
   }
 
   /** The Message resource as Twilio renders it. */
-  resource(message: TwilioFakeMessage): Record<string, unknown> {
+  resource(message: TwilioFakeMessage): { readonly [K in keyof MessageResource]: unknown } {
     const uri = `/${API_VERSION}/Accounts/${this.accountSid}/Messages/${message.sid}.json`
     return {
       account_sid: this.accountSid,
@@ -224,6 +279,8 @@ export class TwilioFake extends ProviderFake {
   ) {
     const url = new URL(rawUrl, "http://fake.invalid")
     const form = method === "POST" ? [...new URLSearchParams(body).entries()] : []
+    const content = /^\/v1\/Content\/([^/]+)$/.exec(url.pathname)
+    if (content?.[1] !== undefined) return this.contentResource(content[1], authorization, response)
     const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages(?:\/(SM[0-9a-f]+))?\.json$/.exec(url.pathname)
     const auth = this.authenticate(authorization, match?.[1] ?? "")
     this.requests.push({
@@ -255,15 +312,42 @@ export class TwilioFake extends ProviderFake {
     const fault = this.faults.take()
     if (fault !== undefined && fault._tag !== "DropAfterAccept") return this.injure(fault, response)
     const created = this.create(new Map(form), response)
-    if (created !== undefined && fault?._tag === "DropAfterAccept") {
+    if (created === undefined) return
+    // The answer describes the message as created, even when its callbacks go out first.
+    const answer = this.resource(created.message)
+    if (created.beforeAnswer !== undefined) await created.beforeAnswer
+    if (fault?._tag === "DropAfterAccept") {
       // The message exists and its lifecycle runs; only the answer is lost.
       response.socket?.destroy()
       return
     }
-    if (created !== undefined) {
-      sendJson(response, 201, this.resource(created))
-      this.onAnswered?.(created)
-    }
+    sendJson(response, 201, answer)
+    this.onAnswered?.(created.message)
+  }
+
+  /** Twilio's Content API: `GET /v1/Content/{sid}` for a template given in `contentTemplates`. */
+  private contentResource(sid: string, authorization: string | undefined, response: ServerResponse) {
+    const credentials = basicCredentials(authorization)
+    const valid = credentials !== undefined && (
+      (credentials.user === this.accountSid && credentials.password === this.authToken) ||
+      (this.options.apiKeys ?? []).some((key) => key.sid === credentials.user && key.secret === credentials.password)
+    )
+    this.contentReads.push(sid)
+    if (!valid) return twilioError(response, 401, 20003, "Authenticate")
+    const text = this.options.contentTemplates?.[sid]
+    if (text === undefined) return twilioError(response, 404, 20404, `The requested resource /v1/Content/${sid} was not found`)
+    sendJson(response, 200, {
+      sid,
+      account_sid: this.accountSid,
+      friendly_name: "fake template",
+      language: "en",
+      variables: this.options.contentDefaults?.[sid] ?? {},
+      types: { "twilio/text": { body: text } },
+      url: `https://content.twilio.com/v1/Content/${sid}`,
+      date_created: new Date().toISOString(),
+      date_updated: new Date().toISOString(),
+      links: {}
+    })
   }
 
   private injure(fault: Exclude<Fault, { _tag: "DropAfterAccept" }>, response: ServerResponse) {
@@ -282,12 +366,18 @@ export class TwilioFake extends ProviderFake {
   }
 
   /** Validates like Twilio and creates the message; answers the error itself and returns undefined otherwise. */
-  private create(form: ReadonlyMap<string, string>, response: ServerResponse): TwilioFakeMessage | undefined {
-    const to = form.get("To") ?? ""
-    const from = form.get("From") ?? ""
-    const service = form.get("MessagingServiceSid") ?? ""
-    const body = form.get("Body") ?? ""
-    const contentSid = form.get("ContentSid") ?? ""
+  private create(
+    fields: ReadonlyMap<string, string>,
+    response: ServerResponse
+  ): { readonly message: TwilioFakeMessage; readonly beforeAnswer: Promise<void> | undefined } | undefined {
+    const form = (name: CreateField) => fields.get(name)
+    const to = form("To") ?? ""
+    const from = form("From") ?? ""
+    const service = form("MessagingServiceSid") ?? ""
+    const body = form("Body") ?? ""
+    const contentSid = form("ContentSid") ?? ""
+    const variables = form("ContentVariables")
+    const statusCallback = form("StatusCallback")
     const reject = (code: number, message: string) => {
       twilioError(response, 400, code, message)
       return undefined
@@ -296,6 +386,16 @@ export class TwilioFake extends ProviderFake {
     if (from === "" && service === "") return reject(21603, "A 'From' phone number is required.")
     if (body === "" && contentSid === "") return reject(21602, "Message body is required.")
     if (body.length > 1600) return reject(21617, "The concatenated message body exceeds the 1600 character limit.")
+    if (contentSid !== "" && !CONTENT_SID.test(contentSid)) return reject(21655, "The ContentSid is Invalid.")
+    if (variables !== undefined && !isStringRecord(variables)) {
+      return reject(21656, "The ContentVariables Parameter is invalid.")
+    }
+    if (service !== "" && !SERVICE_SID.test(service)) {
+      return reject(21701, `The Messaging Service Sid ${service} is invalid.`)
+    }
+    if (statusCallback !== undefined && !isHttpUrl(statusCallback)) {
+      return reject(21609, "The StatusCallback URL is not a valid URL.")
+    }
     const whatsApp = to.startsWith("whatsapp:")
     if (from !== "" && whatsApp !== from.startsWith("whatsapp:")) {
       return reject(21910, "Invalid From and To pair. From and To should be of the same channel")
@@ -329,11 +429,11 @@ export class TwilioFake extends ProviderFake {
       sid: `SM${hex(16)}`,
       to,
       from: service !== "" && from === "" ? null : from,
-      body: contentSid === "" ? body : this.render(contentSid, form.get("ContentVariables")),
+      body: contentSid === "" ? body : this.render(contentSid, variables),
       contentSid: contentSid === "" ? null : contentSid,
-      contentVariables: form.get("ContentVariables") ?? null,
+      contentVariables: variables ?? null,
       messagingServiceSid: service === "" ? null : service,
-      statusCallback: form.get("StatusCallback") ?? null,
+      statusCallback: statusCallback ?? null,
       status: service === "" ? "queued" : "accepted",
       errorCode: null,
       errorMessage: null,
@@ -344,8 +444,8 @@ export class TwilioFake extends ProviderFake {
     }
     this.messages.push(message)
     const tweak = this.tweaks.take()
-    this.lifecycles.run(() => this.lifecycle(message, this.steps(message, toNumber), tweak))
-    return message
+    const lifecycle = this.lifecycles.run(() => this.lifecycle(message, this.steps(message, toNumber), tweak))
+    return { message, beforeAnswer: tweak.beforeAnswer === true ? lifecycle : undefined }
   }
 
   private render(contentSid: string, variables: string | undefined): string {
@@ -357,7 +457,8 @@ export class TwilioFake extends ProviderFake {
     } catch {
       values = {}
     }
-    return template.replace(/\{\{(\d+)\}\}/g, (_, key: string) => String(values[key] ?? ""))
+    const defaults = this.options.contentDefaults?.[contentSid] ?? {}
+    return template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => String(values[key] ?? defaults[key] ?? ""))
   }
 
   private steps(message: TwilioFakeMessage, toNumber: string): ReadonlyArray<Step> {
@@ -434,10 +535,11 @@ export class TwilioFake extends ProviderFake {
   }
 
   private async post(url: string, params: ReadonlyArray<readonly [string, string]>, tweak: CallbackTweak) {
-    // Signed as Twilio documents it, independently of Parley's own implementation.
+    // Signed by the official Twilio package, independently of Parley's own implementation.
     const key = tweak.signature === "wrong" ? `${this.authToken}-wrong` : this.authToken
-    const signed = url + [...params].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => k + v).join("")
-    const signature = tweak.signature === "none" ? undefined : createHmac("sha1", key).update(signed).digest("base64")
+    const signature = tweak.signature === "none"
+      ? undefined
+      : twilio.getExpectedTwilioSignature(key, url, Object.fromEntries(params))
     const headers: Record<string, string> = {
       "content-type": "application/x-www-form-urlencoded",
       "user-agent": "TwilioProxy/1.1",

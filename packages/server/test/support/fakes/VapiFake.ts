@@ -8,18 +8,25 @@
  *   `{ message: [..], error: "Bad Request", statusCode: 400 }`): a property the
  *   create-call DTO does not have ("property X should not exist"), no assistant,
  *   no phone number, no customer number (or not E.164). The wording of those
- *   messages is ours; the shape is Vapi's. A success is 201 with the Call
+ *   messages is ours; the shape is Vapi's. The properties allowed at the top
+ *   level, in `assistantOverrides` and in `customer` are typed against the
+ *   official `@vapi-ai/server-sdk` (CreateCallDto, AssistantOverrides,
+ *   CreateCustomerDto: `squadVersion` is not one), exhaustively, so the fake
+ *   and the SDK cannot drift apart. A success is 201 with the Call
  *   (`id`, `status: "queued"`, `type: "outboundPhoneCall"`, `assistantId`,
  *   `phoneNumberId`, `customer`, `assistantOverrides`, `createdAt`, …).
  * - Then server messages to the server URL (`setServer`), authenticated the
- *   way the test chose (`x-vapi-secret`, a Bearer credential, or an HMAC
- *   credential with Vapi's defaults: `x-signature` = hex HMAC-SHA256 of
- *   `<x-timestamp>.<body>`): `status-update` ringing → in-progress → ended (with
+ *   way the test chose (`x-vapi-secret`, a Bearer credential in any header, or
+ *   an HMAC credential: by default `x-signature` = hex HMAC-SHA256 of
+ *   `<x-timestamp>.<body>`, or SHA-512, base64, a prefix, other header
+ *   names, another payload format, an old timestamp), before the create is
+ *   answered when the test asks (`beforeAnswer`): `status-update` ringing → in-progress → ended (with
  *   `endedReason`), then `end-of-call-report` (`endedReason`,
  *   `artifact.transcript`, `artifact.recordingUrl` and `artifact.recording`,
  *   `analysis.summary`). The transcript quotes the `purposeMessage` variable,
  *   so a test can see the variables arrived.
- * - Magic customer numbers choose the ending (`VapiFake.magic`); any other number
+ * - Magic customer numbers choose the ending (`VapiFake.magic`), and `endWith`
+ *   gives a number any of the SDK's 597 `endedReason`s; any other number
  *   talks and hangs up (`customer-ended-call`).
  * - `GET /call` with Vapi's documented filters (id, assistantId, phoneNumberId,
  *   limit, createdAtGt/Lt/Ge/Le), newest first, as a plain array of at most
@@ -33,6 +40,7 @@
  */
 import { createHmac, randomUUID } from "node:crypto"
 import type { ServerResponse } from "node:http"
+import { Vapi } from "@vapi-ai/server-sdk"
 import {
   type CallbackTweak,
   deliveryOrder,
@@ -43,6 +51,23 @@ import {
 } from "./FakeServer.js"
 
 export type VapiServerAuth = "x-vapi-secret" | "bearer" | "hmac"
+
+/** How an HMAC or Bearer credential signs, beyond Vapi's defaults. */
+export interface VapiSigning {
+  readonly algorithm?: "sha256" | "sha512"
+  readonly encoding?: "hex" | "base64"
+  /** e.g. "sha256=". */
+  readonly prefix?: string
+  readonly signatureHeader?: string
+  readonly timestampHeader?: string
+  /** From {timestamp} {body} {method} {url}. */
+  readonly payloadFormat?: string
+  /** The timestamp sent, from now (ms). Default 0; a negative one makes the message look old. */
+  readonly timestampOffsetMs?: number
+  /** Bearer credential: its header (default authorization) and whether "Bearer " prefixes the token. */
+  readonly bearerHeader?: string
+  readonly bearerPrefix?: boolean
+}
 
 export interface VapiFakeOptions {
   /** The organisation's private key. Default: a random one. */
@@ -85,31 +110,83 @@ export interface VapiFakeDelivery {
   readonly answered: number | null
 }
 
-type Ending = "customer-ended-call" | "assistant-ended-call" | "customer-did-not-answer" | "customer-busy" |
-  "twilio-failed-to-connect-call" | "voicemail"
+type Ending = Vapi.CallEndedReason
 
-/** The create-call DTO's top-level properties (Vapi API reference); anything else is refused. */
-const CREATE_CALL_PROPERTIES = new Set([
-  "assistantVersion",
-  "squadVersion",
-  "transport",
-  "customers",
-  "name",
-  "schedulePlan",
-  "assistantId",
-  "assistant",
-  "assistantOverrides",
-  "squadId",
-  "squad",
-  "squadOverrides",
-  "workflowId",
-  "workflow",
-  "workflowOverrides",
-  "phoneNumberId",
-  "phoneNumber",
-  "customerId",
-  "customer"
-])
+/** Every key of T, exactly: the compiler refuses a missing one and one T does not have. */
+const keysOf = <T>(keys: { readonly [K in keyof Required<T>]: true }): ReadonlySet<string> => new Set(Object.keys(keys))
+
+/** The create-call DTO's top-level properties (the SDK's CreateCallDto); anything else is refused. */
+const CREATE_CALL_PROPERTIES = keysOf<Vapi.CreateCallDto>({
+  assistantVersion: true,
+  transport: true,
+  customers: true,
+  name: true,
+  schedulePlan: true,
+  assistantId: true,
+  assistant: true,
+  assistantOverrides: true,
+  squadId: true,
+  squad: true,
+  squadOverrides: true,
+  workflowId: true,
+  workflow: true,
+  workflowOverrides: true,
+  phoneNumberId: true,
+  phoneNumber: true,
+  customerId: true,
+  customer: true
+})
+
+const ASSISTANT_OVERRIDES_PROPERTIES = keysOf<Vapi.AssistantOverrides>({
+  transcriber: true,
+  model: true,
+  voice: true,
+  firstMessage: true,
+  firstMessageInterruptionsEnabled: true,
+  firstMessageMode: true,
+  voicemailDetection: true,
+  clientMessages: true,
+  serverMessages: true,
+  maxDurationSeconds: true,
+  backgroundSound: true,
+  modelOutputInMessagesEnabled: true,
+  transportConfigurations: true,
+  observabilityPlan: true,
+  credentials: true,
+  hooks: true,
+  "tools:append": true,
+  variableValues: true,
+  name: true,
+  voicemailMessage: true,
+  endCallMessage: true,
+  endCallPhrases: true,
+  compliancePlan: true,
+  metadata: true,
+  backgroundSpeechDenoisingPlan: true,
+  analysisPlan: true,
+  artifactPlan: true,
+  startSpeakingPlan: true,
+  stopSpeakingPlan: true,
+  monitorPlan: true,
+  credentialIds: true,
+  server: true,
+  keypadInputPlan: true
+})
+
+const CUSTOMER_PROPERTIES = keysOf<Vapi.CreateCustomerDto>({
+  numberE164CheckEnabled: true,
+  extension: true,
+  assistantOverrides: true,
+  squadOverrides: true,
+  number: true,
+  sipUri: true,
+  name: true,
+  email: true,
+  externalId: true
+})
+
+/** Every `endedReason` the SDK lists. */
+export const VAPI_ENDED_REASONS: ReadonlyArray<Vapi.CallEndedReason> = Object.values(Vapi.CallEndedReason)
 
 const E164 = /^\+[1-9]\d{1,14}$/
 
@@ -142,6 +219,10 @@ export class VapiFake extends ProviderFake {
   private serverUrl: string | undefined
   private secret = ""
   private auth: VapiServerAuth = "x-vapi-secret"
+  private signing: VapiSigning = {}
+  private readonly endings = new Map<string, Ending>()
+  /** Server messages describe the call without its assistantOverrides (so without Parley's metadata). */
+  messagesWithoutMetadata = false
 
   private constructor(private readonly options: VapiFakeOptions) {
     super()
@@ -157,10 +238,16 @@ export class VapiFake extends ProviderFake {
   }
 
   /** Where server messages go (the organisation's server URL) and how they are authenticated. */
-  setServer(url: string, secret: string, auth: VapiServerAuth = "x-vapi-secret"): void {
+  setServer(url: string, secret: string, auth: VapiServerAuth = "x-vapi-secret", signing: VapiSigning = {}): void {
     this.serverUrl = url
     this.secret = secret
     this.auth = auth
+    this.signing = signing
+  }
+
+  /** Calls to `number` end with `reason`. */
+  endWith(number: string, reason: Ending): void {
+    this.endings.set(number, reason)
   }
 
   failNextWithConcurrencyLimit(times = 1): void {
@@ -183,7 +270,7 @@ export class VapiFake extends ProviderFake {
   }
 
   /** The Call resource as Vapi renders it. */
-  resource(call: VapiFakeCall): Record<string, unknown> {
+  resource(call: VapiFakeCall): { readonly [K in keyof Vapi.Call]?: unknown } {
     const iso = (ms: number | null) => (ms === null ? undefined : new Date(ms).toISOString())
     return {
       id: call.id,
@@ -210,6 +297,11 @@ export class VapiFake extends ProviderFake {
         ? {}
         : { artifact: { transcript: call.transcript ?? "", recordingUrl: call.recordingUrl } })
     }
+  }
+
+  private messageCall(call: VapiFakeCall) {
+    const { assistantOverrides: _, ...rest } = this.resource(call)
+    return this.messagesWithoutMetadata ? rest : this.resource(call)
   }
 
   private async handle(
@@ -249,14 +341,15 @@ export class VapiFake extends ProviderFake {
     const fault = this.faults.take()
     if (fault !== undefined && fault._tag !== "DropAfterAccept") return this.injure(fault, response)
     const created = this.create(parsed, response)
-    if (created !== undefined && fault?._tag === "DropAfterAccept") {
+    if (created === undefined) return
+    const answer = this.resource(created.call)
+    if (created.beforeAnswer !== undefined) await created.beforeAnswer
+    if (fault?._tag === "DropAfterAccept") {
       response.socket?.destroy()
       return
     }
-    if (created !== undefined) {
-      sendJson(response, 201, this.resource(created))
-      this.onAnswered?.(created)
-    }
+    sendJson(response, 201, answer)
+    this.onAnswered?.(created.call)
   }
 
   private injure(fault: Exclude<Fault, { _tag: "DropAfterAccept" }>, response: ServerResponse) {
@@ -276,7 +369,10 @@ export class VapiFake extends ProviderFake {
     }
   }
 
-  private create(body: unknown, response: ServerResponse): VapiFakeCall | undefined {
+  private create(
+    body: unknown,
+    response: ServerResponse
+  ): { readonly call: VapiFakeCall; readonly beforeAnswer: Promise<void> | undefined } | undefined {
     const problems: Array<string> = []
     if (!isRecord(body)) {
       sendJson(response, 400, { message: ["body must be a JSON object"], error: "Bad Request", statusCode: 400 })
@@ -292,6 +388,16 @@ export class VapiFake extends ProviderFake {
     if (phoneNumberId === undefined || phoneNumberId === "") problems.push("phoneNumberId must be a string (or give phoneNumber)")
     if (number === undefined || !E164.test(number)) problems.push("customer.number must be a valid phone number in E.164 format")
     if (overrides !== undefined && !isRecord(overrides)) problems.push("assistantOverrides must be an object")
+    if (isRecord(overrides)) {
+      for (const key of Object.keys(overrides)) {
+        if (!ASSISTANT_OVERRIDES_PROPERTIES.has(key)) problems.push(`assistantOverrides.property ${key} should not exist`)
+      }
+    }
+    if (customer !== undefined) {
+      for (const key of Object.keys(customer)) {
+        if (!CUSTOMER_PROPERTIES.has(key)) problems.push(`customer.property ${key} should not exist`)
+      }
+    }
     if (problems.length > 0 || assistantId === undefined || phoneNumberId === undefined || number === undefined) {
       sendJson(response, 400, { message: problems, error: "Bad Request", statusCode: 400 })
       return undefined
@@ -316,11 +422,13 @@ export class VapiFake extends ProviderFake {
     }
     this.calls.push(call)
     const tweak = this.tweaks.take()
-    this.lifecycles.run(() => this.lifecycle(call, tweak))
-    return call
+    const lifecycle = this.lifecycles.run(() => this.lifecycle(call, tweak))
+    return { call, beforeAnswer: tweak.beforeAnswer === true ? lifecycle : undefined }
   }
 
   private ending(number: string): Ending {
+    const chosen = this.endings.get(number)
+    if (chosen !== undefined) return chosen
     const magic = VapiFake.magic
     switch (number) {
       case magic.assistantEnds:
@@ -347,8 +455,9 @@ export class VapiFake extends ProviderFake {
   private async lifecycle(call: VapiFakeCall, tweak: CallbackTweak) {
     const stepMs = this.options.stepMs ?? 20
     const ending = this.ending(call.customer.number)
-    const answered = ending === "customer-ended-call" || ending === "assistant-ended-call" || ending === "voicemail"
-    const statuses: ReadonlyArray<string> = ending === "twilio-failed-to-connect-call"
+    const unanswered: ReadonlyArray<string> = ["customer-did-not-answer", "customer-busy"]
+    const answered = !unanswered.includes(ending) && !/fail|error|fault/.test(ending)
+    const statuses: ReadonlyArray<string> = !answered && !unanswered.includes(ending)
       ? ["ended"]
       : answered
       ? ["ringing", "in-progress", "ended"]
@@ -389,7 +498,7 @@ export class VapiFake extends ProviderFake {
         status,
         ...(status === "ended" ? { endedReason: call.endedReason } : {}),
         timestamp: now,
-        call: this.resource(call),
+        call: this.messageCall(call),
         customer: call.customer,
         phoneNumber: { id: call.phoneNumberId }
       }
@@ -412,7 +521,7 @@ export class VapiFake extends ProviderFake {
         cost: 0,
         artifact: { transcript: call.transcript ?? "", messages: [], ...recording },
         analysis: { summary: call.transcript === null ? "" : "The customer confirmed." },
-        call: this.resource(call),
+        call: this.messageCall(call),
         customer: call.customer,
         phoneNumber: { id: call.phoneNumberId }
       }
@@ -429,13 +538,21 @@ export class VapiFake extends ProviderFake {
     const body = JSON.stringify(message)
     const secret = tweak.signature === "wrong" ? `${this.secret}-wrong` : this.secret
     const headers: Record<string, string> = { "content-type": "application/json" }
+    const signing = this.signing
     if (tweak.signature !== "none") {
       if (this.auth === "x-vapi-secret") headers["x-vapi-secret"] = secret
-      if (this.auth === "bearer") headers["authorization"] = `Bearer ${secret}`
+      if (this.auth === "bearer") {
+        headers[signing.bearerHeader ?? "authorization"] = signing.bearerPrefix === false ? secret : `Bearer ${secret}`
+      }
       if (this.auth === "hmac") {
-        const timestamp = String(Date.now())
-        headers["x-timestamp"] = timestamp
-        headers["x-signature"] = createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex")
+        const timestamp = String(Date.now() + (signing.timestampOffsetMs ?? 0))
+        const payload = (signing.payloadFormat ?? "{timestamp}.{body}").replace(
+          /\{(timestamp|body|method|url)\}/g,
+          (_, name: string) => name === "timestamp" ? timestamp : name === "body" ? body : name === "method" ? "POST" : url
+        )
+        headers[signing.timestampHeader ?? "x-timestamp"] = timestamp
+        headers[signing.signatureHeader ?? "x-signature"] = (signing.prefix ?? "") +
+          createHmac(signing.algorithm ?? "sha256", secret).update(payload).digest(signing.encoding ?? "hex")
       }
     }
     let answered: number | null = null

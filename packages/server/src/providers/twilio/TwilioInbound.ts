@@ -1,0 +1,136 @@
+/**
+ * The carrier's inbound webhook: `POST /providers/twilio/inbound` (and its
+ * first name, `POST /carrier/inbound`), Twilio-compatible (form fields `From`,
+ * `To`, `Body`, `MessageSid`, `NumMedia`, `MediaUrl0`…; a `whatsapp:` prefix
+ * marks a WhatsApp message). The organisation is the one that owns the `To`
+ * number; `From` is an E.164 number or a short code.
+ *
+ * The request must carry Twilio's `X-Twilio-Signature` (base64 HMAC-SHA1 of the
+ * full URL followed by every form field's name and value in name order) made
+ * with the organisation's Twilio auth token when it has connected Twilio
+ * (`parley providers set`), else with PARLEY_CARRIER_AUTH_TOKEN when that is
+ * set. With neither, the message is refused unless the operator opted in to
+ * unsigned inbound messages (PARLEY_INBOUND_UNSIGNED=accept): a forged one
+ * would open a WhatsApp session. Every message that cannot be verified gets
+ * the same 401. The URL is PARLEY_PUBLIC_URL + path when set (behind a proxy),
+ * else http:// + Host.
+ *
+ * A media-only message (an MMS with an empty `Body`) is taken: its media URLs
+ * are kept in the record's `body`, one line each after the text, so the API
+ * shows them. A message taken is answered with TwiML and no reply, as Twilio
+ * expects; anything else in the error shape of /api/v1 (`code`, `message`,
+ * `requestId`). The request pipeline reads the body first (form-encoded, under
+ * the size limit: 413 otherwise), as for /api/v1; CallbackGate bounds the work
+ * per source address and per organisation.
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  CrmUnavailable,
+  Inbound,
+  InvalidRequest,
+  NotFound,
+  Organisations,
+  SetupUnavailable
+} from "@parley/core/internal"
+import { Clock, Effect, Option, Redacted } from "effect"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { refusal } from "../../http/ErrorResponses.js"
+import type { PlainRoute } from "../../http/PlainRoutes.js"
+import { ProviderAccounts, type TwilioAccountSettings } from "../../store/SqlProviderAccounts.js"
+import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
+import { requestUrl, TWILIO_INBOUND_PATH } from "../CallbackUrls.js"
+import { callbacksBusy, notAdmitted, sourceOf, unverified } from "../ProviderCallbacks.js"
+import { verifyTwilioSignature } from "./TwilioSignature.js"
+
+export const CARRIER_INBOUND_PATH = "/carrier/inbound"
+
+const EMPTY_TWIML = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`
+const E164 = /^\+[1-9]\d{7,14}$/
+/** Twilio delivers messages from short codes (`From=89898`) too. */
+const SHORT_CODE = /^\d{3,8}$/
+/** Twilio sends at most 10 media items a message. */
+const MAX_MEDIA = 10
+
+
+const taken = () => HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
+
+
+const parse = (address: string) => {
+  const whatsApp = address.startsWith("whatsapp:")
+  return { channel: whatsApp ? "WhatsApp" as const : "SMS" as const, number: whatsApp ? address.slice(9) : address }
+}
+
+/** The text a message shows: its body, then one line per media item Twilio stored for it. */
+export const inboundText = (body: string, media: ReadonlyArray<string>): string =>
+  [...(body === "" ? [] : [body]), ...media].join("\n")
+
+export const twilioInboundRoutes = Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const organisations = yield* Organisations.Organisations
+  const inbound = yield* Inbound.Inbound
+  const accounts = yield* ProviderAccounts
+  const gate = yield* CallbackGate
+  const keys = new TtlCache<Option.Option<TwilioAccountSettings>>(KEY_CACHE_MS)
+  const receive = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const now = yield* Clock.currentTimeMillis
+    const source = sourceOf(request)
+    const before = gate.admit(source, "", now)
+    if (before !== "admitted") return yield* notAdmitted(before)
+    const form = yield* request.urlParamsBody
+    const params = form.map(([k, v]) => [k, v] as const)
+    const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
+    const from = parse(field("From"))
+    const to = parse(field("To"))
+    if (!(E164.test(from.number) || SHORT_CODE.test(from.number)) || !E164.test(to.number)) {
+      return yield* refusal(new InvalidRequest({ message: "From must be an E.164 number or a short code, To an E.164 number." }))
+    }
+    const work = Effect.gen(function*() {
+      const [line] = yield* organisations.findNumbersByPhone(to.number)
+      if (line !== undefined) {
+        const admission = gate.admit(source, line.orgId, now)
+        if (admission !== "admitted") return yield* notAdmitted(admission)
+      }
+      // The organisation's own Twilio account signs its inbound traffic; otherwise the server-wide token, if any.
+      const own = line === undefined ? Option.none() : yield* keys.get(line.orgId, now, accounts.twilio(line.orgId))
+      const token = Option.orElse(
+        Option.map(own, (account) => account.authToken),
+        () => Option.map(config.carrierAuthToken, Redacted.value)
+      )
+      if (Option.isSome(token)) {
+        const url = requestUrl(config, request.headers.host, request.url)
+        if (!verifyTwilioSignature(token.value, url, params, request.headers["x-twilio-signature"])) {
+          return yield* unverified()
+        }
+      } else if (config.inboundUnsigned !== "accept") {
+        return yield* unverified()
+      }
+      if (line === undefined) return yield* refusal(new NotFound({ message: `${to.number} is not a Parley number.` }))
+      const mediaCount = Math.min(MAX_MEDIA, Number.parseInt(field("NumMedia"), 10) || 0)
+      const media = Array.from({ length: mediaCount }, (_, i) => field(`MediaUrl${i}`)).filter((url) => url !== "")
+      const sid = field("MessageSid")
+      yield* inbound.receive({
+        orgId: line.orgId,
+        from: from.number,
+        to: to.number,
+        body: inboundText(field("Body"), media),
+        channel: to.channel === "WhatsApp" || from.channel === "WhatsApp" ? "WhatsApp" : "SMS",
+        sid: sid === "" ? undefined : sid
+      })
+      return taken()
+    })
+    const outcome = yield* gate.run(work)
+    return outcome._tag === "Busy" ? yield* callbacksBusy() : outcome.value
+  }).pipe(
+    Effect.catchTag("InboundRejected", (rejected) => refusal(new InvalidRequest({ message: rejected.message }))),
+    Effect.catchTag("StorageError", () =>
+      refusal(new SetupUnavailable({ message: "Parley's storage is unavailable; retry shortly." }))),
+    Effect.catchTag("CrmError", () => refusal(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))),
+    Effect.catchAll(() => refusal(new InvalidRequest({ message: "The body must be form-encoded." })))
+  )
+  // The provider-named path is the one to paste into Twilio's console; the first stays for existing set-ups.
+  return [
+    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive },
+    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive }
+  ] satisfies ReadonlyArray<PlainRoute>
+})
