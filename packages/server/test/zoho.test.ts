@@ -68,7 +68,9 @@ describe("Zoho CRM", () => {
         PARLEY_ZOHO_ACCOUNTS_URL: zoho.url,
         PARLEY_SIM_STEP_MS: "50",
         // The refresh storm sends 50 at once; the per-key limit is not under test here.
-        PARLEY_RATE_LIMIT_PER_MINUTE: "10000"
+        PARLEY_RATE_LIMIT_PER_MINUTE: "10000",
+        // The inbound case posts to the simulated carrier's route, unsigned; signing is tested elsewhere.
+        PARLEY_INBOUND_UNSIGNED: "accept"
       }
     })
     demo = await server.demo()
