@@ -159,7 +159,8 @@ describe("conversation pages in the store", () => {
       read_at: null, at: "2026-01-01T00:00:00.000Z", scheduled_for: null, due_at: "1767225600000",
       owner_id: "crm_user_a", owner_name: "A", record_module: "Leads", record_id: "lead_1", record_name: "Lead",
       linked_records: `[{"module":"Leads","id":"lead_1","name":"Lead","more":1}]`, sid: null, audio_file_id: null,
-      error_message: null, sent_by: "API key key_1", modified: "2026-01-01T00:00:00.000Z", api_key_id: "key_1"
+      error_message: null, sent_by: "API key key_1", modified: "2026-01-01T00:00:00.000Z", api_key_id: "key_1",
+      crm_id: "5725767000000412345"
     }
     const values = columns.map((c) => row[c])
     const decoded = Schema.decodeUnknownSync(SqlActionStore.ActionRow)(row)

@@ -213,7 +213,7 @@ const sqliteInsert = (handle: SqliteHandle["Type"]) => {
       if (typeof row !== "object" || row === null || !("id" in row) || typeof row.id !== "number") {
         throw new Error("INSERT … RETURNING returned no id")
       }
-      return { ...a, id: String(row.id) }
+      return { ...a, crmId: a.crmId ?? null, id: String(row.id) }
     }))
 }
 
@@ -231,7 +231,7 @@ export const layer = Layer.effect(
         const rows = yield* sql`INSERT INTO actions ${sql.insert(fromAction(a))} RETURNING id`
         const [row] = yield* Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(Schema.Number, Schema.String) })))(rows)
         if (row === undefined) return yield* Effect.dieMessage("INSERT … RETURNING returned no row")
-        return { ...a, id: String(row.id) }
+        return { ...a, crmId: a.crmId ?? null, id: String(row.id) }
       }))
     const actionById = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND id = ?`
     const actionByCrmId = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND crm_id = ?`
