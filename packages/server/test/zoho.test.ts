@@ -9,6 +9,7 @@
  */
 import { createServer, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { consoleGet, signIn } from "./support/console.js"
 import { ZohoFake } from "./support/fakes/ZohoFake.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
@@ -108,6 +109,23 @@ describe("Zoho CRM", () => {
     expect(auth?.query.get("access_type")).toBe("offline")
     expect(auth?.query.get("prompt")).toBe("consent")
     expect(auth?.query.get("redirect_uri")).toBe(`${server.baseUrl}/oauth/zoho/callback`)
+  }, HEAVY)
+
+  it("the console's CRM page shows the Zoho connection (who, which organisation, since when), and the callback page leads back to it", async () => {
+    const { html } = await connect()
+    expect(html).toContain(`href="/admin/crm"`)
+    const password = "correct horse battery staple"
+    const created = await server.cli(["admins", "create", demo.orgId, "--email", "crm@a.example", "--password-stdin"], {
+      input: `${password}\n`
+    })
+    expect(created.code, created.stderr).toBe(0)
+    const session = await signIn(server.baseUrl, "crm@a.example", password)
+    const page = await (await consoleGet(server.baseUrl, session, "/admin/crm")).text()
+    const view = JSON.parse((await admin(["crm", "status", demo.orgId, "--json"])).stdout) as { since: string }
+    expect(page).toContain("Zoho CRM — Acme Test Org")
+    expect(page).toContain("Ada Admin (ada@acme.test, ZUID <code>800000001</code>)")
+    expect(page).toContain(`<dt>Since</dt><dd>${view.since}</dd>`)
+    expect(page).not.toContain("Built-in CRM</dd>")
   }, HEAVY)
 
   it("refuses a replayed, forged or foreign-server callback without exchanging a code", async () => {

@@ -4,6 +4,7 @@
  */
 import { Crm } from "@parley/core/internal"
 import { Effect, Option } from "effect"
+import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { accountIdFor, connectAccount, disconnectAccount, ExternalCrm, unavailableZoho } from "../CrmConnection.js"
@@ -20,11 +21,19 @@ const crmPage = (session: Session, errors: FieldErrors, notice: string | undefin
   Effect.gen(function*() {
     const connection = yield* (yield* Crm.Crm).connection(session.orgId)
     const external = Option.getOrElse(yield* Effect.serviceOption(ExternalCrm), () => unavailableZoho)
+    // The same view `parley crm status` prints: which CRM, as whom, since when, the last error; never a token.
+    const status = yield* ZohoConnect.status(session.orgId)
+    const zoho = status.provider === "zoho" && status.user !== null
+      ? html`<dt>CRM</dt><dd>Zoho CRM${status.zohoOrg === null ? "" : html` — ${status.zohoOrg.name} (<code>${status.zohoOrg.id}</code>)`}</dd>
+<dt>Connected as</dt><dd>${status.user.name} (${status.user.email}, ZUID <code>${status.user.zuid}</code>)</dd>
+<dt>Since</dt><dd>${status.since ?? "unknown"}</dd>
+${status.lastError === null ? "" : html`<dt>Last error</dt><dd>${status.lastError.message}${status.lastError.at === null ? "" : ` (${status.lastError.at})`}</dd>`}`
+      : undefined
     const state = connection.state === "disconnected"
       ? html`<p>No CRM account is connected. API requests fail with <code>OAUTH_REQUIRED</code> until one is.</p>`
       : html`<dl>
-<dt>CRM</dt><dd>Built-in CRM</dd>
-<dt>Connected as</dt><dd>${connection.account.name} (<code>${connection.account.id}</code>)</dd>
+${zoho ?? html`<dt>CRM</dt><dd>Built-in CRM</dd>
+<dt>Connected as</dt><dd>${connection.account.name} (<code>${connection.account.id}</code>)</dd>`}
 <dt>State</dt><dd>${connection.state === "connected" ? "connected" : "identity changed: reconnect required"}</dd>
 <dt>Modules it may read</dt><dd>${connection.account.permissions.modules.join(", ") || "none"}</dd>
 <dt>Messages and calls it sees</dt><dd>${connection.account.permissions.actionsView}</dd>

@@ -15,7 +15,9 @@ const escape = (s: string) =>
 const page = (status: number, title: string, text: string) =>
   HttpServerResponse.text(
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title></head>` +
-      `<body><h1>${escape(title)}</h1><p>${escape(text)}</p></body></html>`,
+      `<body><h1>${escape(title)}</h1><p>${escape(text)}</p>` +
+      // Zoho returns here (the registered redirect URL), not to the console page that started the consent.
+      `<p><a href="/admin/crm">Back to the Parley console</a></p></body></html>`,
     { status, contentType: "text/html; charset=utf-8" }
   )
 
