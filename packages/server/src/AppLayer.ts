@@ -10,6 +10,7 @@ import * as ZohoCrm from "./crm/zoho/ZohoCrm.js"
 import * as ZohoExternalCrm from "./crm/zoho/ZohoExternalCrm.js"
 import { DatabaseLive } from "./store/Database.js"
 import * as DirectReads from "./store/DirectReads.js"
+import * as KeyUsage from "./store/KeyUsage.js"
 import * as SecretBox from "./store/SecretBox.js"
 import * as SettingsCache from "./store/SettingsCache.js"
 import * as SqlActionStore from "./store/SqlActionStore.js"
@@ -58,6 +59,7 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlWebhooks.layer,
   SqlProviderAccounts.layer,
   SqlProviderHandoffs.layer,
+  KeyUsage.layer,
   Carrier.layerMemory,
   AiCallProvider.layerMemory
 ).pipe(Layer.provideMerge(StoreLive))

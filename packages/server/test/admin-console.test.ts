@@ -73,6 +73,29 @@ describe("admin console security", () => {
     expect(foreign.code).toBe(1)
   })
 
+  it("Developer access shows when each key was last used: never until its first request, then that request's time, written to the store", async () => {
+    const fresh = await server.adminJson<{ id: string; key: string }>([
+      "keys", "create", "--org", demo.orgId, "--name", "Usage probe", "--scopes", "resources:read", "--mode", "live"
+    ])
+    const session = await signIn(server.baseUrl, "ada@a.example", PASSWORD_A)
+    const row = async () => {
+      const page = await (await consoleGet(server.baseUrl, session, "/admin/keys")).text()
+      return /<tr>\s*<td>Usage probe<\/td>(?:<td>.*?<\/td>\s*){6}<td>(.*?)<\/td>/s.exec(page)?.[1]
+    }
+    expect(await row()).toBe("never")
+    const before = new Date().toISOString()
+    expect((await fetch(`${server.baseUrl}/api/v1/numbers`, { headers: { authorization: `Bearer ${fresh.key}` } })).status).toBe(200)
+    const shown = await row()
+    expect(shown !== undefined && shown >= before.slice(0, 19)).toBe(true)
+    // Noted in memory on the request path, written beside it (KeyUsage.FLUSH_EVERY).
+    let stored: ReadonlyArray<{ last_used_at: string }> = []
+    for (let i = 0; i < 60 && stored.length === 0; i++) {
+      stored = await server.db.query<{ last_used_at: string }>("SELECT last_used_at FROM api_key_usage WHERE key_id = ?", [fresh.id])
+      if (stored.length === 0) await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+    expect(stored[0]?.last_used_at).toBe(shown)
+  }, 60_000)
+
   it("a session cookie is HttpOnly, SameSite=Lax, Secure behind https, and pages are neither framed nor cached", async () => {
     const response = await postSignIn(server.baseUrl, "ada@a.example", PASSWORD_A)
     expect(response.status).toBe(303)

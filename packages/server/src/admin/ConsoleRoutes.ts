@@ -6,6 +6,7 @@
  * this origin. Failures the administrator did not cause answer a bare 500 page, logged without details.
  */
 import { ZohoConnections } from "../crm/zoho/ZohoConnections.js"
+import { KeyUsage } from "../store/KeyUsage.js"
 import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import {
@@ -62,6 +63,8 @@ export type ConsoleServices =
   | ServerConfig
   // Disconnecting revokes a Zoho connection's token (CrmConnection.disconnectAccount).
   | ZohoConnections
+  // Developer access shows each key's last use.
+  | KeyUsage
 
 type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
 type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer

@@ -14,6 +14,7 @@ import {
   type StorageError
 } from "@parley/core/internal"
 import { Effect, Layer, Redacted } from "effect"
+import { KeyUsage } from "../store/KeyUsage.js"
 import { infrastructureErrors } from "./ErrorResponses.js"
 import { setResponseHeaders } from "./RequestState.js"
 
@@ -30,15 +31,18 @@ export const AuthorizationLive = Layer.effect(
   Effect.gen(function*() {
     const authenticator = yield* Authenticator.Authenticator
     const policy = yield* RateLimiter.RateLimitConfig
+    const usage = yield* KeyUsage
     return Authorization.of({
       // Every request runs this: one match on the outcome rather than a tap, map and two catches around it.
       bearer: (token) =>
         Effect.matchEffect(authenticator.authenticate(Redacted.value(token)), {
-          onSuccess: ({ caller, rateLimit }) =>
-            Effect.as(
+          onSuccess: ({ caller, rateLimit }) => {
+            usage.touch(caller.keyId)
+            return Effect.as(
               rateLimitHeaders(rateLimit.limit, rateLimit.windowSeconds, rateLimit.remaining, rateLimit.resetSeconds),
               caller
-            ),
+            )
+          },
           onFailure: (error: Failure): Effect.Effect<never, Exclude<Failure, StorageError | Crm.CrmError> | SetupUnavailable | CrmUnavailable> => {
             if (error._tag !== "RateLimited") return infrastructureErrors(Effect.fail(error))
             const retryAfter = error.retryAfterSeconds ?? policy.windowSeconds

@@ -510,6 +510,15 @@ const traceLinks = Effect.gen(function*() {
   yield* sql`ALTER TABLE events ADD COLUMN trace_parent TEXT`
 })
 
+/** When each API key was last used (KeyUsage), apart from `api_keys` so that noting it bumps no settings version. */
+const keyUsage = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE api_key_usage (
+    key_id TEXT PRIMARY KEY,
+    last_used_at TEXT NOT NULL
+  )`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -522,5 +531,6 @@ export const migrations = {
   "0011_abuse_limits": abuseLimits,
   "0013_zoho": zoho,
   "0014_admin_console": adminConsole,
-  "0015_trace_links": traceLinks
+  "0015_trace_links": traceLinks,
+  "0016_key_usage": keyUsage
 }

@@ -7,6 +7,7 @@ import { ALL_SCOPES, ApiKeyStore, type KeyMode, Organisations } from "@parley/co
 import { Clock, Effect, Option } from "effect"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
+import { KeyUsage } from "../../store/KeyUsage.js"
 import { html } from "../Html.js"
 import { issueKey, type KeyField } from "../KeyIssuing.js"
 import { actionButton, choices, csrfField, emptyRow, type FieldErrors, layout, secretOnce, textField } from "../Layout.js"
@@ -23,6 +24,7 @@ export const keysPage = (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
     const keys = yield* (yield* ApiKeyStore.ApiKeyStore).list(session.orgId)
     const now = yield* Clock.currentTimeMillis
+    const lastUsed = yield* (yield* KeyUsage).lastUsed(keys.map((key) => key.id))
     return page(layout({
       title: "Developer access",
       session,
@@ -31,15 +33,15 @@ export const keysPage = (request: ConsoleRequest, session: Session) =>
       body: html`<p><a class="button" href="/admin/keys/new">Create key</a></p>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">API keys</h2>
 <table>
-<thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Mode</th><th scope="col">Scopes</th><th scope="col">Numbers</th><th scope="col">Bots</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">State</th><th scope="col"><span class="skip">Actions</span></th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Mode</th><th scope="col">Scopes</th><th scope="col">Numbers</th><th scope="col">Bots</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">State</th><th scope="col"><span class="skip">Actions</span></th></tr></thead>
 <tbody>
 ${
-        keys.length === 0 ? emptyRow(10, "No keys yet.") : [...keys].reverse().map((key) => {
+        keys.length === 0 ? emptyRow(11, "No keys yet.") : [...keys].reverse().map((key) => {
           const state = stateOf(key, now)
           return html`<tr>
 <td>${key.name}</td><td><code>${key.prefix}…</code></td><td>${key.mode === "live" ? "Live" : "Test"}</td>
 <td>${key.scopes.join(", ")}</td><td>${restriction(key.numberSids)}</td><td>${restriction(key.botIds)}</td>
-<td>${key.createdAt}</td><td>${key.expiresAt ?? "never"}</td><td>${state}</td>
+<td>${key.createdAt}</td><td>${lastUsed.get(key.id) ?? "never"}</td><td>${key.expiresAt ?? "never"}</td><td>${state}</td>
 <td>${
             state === "revoked"
               ? ""

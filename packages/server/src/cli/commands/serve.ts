@@ -11,6 +11,7 @@ import { LoopHeartbeats } from "../../observability/Health.js"
 import { Metrics, PoolMetricsLive } from "../../observability/Metrics.js"
 import { MetricsListenerLive } from "../../observability/MetricsEndpoint.js"
 import { TracingLive } from "../../observability/Tracing.js"
+import { KeyUsageFlushLive } from "../../store/KeyUsage.js"
 import { RetentionLive } from "../../store/Retention.js"
 import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
@@ -37,7 +38,8 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // One registry and one set of loop heartbeats for the process; traces exported only when configured
     // (TracingLive: otherwise Effect's tracer is off and no span is built).
     const server = Layer.mergeAll(
-      http, RetentionLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive, MetricsListenerLive, PoolMetricsLive
+      http, RetentionLive, KeyUsageFlushLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive, MetricsListenerLive,
+      PoolMetricsLive
     ).pipe(
       Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
       Layer.provide(TracingLive)
