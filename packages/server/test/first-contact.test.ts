@@ -11,19 +11,11 @@ import { tmpdir } from "node:os"
 import { delimiter, dirname, join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import { type DemoSummary, freePort, TestServer } from "./support/server.js"
 import { testStore } from "./support/store.js"
 
 const BIN = join(import.meta.dirname, "..", "bin", "parley.mjs")
 const QUICKSTART = join(import.meta.dirname, "..", "..", "..", "examples", "curl", "quickstart.sh")
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 // `serve --demo` is the same on both stores; its output is checked in the SQLite pass only.
 describe.skipIf(testStore === "postgres")("pnpm start (serve --demo)", () => {

@@ -5,24 +5,13 @@
  * whole of 127/8 reaches the loopback interface, so a socket bound to 127.0.0.1 alone refuses it.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { createServer } from "node:net"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
+import { freePort } from "./support/server.js"
 import { createTestDatabase, type TestDatabase } from "./support/store.js"
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "parley.mjs")
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 interface Started {
   readonly child: ChildProcess

@@ -10,22 +10,13 @@ import { createServer, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { Scrape } from "./support/prometheus.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import { type DemoSummary, freePort, TestServer } from "./support/server.js"
 import { testStore } from "./support/store.js"
 
 const TOKEN = "metrics-token-for-tests-0123456789"
 const TO = "+14155556677"
 const BODY = "Metrics session text 42"
 const inOneHour = () => new Date(Date.now() + 3_600_000).toISOString()
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer()
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 describe("Prometheus metrics", () => {
   let server: TestServer

@@ -17,11 +17,11 @@
 import { execFile, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer as createHttpServer, type Server } from "node:http"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { delimiter, dirname, join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
+import { freePort } from "./support/server.js"
 import { testStore } from "./support/store.js"
 
 const ROOT = join(import.meta.dirname, "..", "..", "..")
@@ -129,14 +129,6 @@ const script = (blocks: ReadonlyArray<ReadmeBlock>, substitute: (text: string) =
     ]),
     `echo; echo "${MARK}-done"`
   ].join("\n")
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 /** `pnpm start`'s command line, read from the root package.json: `node <flags> <script> <args>`. */
 const startCommand = (): ReadonlyArray<string> => {

@@ -26,7 +26,8 @@ export interface DemoSummary {
   readonly keys: { readonly test: string; readonly live: string }
 }
 
-const freePort = () =>
+/** A port nothing listens on now, on 127.0.0.1 (for servers the tests start). */
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer()
     server.once("error", reject)

@@ -6,11 +6,10 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { escape } from "../../admin/Html.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
 import { CALLBACK_PATH, complete } from "./ZohoConnect.js"
 
-const escape = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c] ?? c)
 
 const page = (status: number, title: string, text: string) =>
   HttpServerResponse.text(
