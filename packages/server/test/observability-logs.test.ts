@@ -109,10 +109,22 @@ describe("logs of a scripted session", () => {
     // The provider's series moved: Parley's request to the fake, and the text finished under Twilio's name.
     const scraped = Scrape.parse(await (await server.fetch("/metrics", { key: METRICS_TOKEN })).text())
     expect(scraped.value("parley_provider_requests_total", { provider: "twilio", outcome: "answered_2xx" })).toBeGreaterThanOrEqual(1)
-    await until(async () => {
+    const finished = async () => {
       const now = Scrape.parse(await (await server.fetch("/metrics", { key: METRICS_TOKEN })).text())
-      return now.value("parley_actions_finished_total", { kind: "message", provider: "twilio" }) === 1 ? true : undefined
-    }, { timeoutMs: 30_000, what: "the Twilio text to be counted as finished under twilio" })
+      return now.value("parley_actions_finished_total", { kind: "message", provider: "twilio" })
+    }
+    await until(async () => ((await finished()) >= 1 ? true : undefined), { timeoutMs: 30_000 }).catch(async () => {
+      // What to look at when it does not: the record, the fake's callbacks and how Parley answered them.
+      const record = await (await server.fetch(`/api/v1/messages/${id}`, { key: created.key })).text()
+      const answered = twilio.callbacks.map((c) => `${c.params.find(([k]) => k === "MessageStatus")?.[1]}→${c.answered}`)
+      const warnings = server.output.split("\n").filter((line) => /"logLevel":"(WARN|ERROR|FATAL)"/.test(line))
+      throw new Error(
+        `the Twilio text was not counted as finished under twilio: ${record}; callbacks ${answered.join(", ")}; ` +
+          `warnings: ${warnings.slice(-10).join("\n")}`
+      )
+    })
+    // Counted once, whoever finished it.
+    expect(await finished()).toBe(1)
 
     const output = server.output
     const lines = output.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as LogLine)
