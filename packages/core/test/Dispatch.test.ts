@@ -118,4 +118,24 @@ describe("Dispatch (core, embedded)", () => {
       expect(off.status).toBe("Failed")
       expect(off.errorMessage).toContain("AI calls are turned off")
     }).pipe(Effect.provide(DispatchTestLayer)))
+
+  it.effect("destination rules at dispatch: a text or call accepted before the rules narrowed fails naming the rule", () =>
+    Effect.gen(function*() {
+      const { call, demo, dispatch, events, status, text } = yield* setup
+      const organisations = yield* Organisations.Organisations
+      yield* organisations.update(demo.orgId, { destinationCountries: ["GB", "US"], sendingHours: "always" })
+      const ukText = yield* text("+447700900123")
+      const ukCall = yield* call("+447700900456")
+      const usText = yield* text("+14155550126")
+      yield* organisations.update(demo.orgId, { destinationCountries: ["US"] })
+      yield* dispatch.runDue
+      const refused = yield* status("message", ukText)
+      expect(refused.status).toBe("Failed")
+      expect(refused.errorMessage).toBe(
+        "The organisation's destination rules no longer allow this recipient: +447700900123 is in GB; the organisation sends only to US."
+      )
+      expect(yield* events(ukText)).toEqual(["message.queued", "message.failed"])
+      expect((yield* status("ai_call", ukCall)).status).toBe("Failed")
+      expect((yield* status("message", usText)).status).toBe("Sent")
+    }).pipe(Effect.provide(DispatchTestLayer)))
 })

@@ -31,7 +31,7 @@ import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { toActionRecord } from "./ActionRecords.js"
 import type { CallerInfo } from "./Caller.js"
 import { newId } from "./Crypto.js"
-import { refusal } from "./Destinations.js"
+import { refusal, rulesOf } from "./Destinations.js"
 import { Directory } from "./Directory.js"
 import { emit } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
@@ -217,12 +217,7 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
 
     /** The organisation's destination rules (Destinations), for test and live keys alike. */
     const allowedDestination = (caller: CallerInfo, line: string, to: string) => {
-      const organisation = caller.organisation
-      const refused = refusal({
-        countries: organisation.destinationCountries,
-        premiumNumbers: organisation.premiumNumbersAllowed,
-        internationalNetworks: organisation.internationalNetworksAllowed
-      }, line, to)
+      const refused = refusal(rulesOf(caller.organisation), line, to)
       return Either.isLeft(refused)
         ? Effect.fail(new DestinationNotAllowed({ message: `to: ${refused.left}.` }))
         : Effect.void

@@ -29,6 +29,17 @@ export interface DestinationRules {
 
 export const DEFAULT_RULES: DestinationRules = { countries: null, premiumNumbers: false, internationalNetworks: false }
 
+/** An organisation's rules as its settings keep them. */
+export const rulesOf = (organisation: {
+  readonly destinationCountries: ReadonlyArray<string> | null
+  readonly premiumNumbersAllowed: boolean
+  readonly internationalNetworksAllowed: boolean
+}): DestinationRules => ({
+  countries: organisation.destinationCountries,
+  premiumNumbers: organisation.premiumNumbersAllowed,
+  internationalNetworks: organisation.internationalNetworksAllowed
+})
+
 interface Placed {
   /** The region, or null for a non-geographic calling code (an international network). */
   readonly region: string | null

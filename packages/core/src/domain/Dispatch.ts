@@ -5,7 +5,8 @@
  * order:
  * - the organisation's live rules (DispatchRules): held outside its sending
  *   hours (it stays Queued and is looked at again on a later run), failed if
- *   AI calls were turned off;
+ *   AI calls were turned off or its recipient is no longer among the
+ *   destinations the organisation allows;
  * - its allowance: one unit taken atomically, or failed when none is left;
  * - its provider: the Carrier sends texts, the AiCallProvider starts calls
  *   (the action id is their idempotency key), and the answer is applied as a
@@ -20,7 +21,7 @@ import { Carrier } from "../ports/Carrier.js"
 import { type Action, ActionStore } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
-import { ALLOWANCE_FAILURE, decide } from "./DispatchRules.js"
+import { ALLOWANCE_FAILURE, decide, decideDestination } from "./DispatchRules.js"
 import { allowanceUnits } from "./Segments.js"
 import { ProviderReports } from "./ProviderReports.js"
 
@@ -110,6 +111,8 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | C
           const decision = decide(organisation.value, action.kind, now)
           if (decision._tag === "Hold") return
           if (decision._tag === "Fail") return yield* fail(action, decision.reason)
+          const destination = decideDestination(organisation.value, action.line, action.counterpart)
+          if (destination._tag === "Fail") return yield* fail(action, destination.reason)
           const units = action.kind === "message" ? allowanceUnits(action.type, action.body) : 1
           if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units))) {
             return yield* fail(action, ALLOWANCE_FAILURE[action.kind])

@@ -7,12 +7,17 @@
  * - allowances: a dispatched SMS takes one unit per segment (Segments), a
  *   WhatsApp message one, an AI call one whatever its duration; with too
  *   little left the action fails.
+ * - destinations: the organisation's destination rules (Destinations) are
+ *   checked again for each action, since an operator who narrows them after
+ *   an action was accepted expects nothing to go out to a now-refused
+ *   recipient; such an action fails, naming the rule.
  * The allowance is taken by the caller (an atomic store update) only after
- * this decision says Send.
+ * these decisions say Send.
  */
 import { Either } from "effect"
 import type { ActionKind } from "../ports/ActionStore.js"
 import type { Organisation } from "../ports/Organisations.js"
+import { refusal, rulesOf } from "./Destinations.js"
 import { nextOpening, parseSendingHours } from "./SendingHours.js"
 
 export type DispatchDecision =
@@ -36,4 +41,15 @@ export const decide = (organisation: Organisation, kind: ActionKind, now: number
 export const ALLOWANCE_FAILURE: Record<ActionKind, string> = {
   message: "The organisation's text allowance is used up.",
   ai_call: "The organisation's AI call allowance is used up."
+}
+
+/**
+ * The destination rules for one action (its sending line and recipient), after `decide` said Send for its
+ * organisation and kind. Per action, unlike `decide`, because the recipient is.
+ */
+export const decideDestination = (organisation: Organisation, line: string, to: string): DispatchDecision => {
+  const refused = refusal(rulesOf(organisation), line, to)
+  return Either.isLeft(refused)
+    ? { _tag: "Fail", reason: `The organisation's destination rules no longer allow this recipient: ${refused.left}.` }
+    : { _tag: "Send" }
 }

@@ -4,7 +4,7 @@
  * LOCKED` on Postgres so replicas never take the same row), does one step of
  * each claimed action, and releases it with the time of its next step:
  *
- *   Queued ──rules──▶ held until the sending window opens │ Failed (AI off, no allowance)
+ *   Queued ──rules──▶ held until the sending window opens │ Failed (AI off, recipient no longer allowed, no allowance)
  *          └─commit (allowance taken, no longer cancellable)─▶ submit to the provider
  *   text:  Sending ─▶ Sent ─▶ Delivered │ Undelivered      (Failed at send)
  *   call:  Ringing ─▶ In Progress ─▶ Completed │ No Answer │ Busy   (Failed at start)
@@ -134,13 +134,16 @@ export const DispatcherLive = Layer.scopedDiscard(
 
     /**
      * The live rules for each organisation and kind in the batch, decided once: they depend only on the
-     * organisation's settings and the time, and the allowance is taken later by an atomic update.
+     * organisation's settings and the time, and the allowance is taken later by an atomic update. What they
+     * let through still meets the destination rules, per action (its recipient), before any provider sees it.
      */
     const decideRules = (rows: ReadonlyArray<ClaimedRow>, now: number) =>
       Effect.gen(function*() {
         const decisions = new Map<string, DispatchRules.DispatchDecision>()
+        const settings = new Map<string, Organisations.Organisation>()
         for (const orgId of new Set(rows.map((r) => r.org_id))) {
           const organisation = yield* organisations.get(orgId)
+          if (Option.isSome(organisation)) settings.set(orgId, organisation.value)
           for (const kind of ["message", "ai_call"] as const) {
             decisions.set(`${orgId} ${kind}`, Option.match(organisation, {
               onNone: () => ({ _tag: "Fail", reason: "The organisation no longer exists." }),
@@ -148,7 +151,13 @@ export const DispatcherLive = Layer.scopedDiscard(
             }))
           }
         }
-        return (row: ClaimedRow) => decisions.get(`${row.org_id} ${row.kind}`) ?? { _tag: "Send" }
+        return (row: ClaimedRow): DispatchRules.DispatchDecision => {
+          const decision = decisions.get(`${row.org_id} ${row.kind}`) ?? { _tag: "Send" }
+          const organisation = settings.get(row.org_id)
+          return decision._tag === "Send" && organisation !== undefined
+            ? DispatchRules.decideDestination(organisation, row.line, row.counterpart)
+            : decision
+        }
       })
 
     /** Bot names for the calls about to complete (their transcript names the bot). */
