@@ -5,6 +5,7 @@
  * media-type checks and error shape.
  */
 import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { ApiError } from "@parley/core/internal"
 import type { Effect } from "effect"
 import type { BodyKind } from "./BodyRules.js"
 
@@ -14,4 +15,10 @@ export interface PlainRoute {
   /** The body the route reads (the pipeline reads and checks it first); none when absent. */
   readonly body?: BodyKind
   readonly handler: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
+  /**
+   * Asked by the pipeline before anything else, the body unread: an error is answered at once (a provider
+   * callback refused by CallbackGate costs no body reading, decoding or fiber), null lets the request on.
+   * `source` is the peer's address, `url` the request target as sent, `now` epoch ms.
+   */
+  readonly admit?: (source: string, url: string, now: number) => ApiError | null
 }

@@ -6,6 +6,9 @@
  *   routes, the provider webhooks): anything else is answered without waiting
  *   for its body, and a large or chunked unread body closes the connection
  *   rather than being drained;
+ * - asks a route that has one its admission (PlainRoute.admit: the provider
+ *   callbacks' CallbackGate) before reading anything, so a refused callback
+ *   costs no body reading, decoding or fiber;
  * - refuses bodies over the limit (413, by Content-Length up front and while
  *   streaming a chunked body), bodies of the wrong media type (415) and JSON
  *   nested deeper than MAX_JSON_DEPTH (400) before any parsing;
@@ -110,6 +113,12 @@ const unsupportedMediaType = (kind: BodyKind) =>
       ? "Send the request body as JSON with Content-Type: application/json."
       : "Send the carrier's fields form-encoded (Content-Type: application/x-www-form-urlencoded)."
   })
+
+/** The `Retry-After` a refusal names (a rate limit's), if any. */
+const retryAfter = (error: ApiError): Record<string, string> =>
+  error._tag === "RateLimited" && error.retryAfterSeconds !== undefined
+    ? { "retry-after": String(error.retryAfterSeconds) }
+    : {}
 
 const errorAnswer = (error: ApiError, requestId: string, headers: Record<string, string> = {}): Answer => {
   const { body, status } = errorBody(error, requestId)
@@ -296,6 +305,10 @@ export const makeRequestPipeline = <R>(
     if (matched === null) return write(notFoundOrWrongMethod(method, path, parts, requestId))
     route = matched.route.path
     observedRoute = matched._tag === "Contract" ? templates.get(matched.route) ?? UNMATCHED_ROUTE : matched.route.path
+    if (matched._tag === "Plain" && matched.route.admit !== undefined) {
+      const refused = matched.route.admit(request.socket.remoteAddress ?? "unknown", url, Date.now())
+      if (refused !== null) return write(errorAnswer(refused, requestId, retryAfter(refused)))
+    }
 
     const kind: BodyKind | undefined = matched._tag === "Contract"
       ? (matched.route.method === "POST" ? "json" : undefined)

@@ -2,7 +2,9 @@
  * What a provider callback may cost before it is known to be genuine. Callback routes are public and
  * their senders unauthenticated until the signature is checked, so a flood of forged callbacks must not
  * slow the API down: each source address and each organisation named in a callback get a token bucket
- * (checked in memory, before anything is read from the database), the verification keys are looked up
+ * (checked in memory by the request pipeline before the body is even read, for the organisation named in
+ * the URL; for one named only in the body, once it is read, still before any database work), the
+ * verification keys are looked up
  * through a short-lived cache, and the callbacks' database work runs a few at a time, refusing at once
  * rather than queueing without bound. A refused genuine callback is not lost: Parley rechecks with the
  * provider an action whose reports stopped (PARLEY_PROVIDER_RECHECK_MS).
@@ -84,9 +86,20 @@ export const makeCallbackGate = Effect.gen(function*() {
   const permits = yield* Effect.makeSemaphore(CONCURRENT_CALLBACKS)
   let waiting = 0
 
-  /** In memory only: whether this source, and this organisation, may have a callback looked at now. */
-  const admit = (source: string, orgId: string, now: number): Admission =>
-    !sources.take(source, now) ? "source_limited" : !organisations.take(orgId, now) ? "organisation_limited" : "admitted"
+  /**
+   * In memory only: whether this source, and this organisation (null: none named yet), may have a callback
+   * looked at now.
+   */
+  const admit = (source: string, orgId: string | null, now: number): Admission =>
+    !sources.take(source, now)
+      ? "source_limited"
+      : orgId !== null && !organisations.take(orgId, now)
+      ? "organisation_limited"
+      : "admitted"
+
+  /** The same for an organisation named only in the body, once it is read (its source was admitted already). */
+  const admitOrganisation = (orgId: string, now: number): Admission =>
+    organisations.take(orgId, now) ? "admitted" : "organisation_limited"
 
   /** Runs a callback's database work a few at a time; None (nothing run) when too many are waiting already. */
   const run = <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<Gated<A>, E, R> =>
@@ -100,7 +113,7 @@ export const makeCallbackGate = Effect.gen(function*() {
       )
     })
 
-  return { admit, run }
+  return { admit, admitOrganisation, run }
 })
 
 export class CallbackGate extends Context.Tag("@parley/server/providers/CallbackGate")<

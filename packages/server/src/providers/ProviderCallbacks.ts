@@ -5,8 +5,9 @@
  *   (no organisation, no account, a wrong or stale signature) gets the same
  *   401, so the answers tell a stranger nothing about which organisations use
  *   which provider;
- * - before any database work, CallbackGate bounds what callbacks may cost per
- *   source address and per organisation;
+ * - before the body is read (PlainRoute.admit, asked by the request pipeline)
+ *   and before any database work, CallbackGate bounds what callbacks may cost
+ *   per source address and per organisation;
  * - a verified report moves only an action that was handed to that provider,
  *   and only under the provider id recorded for it (or, before the provider's
  *   answer was recorded, the id the report brings); it then goes through
@@ -14,9 +15,9 @@
  *   nothing), with its event in the same transaction. A report that changes
  *   nothing is still a success (the provider must not retry it).
  */
-import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { CrmUnavailable, InvalidRequest, RateLimited, SetupUnavailable, Unauthorized } from "@parley/core/internal"
-import { Effect, Option, Predicate } from "effect"
+import { Effect, Predicate } from "effect"
 import { refusal } from "../http/ErrorResponses.js"
 import type { Handoff } from "../store/SqlProviderHandoffs.js"
 import type { Admission } from "./CallbackGate.js"
@@ -28,21 +29,28 @@ export const queryOf = (url: string) => new URLSearchParams(url.includes("?") ? 
 /** The one answer to a callback Parley cannot verify, whatever the reason. */
 export const unverified = () => refusal(new Unauthorized({ message: "The callback could not be verified." }))
 
-/** A callback refused by CallbackGate before any work. */
-export const notAdmitted = (admission: Exclude<Admission, "admitted">) =>
-  refusal(new RateLimited({
-    message: admission === "source_limited"
-      ? "Too many callbacks from this address; retry shortly."
-      : "Too many callbacks for this organisation; retry shortly.",
+/**
+ * Why CallbackGate refused a callback, made once: under a flood most callbacks get one of these, and an
+ * error made per refusal (with its stack) would be most of what a refusal costs.
+ */
+const NOT_ADMITTED: Record<Exclude<Admission, "admitted">, RateLimited> = {
+  source_limited: new RateLimited({ message: "Too many callbacks from this address; retry shortly.", retryAfterSeconds: 1 }),
+  organisation_limited: new RateLimited({
+    message: "Too many callbacks for this organisation; retry shortly.",
     retryAfterSeconds: 1
-  }))
+  })
+}
+
+/** The gate's answer as the request pipeline asks for it before reading the body (PlainRoute.admit): null to go on. */
+export const admissionError = (admission: Admission): RateLimited | null =>
+  admission === "admitted" ? null : NOT_ADMITTED[admission]
+
+/** A callback refused by CallbackGate once its body was read (an organisation named only there). */
+export const notAdmitted = (admission: Exclude<Admission, "admitted">) => refusal(NOT_ADMITTED[admission])
 
 export const callbacksBusy = () =>
   refusal(new SetupUnavailable({ message: "Parley is busy with other callbacks; retry shortly." }))
 
-/** Where a callback came from, for its bucket. */
-export const sourceOf = (request: HttpServerRequest.HttpServerRequest) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown")
 
 /** Storage and CRM outages ask the provider to retry (503, 502); anything else the callback got wrong is a 400. */
 export const answerFailure = (error: unknown) =>

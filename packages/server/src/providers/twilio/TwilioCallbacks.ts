@@ -19,14 +19,13 @@ import { forProvider } from "../../observability/Metrics.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
 import { requestUrl, TWILIO_STATUS_PATH } from "../CallbackUrls.js"
 import {
+  admissionError,
   answerFailure,
   callbacksBusy,
   done,
   ignored,
-  notAdmitted,
   queryOf,
   reportMayApply,
-  sourceOf,
   unverified
 } from "../ProviderCallbacks.js"
 import * as Twilio from "./TwilioClient.js"
@@ -49,8 +48,6 @@ export const twilioCallbackRoutes = Effect.gen(function*() {
     const orgId = query.get("org") ?? ""
     const actionId = query.get("action") ?? ""
     const now = yield* Clock.currentTimeMillis
-    const admission = gate.admit(sourceOf(request), orgId, now)
-    if (admission !== "admitted") return yield* notAdmitted(admission)
     if (orgId === "") return yield* unverified()
     const params = (yield* request.urlParamsBody).map(([k, v]) => [k, v] as const)
     const url = requestUrl(config, request.headers.host, request.url)
@@ -90,7 +87,11 @@ export const twilioCallbackRoutes = Effect.gen(function*() {
     return outcome._tag === "Busy" ? yield* callbacksBusy() : outcome.value
   }).pipe(Effect.catchAll(answerFailure), forProvider("twilio"))
 
+  /** The gate, before the body is read: the organisation rides in the URL. */
+  const admit = (source: string, url: string, now: number) =>
+    admissionError(gate.admit(source, queryOf(url).get("org") ?? "", now))
+
   return [
-    { method: "POST", path: TWILIO_STATUS_PATH, body: "form", handler: twilioStatus }
+    { method: "POST", path: TWILIO_STATUS_PATH, body: "form", handler: twilioStatus, admit }
   ] satisfies ReadonlyArray<PlainRoute>
 })

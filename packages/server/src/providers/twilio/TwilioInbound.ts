@@ -39,7 +39,7 @@ import type { PlainRoute } from "../../http/PlainRoutes.js"
 import { ProviderAccounts, type TwilioAccountSettings } from "../../store/SqlProviderAccounts.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
 import { requestUrl, TWILIO_INBOUND_PATH } from "../CallbackUrls.js"
-import { callbacksBusy, notAdmitted, sourceOf, unverified } from "../ProviderCallbacks.js"
+import { admissionError, callbacksBusy, notAdmitted, unverified } from "../ProviderCallbacks.js"
 import { verifyTwilioSignature } from "./TwilioSignature.js"
 
 export const CARRIER_INBOUND_PATH = "/carrier/inbound"
@@ -74,9 +74,7 @@ export const twilioInboundRoutes = Effect.gen(function*() {
   const receive = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const now = yield* Clock.currentTimeMillis
-    const source = sourceOf(request)
-    const before = gate.admit(source, "", now)
-    if (before !== "admitted") return yield* notAdmitted(before)
+    // The source passed the gate before the body was read (admit below); the organisation is known from `To`.
     const form = yield* request.urlParamsBody
     const params = form.map(([k, v]) => [k, v] as const)
     const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
@@ -88,7 +86,7 @@ export const twilioInboundRoutes = Effect.gen(function*() {
     const work = Effect.gen(function*() {
       const [line] = yield* organisations.findNumbersByPhone(to.number)
       if (line !== undefined) {
-        const admission = gate.admit(source, line.orgId, now)
+        const admission = gate.admitOrganisation(line.orgId, now)
         if (admission !== "admitted") return yield* notAdmitted(admission)
       }
       // The organisation's own Twilio account signs its inbound traffic; otherwise the server-wide token, if any.
@@ -128,9 +126,11 @@ export const twilioInboundRoutes = Effect.gen(function*() {
     Effect.catchTag("CrmError", () => refusal(new CrmUnavailable({ message: "The CRM did not answer; retry shortly." }))),
     Effect.catchAll(() => refusal(new InvalidRequest({ message: "The body must be form-encoded." })))
   )
+  /** The gate, before the body is read: the source (and the shared bucket of callbacks naming no organisation yet). */
+  const admit = (source: string, _url: string, now: number) => admissionError(gate.admit(source, "", now))
   // The provider-named path is the one to paste into Twilio's console; the first stays for existing set-ups.
   return [
-    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive },
-    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive }
+    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive, admit },
+    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive, admit }
   ] satisfies ReadonlyArray<PlainRoute>
 })

@@ -19,13 +19,13 @@ import { forProvider } from "../../observability/Metrics.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
 import { requestUrl, VAPI_EVENTS_PATH } from "../CallbackUrls.js"
 import {
+  admissionError,
   answerFailure,
   callbacksBusy,
   ignored,
   notAdmitted,
   queryOf,
   reportMayApply,
-  sourceOf,
   unverified
 } from "../ProviderCallbacks.js"
 import * as Vapi from "./VapiClient.js"
@@ -47,10 +47,14 @@ export const vapiCallbackRoutes = Effect.gen(function*() {
     if (Either.isLeft(decoded)) return yield* refusal(new InvalidRequest({ message: "Not a Vapi server message." }))
     const message = decoded.right
     const metadata = callMetadata(message)
-    const orgId = queryOf(request.url).get("org") ?? metadata["parleyOrgId"] ?? ""
+    const inUrl = queryOf(request.url).get("org")
+    const orgId = inUrl ?? metadata["parleyOrgId"] ?? ""
     const now = yield* Clock.currentTimeMillis
-    const admission = gate.admit(sourceOf(request), orgId, now)
-    if (admission !== "admitted") return yield* notAdmitted(admission)
+    // The source (and an organisation in the URL) passed the gate before the body was read (admit below).
+    if (inUrl === null) {
+      const admission = gate.admitOrganisation(orgId, now)
+      if (admission !== "admitted") return yield* notAdmitted(admission)
+    }
     if (orgId === "") return yield* unverified()
     const signed: Vapi.VapiSignedRequest = {
       headers: request.headers,
@@ -91,7 +95,11 @@ export const vapiCallbackRoutes = Effect.gen(function*() {
     return outcome._tag === "Busy" ? yield* callbacksBusy() : outcome.value
   }).pipe(Effect.catchAll(answerFailure), forProvider("vapi"))
 
+  /** The gate, before the body is read: the source, and the organisation when the URL names it. */
+  const admit = (source: string, url: string, now: number) =>
+    admissionError(gate.admit(source, queryOf(url).get("org"), now))
+
   return [
-    { method: "POST", path: VAPI_EVENTS_PATH, body: "json", handler: vapiEvents }
+    { method: "POST", path: VAPI_EVENTS_PATH, body: "json", handler: vapiEvents, admit }
   ] satisfies ReadonlyArray<PlainRoute>
 })
