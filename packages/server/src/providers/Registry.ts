@@ -6,10 +6,11 @@
  */
 import { Effect } from "effect"
 import type { Provider, ServedKind } from "./Provider.js"
+import { retellProvider } from "./retell/RetellProvider.js"
 import { twilioProvider } from "./twilio/TwilioProvider.js"
 import { vapiProvider } from "./vapi/VapiProvider.js"
 
-export const PROVIDERS = [twilioProvider, vapiProvider] as const
+export const PROVIDERS = [twilioProvider, vapiProvider, retellProvider] as const
 
 export type RegisteredProvider = (typeof PROVIDERS)[number]
 
