@@ -252,7 +252,8 @@ describe("Retell", () => {
     expect(placedTo(to)).toHaveLength(1)
     // Completed by get-call, every webhook having been refused.
     expect(retell.requests.some((r) => r.method === "GET" && r.path === `/v2/get-call/${callIdFor(to)}`)).toBe(true)
-    expect(retell.deliveriesFor(callIdFor(to)).every((d) => d.delivery.answered === 401)).toBe(true)
+    // Refused (401) or lost while Parley restarted: none taken.
+    expect(retell.deliveriesFor(callIdFor(to)).some((d) => accepted(d.delivery.answered))).toBe(false)
   }, HEAVY)
 
   it("reconciles a creation whose answer was lost instead of calling twice", async () => {
