@@ -18,6 +18,7 @@ const ANSWER_WITHIN_MS = 1_500
 const ROUTES = [
   { path: "/providers/twilio/status?org=org_demo&action=1", type: "application/x-www-form-urlencoded", body: "MessageSid=SMforged&MessageStatus=delivered" },
   { path: "/providers/vapi/events?org=org_demo", type: "application/json", body: JSON.stringify({ message: { type: "status-update" } }) },
+  { path: "/providers/retell/events?org=org_demo", type: "application/json", body: JSON.stringify({ event: "call_started" }) },
   { path: "/providers/twilio/inbound", type: "application/x-www-form-urlencoded", body: "From=%2B14155550123&To=%2B14155550100&Body=hi" }
 ]
 
