@@ -151,7 +151,6 @@ export const layer = Layer.effect(
           onNone: () => AllowancePeriods.unused(period),
           onSome: (r) => ({ period, sms: r.sms_used, calls: r.call_used })
         }))
-    const addUsage = (orgId: string, period: string, sms: number, calls: number) => addAllowanceUsage(sql, orgId, period, sms, calls)
 
     return Organisations.Organisations.of({
       insert: (org) => storage("organisations.insert")(sql`INSERT INTO organisations ${sql.insert(fromOrganisation(org))}`),
@@ -191,7 +190,7 @@ export const layer = Layer.effect(
             const used = yield* usageOf(orgId, period)
             const left = AllowancePeriods.left(org.value, used, kind)
             if (left !== null && left < units) return false
-            yield* addUsage(orgId, period, kind === "sms" ? units : 0, kind === "call" ? units : 0)
+            yield* addAllowanceUsage(sql, orgId, period, kind === "sms" ? units : 0, kind === "call" ? units : 0)
             return true
           }))
         ),
