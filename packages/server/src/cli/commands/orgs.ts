@@ -23,7 +23,7 @@ const allowOrRefuse = (allowed: boolean) => (allowed ? "allowed" : "refused")
 
 /**
  * What `orgs create` gives a new organisation: finite allowances, so a leaked key or a pumping attack spends
- * at most this much before an operator looks, and destinations as a new Twilio account has them (the home
+ * at most this much before an operator looks, and destinations as a new carrier account has them (the home
  * country only: here the sending line's region; no premium-rate numbers, no international networks).
  */
 export const NEW_ORGANISATION_ALLOWANCES = { sms: 1_000, calls: 100 } as const
