@@ -21,6 +21,7 @@ import { Carrier } from "../ports/Carrier.js"
 import { type Action, ActionStore } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
+import { periodOf } from "./AllowancePeriods.js"
 import { ALLOWANCE_FAILURE, decide, decideDestination } from "./DispatchRules.js"
 import { allowanceUnits } from "./Segments.js"
 import { ProviderReports } from "./ProviderReports.js"
@@ -114,7 +115,8 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | C
           const destination = decideDestination(organisation.value, action.line, action.counterpart)
           if (destination._tag === "Fail") return yield* fail(action, destination.reason)
           const units = action.kind === "message" ? allowanceUnits(action.type, action.body) : 1
-          if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units))) {
+          const period = periodOf(now, organisation.value.timezone)
+          if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units, period))) {
             return yield* fail(action, ALLOWANCE_FAILURE[action.kind])
           }
           yield* submit(action)

@@ -5,8 +5,8 @@
  *   until the window next opens (in the organisation's time zone);
  * - AI settings: an AI call whose organisation turned AI calls off fails;
  * - allowances: a dispatched SMS takes one unit per segment (Segments), a
- *   WhatsApp message one, an AI call one whatever its duration; with too
- *   little left the action fails.
+ *   WhatsApp message one, an AI call one whatever its duration, counted in the
+ *   month it is sent (AllowancePeriods); with too little left the action fails.
  * - destinations: the organisation's destination rules (Destinations) are
  *   checked again for each action, since an operator who narrows them after
  *   an action was accepted expects nothing to go out to a now-refused
@@ -39,8 +39,8 @@ export const decide = (organisation: Organisation, kind: ActionKind, now: number
 }
 
 export const ALLOWANCE_FAILURE: Record<ActionKind, string> = {
-  message: "The organisation's text allowance is used up.",
-  ai_call: "The organisation's AI call allowance is used up."
+  message: "The organisation's text allowance for this month is used up.",
+  ai_call: "The organisation's AI call allowance for this month is used up."
 }
 
 /**
