@@ -11,7 +11,7 @@ import { Effect, type ParseResult, Schema } from "effect"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"
 import { toAction } from "../store/SqlActionStore.js"
-import { transactions } from "../store/SqliteDriver.js"
+import { transactions } from "../store/Transactions.js"
 import { type ClaimedRow, fail, type Transition } from "./ClaimedAction.js"
 
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(DbInt, Schema.String) })))

@@ -57,7 +57,7 @@ import {
   type TwilioAccountSettings,
   type VapiAccountSettings
 } from "../store/SqlProviderAccounts.js"
-import { transactions } from "../store/SqliteDriver.js"
+import { transactions } from "../store/Transactions.js"
 import type { Change, ClaimedRow } from "./ClaimedAction.js"
 import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
 
