@@ -3,8 +3,7 @@
  * conversations), as a port the store adapter answers its fastest way: on
  * the embedded SQLite store straight on the connection, a prepared statement
  * in one Effect step (store/sqlite/SqliteDirectReads.ts); on Postgres
- * through the SqlClient (store/postgres/PgDirectReads.ts). Why the SQLite
- * path skips the SqlClient: docs/benchmarks.md ("Direct reads").
+ * through the SqlClient (store/postgres/PgDirectReads.ts).
  *
  * Statements are written with `?` placeholders, one per parameter, and no `?`
  * anywhere else; on Postgres they become `$1`, `$2`, ….
