@@ -18,9 +18,9 @@
  *   networks event deliveries may reach (loopback, 10.0.0.0/8…); public
  *   addresses are always allowed, link-local and metadata addresses never
  * - PARLEY_CARRIER_AUTH_TOKEN (unset): when set, POST /carrier/inbound must carry
- *   a valid `X-Twilio-Signature` made with it
+ *   a valid carrier signature made with it (the inbound route's provider's)
  * - PARLEY_INBOUND_UNSIGNED (refuse): `accept` takes inbound messages without a
- *   signature to numbers of organisations that have no Twilio account when
+ *   signature to numbers of organisations that have no carrier account when
  *   PARLEY_CARRIER_AUTH_TOKEN is unset (a demo, a local test); by default they
  *   are refused, since a forged inbound message opens a WhatsApp session
  * - PARLEY_PUBLIC_URL (unset): the server's public base URL, for that signature
@@ -29,8 +29,8 @@
  * - DATABASE_URL (unset): `postgres://…` selects the Postgres store (several
  *   replicas on one database); unset, the embedded SQLite file is the store
  * - PARLEY_DB_POOL_SIZE (default 10): Postgres connections per process
- * - PARLEY_PROVIDER_RECHECK_MS (default 300000): how long after Twilio's or
- *   Vapi's last report Parley asks them for an action's status itself (their
+ * - PARLEY_PROVIDER_RECHECK_MS (default 300000): how long after a provider's
+ *   last report Parley asks it for an action's status itself (their
  *   callbacks are not retried if Parley was down when they came)
  * - PARLEY_SECRET_KEY (unset): 32 random bytes (base64 or hex) sealing stored
  *   secrets; unset, the key file secret.key in PARLEY_DATA_DIR (created 0600)

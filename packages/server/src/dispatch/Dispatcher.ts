@@ -10,7 +10,7 @@
  *   call:  Ringing ─▶ In Progress ─▶ Completed │ No Answer │ Busy   (Failed at start)
  *
  * Submission goes to the organisation's real providers when it has connected
- * them (RealProviders: Twilio, Vapi), whose callbacks then drive the action,
+ * them (RealProviders: the organisation's provider for the kind), whose callbacks then drive the action,
  * and otherwise to the simulator, whose steps the loop times.
  *
  * A claimed batch is worked set-wise, not action by action (ActionBatches):

@@ -1,7 +1,9 @@
 /**
- * Submission to real providers: Twilio for an organisation's texts and
- * WhatsApp, Vapi for its AI calls, when it has connected them (`parley
- * providers set`); everything else stays with the simulator.
+ * Submission to real providers, whichever they are: for each claimed action,
+ * the organisation's provider for that kind of action (`parley providers
+ * set`; the modules are listed in providers/Registry.ts), or else the
+ * simulator. What a provider does is its client's (providers/Provider.ts);
+ * what follows is the same for every provider.
  *
  * Never twice. A submission is journalled (provider_submissions) before each
  * attempt, and its outcome is committed together with what the answer does to
@@ -13,8 +15,8 @@
  * - every message (call) the provider has from the sender to the recipient in
  *   the attempt's window is a candidate, all pages of its list read;
  * - a candidate whose id another action has recorded is that action's; a
- *   candidate Vapi tags with another action's id is that action's;
- * - of the others, the action adopts its own (Vapi's tag) or else the oldest.
+ *   candidate the provider tags with another action's id (metadata) is that action's;
+ * - of the others, the action adopts its own (the provider's tag) or else the oldest.
  *   The same text to the same person twice (two appointment confirmations)
  *   makes two candidates, and each action adopts one. Adoptions in one
  *   organisation are decided one at a time (its row locked), and not while
@@ -41,22 +43,15 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { RecordStatus } from "@parley/core"
-import { Organisations, ProviderReports, type StorageError } from "@parley/core/domain"
+import { type Organisations, ProviderReports, type StorageError } from "@parley/core/domain"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 import { forProvider } from "../observability/Metrics.js"
-import { twilioStatusCallback } from "../providers/CallbackUrls.js"
-import * as Twilio from "../providers/twilio/TwilioClient.js"
-import { twilioMessageStatus } from "../providers/twilio/TwilioStatuses.js"
-import * as Vapi from "../providers/vapi/VapiClient.js"
-import { vapiCallStatus, vapiEnding } from "../providers/vapi/VapiStatuses.js"
+import type { Provider, ProviderClient, ProviderFailure } from "../providers/Provider.js"
+import { providerNamed, providersFor } from "../providers/Registry.js"
 import { forUpdate } from "../store/Dialect.js"
 import { DbInt, storage } from "../store/rows.js"
-import {
-  ProviderAccounts,
-  type TwilioAccountSettings,
-  type VapiAccountSettings
-} from "../store/SqlProviderAccounts.js"
+import { type ProviderAccount, ProviderAccounts } from "../store/SqlProviderAccounts.js"
 import { transactions } from "../store/Transactions.js"
 import type { Change, ClaimedRow } from "./ClaimedAction.js"
 import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
@@ -79,6 +74,7 @@ export const backoffMs = (attempts: number, retryAfterMs: number | null): number
 
 const Journal = Schema.Struct({
   action_id: Schema.String,
+  provider: Schema.String,
   attempts: DbInt,
   first_attempt_at: DbInt,
   last_outcome: Schema.String
@@ -102,12 +98,11 @@ interface Attempt {
   readonly firstAt: number
   /** Whether an earlier attempt may have reached the provider: look before sending again. */
   readonly reconcile: boolean
-}
-
-/** An organisation's numbers and bots, for their Vapi ids. */
-interface VapiDirectory {
-  readonly numbers: ReadonlyArray<Organisations.NumberRow>
-  readonly bots: ReadonlyArray<Organisations.BotRow>
+  /**
+   * The provider an earlier attempt that may have sent went to, when the organisation has since replaced
+   * it with another of the same kind: the new one cannot tell whether the old one placed the call.
+   */
+  readonly replaced: string | null
 }
 
 /** What the dispatcher lends the submissions: its lease on a row, and applying a row's change. */
@@ -119,19 +114,9 @@ export interface SubmitHooks {
   /** Wraps the row's hand-over in its trace span (observability/TraceLinks). */
   readonly traced: (
     row: ClaimedRow,
-    provider: "twilio" | "vapi"
+    provider: string
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
-
-/** A message or call at the provider that may be the action's: its id, and the Parley action it names, if any. */
-interface Candidate<A> {
-  readonly id: string
-  /** The Parley action id the provider keeps with it (Vapi's metadata); null when it keeps none (Twilio). */
-  readonly owner: string | null
-  readonly found: A
-}
-
-type Failure = Twilio.TwilioSendError | Vapi.VapiCallError
 
 const failed = (errorMessage: string, providerStatus?: string): Change => ({
   status: "Failed",
@@ -140,12 +125,28 @@ const failed = (errorMessage: string, providerStatus?: string): Change => ({
   ...(providerStatus === undefined ? {} : { providerStatus })
 })
 
+const labelOf = (name: string) => providerNamed(name)?.label ?? name
+
+/**
+ * The organisation's provider for a kind of action, among its accounts: the one whose module serves that
+ * kind (setting one replaces another of the same kind; were there two, the one set last).
+ */
+const accountFor = (accounts: ReadonlyArray<ProviderAccount>, kind: "message" | "ai_call") => {
+  const serving = providersFor(kind)
+  return accounts
+    .flatMap((account) => {
+      const provider = serving.find((p) => p.name === account.provider)
+      return provider === undefined ? [] : [{ account, provider }]
+    })
+    .sort((a, b) => b.account.updatedAt.localeCompare(a.account.updatedAt))[0]
+}
+
 export const make = (config: ServerSettings) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const accounts = yield* ProviderAccounts
-    const organisations = yield* Organisations.Organisations
     const transaction = yield* transactions
+    const context = yield* Effect.context<Organisations.Organisations>()
 
     /**
      * Counts an attempt before it is made; answers the attempt with what the earlier ones left. Every
@@ -155,20 +156,30 @@ export const make = (config: ServerSettings) =>
     const journal = (id: string, provider: string, now: number) =>
       storage("providers.journal")(Effect.gen(function*() {
         const [previous] = yield* Effect.flatMap(
-          sql`SELECT action_id, attempts, first_attempt_at, last_outcome FROM provider_submissions WHERE action_id = ${id}`,
+          sql`SELECT action_id, provider, attempts, first_attempt_at, last_outcome FROM provider_submissions
+              WHERE action_id = ${id}`,
           decodeJournal
         )
         const reconcile = previous !== undefined && previous.last_outcome !== "not_sent"
+        if (reconcile && previous.provider !== provider) {
+          return { attempts: previous.attempts, firstAt: previous.first_attempt_at, reconcile, replaced: previous.provider }
+        }
         const outcome: Outcome = reconcile ? "reconciling" : "pending"
         const [current] = yield* Effect.flatMap(
           sql`INSERT INTO provider_submissions ${
             sql.insert({ action_id: id, provider, attempts: 1, first_attempt_at: now, last_attempt_at: now, last_outcome: outcome })
           } ON CONFLICT (action_id) DO UPDATE SET attempts = provider_submissions.attempts + 1,
-              last_attempt_at = excluded.last_attempt_at, last_outcome = excluded.last_outcome
-            RETURNING action_id, attempts, first_attempt_at, last_outcome`,
+              provider = excluded.provider, last_attempt_at = excluded.last_attempt_at,
+              last_outcome = excluded.last_outcome
+            RETURNING action_id, provider, attempts, first_attempt_at, last_outcome`,
           decodeJournal
         )
-        return { attempts: current?.attempts ?? 1, firstAt: current?.first_attempt_at ?? now, reconcile } satisfies Attempt
+        return {
+          attempts: current?.attempts ?? 1,
+          firstAt: current?.first_attempt_at ?? now,
+          reconcile,
+          replaced: null
+        } satisfies Attempt
       }))
 
     const settleOutcome = (id: string, outcome: Outcome) =>
@@ -199,10 +210,9 @@ export const make = (config: ServerSettings) =>
      * candidate left unexplained), or to wait (one is, and another action's request may be out). One decision
      * per organisation at a time (its row locked): two actions never adopt the same candidate.
      */
-    const adoptOrSend = <A>(
+    const adoptOrSend = (
       row: ClaimedRow,
-      candidates: ReadonlyArray<Candidate<A>>,
-      toChange: (found: A) => Change,
+      candidates: ReadonlyArray<{ readonly id: string; readonly owner: string | null; readonly change: Change }>,
       hooks: SubmitHooks
     ) =>
       storage("providers.reconcile")(transaction(Effect.gen(function*() {
@@ -220,7 +230,7 @@ export const make = (config: ServerSettings) =>
           (free.length > 0 && !(yield* rivalInFlight(row, yield* Clock.currentTimeMillis)) ? free[0] : undefined)
         if (chosen !== undefined) {
           yield* settleOutcome(id, "accepted")
-          yield* hooks.apply(row, toChange(chosen.found))
+          yield* hooks.apply(row, chosen.change)
           return "adopted" as const
         }
         if (free.length > 0) return "wait" as const
@@ -247,32 +257,32 @@ export const make = (config: ServerSettings) =>
       ))
 
     /** Whether a failed attempt may have reached the provider. */
-    const mayHaveSent = (error: Failure) => error.reason === "unknown_outcome" || (error.status !== null && error.status >= 500)
+    const mayHaveSent = (error: ProviderFailure) =>
+      error.reason === "unknown_outcome" || (error.status !== null && error.status >= 500)
 
     /** What an unsuccessful answer does to the action. */
     const afterFailure = (
-      provider: "Twilio" | "Vapi",
-      orgId: string,
+      provider: Provider,
       row: ClaimedRow,
-      error: Failure,
+      error: ProviderFailure,
       attempts: number,
       now: number
     ): Change => {
-      const code = "code" in error && error.code !== null ? `${error.code}: ` : ""
+      const code = error.code === undefined || error.code === null ? "" : `${error.code}: `
       switch (error.reason) {
         case "rejected":
           return failed(`${code}${error.message}`, "failed")
         case "auth_failed":
           return failed(
-            `${provider} refused the organisation's credentials (${code}${error.message}); ` +
-              `update them with \`parley providers set --org ${orgId} --kind ${provider.toLowerCase()} …\`.`,
+            `${provider.label} refused the organisation's credentials (${code}${error.message}); ` +
+              `update them with \`parley providers set --org ${row.org_id} --kind ${provider.name} …\`.`,
             "failed"
           )
         default: {
           const unknown = mayHaveSent(error)
           // An attempt that may have sent is never given up on unseen: the next one looks first.
           if (attempts >= (unknown ? 2 * MAX_ATTEMPTS : MAX_ATTEMPTS)) {
-            return failed(`${provider} did not accept it after ${attempts} attempts (last: ${code}${error.message}).`)
+            return failed(`${provider.label} did not accept it after ${attempts} attempts (last: ${code}${error.message}).`)
           }
           const wait = backoffMs(attempts, error.retryAfterMs)
           // Never later than a recheck would look (PARLEY_PROVIDER_RECHECK_MS, which tests shorten).
@@ -282,40 +292,9 @@ export const make = (config: ServerSettings) =>
       }
     }
 
-    /** After an answer, look again at the action later unless it is final (reports may be lost). */
-    const recheck = (kind: "message" | "ai_call", status: RecordStatus, now: number) =>
-      ProviderReports.isFinal(kind, status) ? null : now + config.providerRecheckMs
-
-    const textChange = (message: Twilio.TwilioMessage, now: number): Change => {
-      const status = twilioMessageStatus(message.status) ?? "Sending"
-      return {
-        status,
-        workAt: recheck("message", status, now),
-        // Twilio's schema lets an answer omit the sid: the status callbacks carry it.
-        ...(message.sid === null ? {} : { sid: message.sid }),
-        providerStatus: message.status,
-        // A text's time is when it was sent.
-        at: new Date(now).toISOString(),
-        ...(status === "Failed" || status === "Undelivered"
-          ? { errorMessage: `${message.errorCode ?? ""}${message.errorCode === null ? "" : ": "}${message.errorMessage ?? message.status}` }
-          : {})
-      }
-    }
-
-    const callChange = (call: Vapi.VapiCall, now: number): Change => {
-      const status = (call.status === null ? null : vapiCallStatus(call.status)) ?? "Queued"
-      return {
-        status,
-        workAt: recheck("ai_call", status, now),
-        sid: call.id,
-        ...(call.status === null ? {} : { providerStatus: call.status })
-      }
-    }
-
     /** What an attempt came to: an answer to record, or an earlier attempt's message adopted (recorded already). */
     type Submitted = { readonly change: Change; readonly outcome: Outcome } | "adopted"
-    const accepted = (change: Change): Submitted => ({ change, outcome: "accepted" })
-    const answered = (change: Change, error: Failure, attempt: Attempt): Submitted => ({
+    const answered = (change: Change, error: ProviderFailure, attempt: Attempt): Submitted => ({
       change,
       // Once an attempt may have sent, every later one looks first, whatever the later ones met.
       outcome: mayHaveSent(error) || attempt.reconcile ? "unknown" : "not_sent"
@@ -328,132 +307,51 @@ export const make = (config: ServerSettings) =>
       outcome: "unknown"
     })
 
-    const twilioAddress = (row: ClaimedRow, number: string) => row.type === "WhatsApp" ? `whatsapp:${number}` : number
-
-    const twilioAccount = (account: TwilioAccountSettings): Twilio.TwilioAccount => ({
-      apiBase: account.apiBase,
-      accountSid: account.accountSid,
-      authToken: account.authToken,
-      apiKeySid: account.apiKeySid,
-      apiKeySecret: account.apiKeySecret,
-      contentApiBase: account.contentApiBase
-    })
-
     /**
-     * A content-template message records what the recipient saw — the template's text with its variables
-     * (Twilio's Content API), or a placeholder naming both — not the text the request carried beside it.
+     * One attempt at handing the row to its provider: look first when an earlier attempt may have reached
+     * it, then send. What the provider reports as sent (a template's text) is written at once, whatever
+     * the status: its callbacks may already have moved the action on, and the change then no longer applies.
      */
-    const withSentText = (client: Twilio.TwilioAccount, row: ClaimedRow, change: Change) =>
-      Effect.gen(function*() {
-        if (row.wa_content_sid === null) return change
-        const variables = row.wa_content_variables ?? {}
-        const rendered = yield* Twilio.renderContent(client, row.wa_content_sid, variables)
-        const body = Option.getOrElse(rendered, () => Twilio.contentPlaceholder(row.wa_content_sid ?? "", variables))
-        // Written at once, whatever the status: Twilio's callbacks may already have moved the action on, and
-        // the change below then no longer applies.
-        yield* storage("providers.sentText")(
-          sql`UPDATE actions SET body = ${body} WHERE id = ${Number(row.id)} AND org_id = ${row.org_id}`
-        )
-        return { ...change, body } satisfies Change
-      })
-
-    const sendText = (account: TwilioAccountSettings, row: ClaimedRow, attempt: Attempt, now: number, hooks: SubmitHooks) =>
-      Effect.gen(function*() {
-        const client = twilioAccount(account)
-        const id = String(row.id)
-        const to = twilioAddress(row, row.counterpart)
-        // Through a Messaging Service, From still names the action's number: without it Twilio would pick any
-        // number of the service's pool while the record names the chosen one.
-        const sender = account.messagingServiceSid !== undefined && row.type !== "WhatsApp"
-          ? { messagingServiceSid: account.messagingServiceSid, from: row.line }
-          : { from: twilioAddress(row, row.line) }
-        if (attempt.reconcile) {
-          // An earlier attempt may have reached Twilio: look before sending again.
-          const found = yield* Twilio.findMessages(client, {
-            to,
-            ...sender,
-            since: attempt.firstAt,
-            ...(row.wa_content_sid === null ? { body: row.body } : { contentSid: row.wa_content_sid })
-          })
-          const decision = yield* adoptOrSend(
-            row,
-            found.flatMap((f) => (f.message.sid === null ? [] : [{ id: f.message.sid, owner: null, found: f.message }])),
-            (message) => textChange(message, now),
-            hooks
-          )
-          if (decision === "adopted") return decision
-          if (decision === "wait") return waiting(row, now)
-        }
-        const sent = yield* Twilio.sendMessage(client, {
-          to,
-          ...sender,
-          ...(row.wa_content_sid === null
-            ? { body: row.body }
-            : {
-              contentSid: row.wa_content_sid,
-              ...(row.wa_content_variables === null ? {} : { contentVariables: row.wa_content_variables })
-            }),
-          statusCallback: twilioStatusCallback(config, row.org_id, id)
-        })
-        return accepted(yield* withSentText(client, row, textChange(sent, now)))
-      }).pipe(
-        Effect.catchTag("TwilioSendError", (error) =>
-          Effect.succeed(answered(afterFailure("Twilio", row.org_id, row, error, attempt.attempts, now), error, attempt)))
-      )
-
-    const startCall = (
-      account: VapiAccountSettings,
-      directory: VapiDirectory,
+    const attemptOne = (
+      provider: Provider,
+      client: ProviderClient,
       row: ClaimedRow,
       attempt: Attempt,
       now: number,
       hooks: SubmitHooks
-    ) =>
-      Effect.gen(function*() {
-        const client: Vapi.VapiAccount = { apiBase: account.apiBase, apiKey: account.apiKey }
-        const id = String(row.id)
-        const number = directory.numbers.find((n) => n.phoneNumber === row.line)
-        const phoneNumberId = number?.providerIds?.find((p) => !p.startsWith("PN"))
-        if (phoneNumberId === undefined) {
-          return notSent(
-            `The number ${row.line} has no Vapi phone number id: add it with ` +
-              `\`parley numbers add --org ${row.org_id} --sid ${number?.sid ?? "SID"} … --provider-id <Vapi phone number id>\`.`
-          )
-        }
-        const bot = directory.bots.find((b) => b.id === row.bot_id)
-        const assistantId = bot?.providerId ?? null
-        if (assistantId === null) {
-          return notSent(
-            `The bot ${row.bot_id ?? ""} has no Vapi assistant id: add it with ` +
-              `\`parley bots add --org ${row.org_id} --id ${row.bot_id ?? "BOT"} … --provider-id <Vapi assistant id>\`.`
-          )
-        }
+    ): Effect.Effect<Submitted, StorageError> => {
+      if (attempt.replaced !== null) {
+        return Effect.succeed<Submitted>({
+          change: failed(
+            `The organisation replaced ${labelOf(attempt.replaced)} with ${provider.label} after Parley handed this ` +
+              `to ${labelOf(attempt.replaced)}; whether it was sent is unknown to Parley.`
+          ),
+          outcome: "unknown"
+        })
+      }
+      const refused = client.cannotSend(row)
+      if (refused !== null) return Effect.succeed(notSent(refused))
+      return Effect.gen(function*() {
         if (attempt.reconcile) {
-          const found = yield* Vapi.findCalls(client, { phoneNumberId, customerNumber: row.counterpart, since: attempt.firstAt })
-          const decision = yield* adoptOrSend(
-            row,
-            found.map((f) => ({ id: f.call.id, owner: f.parleyActionId, found: f.call })),
-            (call) => callChange(call, now),
-            hooks
-          )
+          const found = yield* client.candidates(row, attempt.firstAt, now)
+          const decision = yield* adoptOrSend(row, found, hooks)
           if (decision === "adopted") return decision
           if (decision === "wait") return waiting(row, now)
         }
-        const call = yield* Vapi.createCall(client, {
-          assistantId,
-          phoneNumberId,
-          customerNumber: row.counterpart,
-          variableValues: {
-            mode: row.mode ?? "follow_script",
-            ...(row.purpose_message === null ? {} : { purposeMessage: row.purpose_message })
-          },
-          metadata: { parleyActionId: id, parleyOrgId: row.org_id }
-        })
-        return accepted(callChange(call, now))
+        const change = yield* client.send(row, now)
+        if (change.body !== undefined) {
+          yield* storage("providers.sentText")(
+            sql`UPDATE actions SET body = ${change.body} WHERE id = ${Number(row.id)} AND org_id = ${row.org_id}`
+          )
+        }
+        return { change, outcome: "accepted" } satisfies Submitted
       }).pipe(
-        Effect.catchTag("VapiCallError", (error) =>
-          Effect.succeed(answered(afterFailure("Vapi", row.org_id, row, error, attempt.attempts, now), error, attempt)))
+        Effect.catchIf(
+          (error): error is ProviderFailure => error._tag !== "StorageError",
+          (error) => Effect.succeed(answered(afterFailure(provider, row, error, attempt.attempts, now), error, attempt))
+        )
       )
+    }
 
     /** Applies a row's change in its own transaction. */
     const record = (row: ClaimedRow, hooks: SubmitHooks, change: Change) =>
@@ -465,12 +363,34 @@ export const make = (config: ServerSettings) =>
         ? Effect.succeed(new Map<string, typeof Journal.Type>())
         : storage("providers.journalRead")(Effect.map(
           Effect.flatMap(
-            sql`SELECT action_id, attempts, first_attempt_at, last_outcome FROM provider_submissions
+            sql`SELECT action_id, provider, attempts, first_attempt_at, last_outcome FROM provider_submissions
                 WHERE action_id IN ${sql.in(rows.map((r) => String(r.id)))}`,
             decodeJournal
           ),
           (found) => new Map(found.map((j) => [j.action_id, j]))
         ))
+
+    /** Each organisation's accounts, once per batch. */
+    const accountsOf = (rows: ReadonlyArray<ClaimedRow>) =>
+      Effect.gen(function*() {
+        const byOrg = new Map<string, ReadonlyArray<ProviderAccount>>()
+        for (const row of rows) if (!byOrg.has(row.org_id)) byOrg.set(row.org_id, yield* accounts.open(row.org_id))
+        return byOrg
+      })
+
+    /** Each organisation's client of each provider, made once per batch (a client may read the directory). */
+    const clients = () => {
+      const made = new Map<string, ProviderClient>()
+      return (provider: Provider, account: ProviderAccount) =>
+        Effect.gen(function*() {
+          const key = `${account.orgId}\u0000${provider.name}`
+          const known = made.get(key)
+          if (known !== undefined) return known
+          const client = yield* Effect.provide(provider.client(account, { config, orgId: account.orgId }), context)
+          made.set(key, client)
+          return client
+        })
+    }
 
     /**
      * Sends what goes to real providers, recording each answer as it comes; answers the rows that stay with
@@ -480,63 +400,36 @@ export const make = (config: ServerSettings) =>
     const submit = (rows: ReadonlyArray<ClaimedRow>, now: number, hooks: SubmitHooks) =>
       Effect.gen(function*() {
         if (rows.length === 0) return rows
-        // Each organisation's accounts (and, for Vapi, its numbers and bots) once per batch, not per row.
-        const twilio = new Map<string, Option.Option<TwilioAccountSettings>>()
-        const vapi = new Map<string, Option.Option<VapiAccountSettings>>()
-        const directories = new Map<string, VapiDirectory>()
-        for (const row of rows) {
-          if (row.kind === "message" && !twilio.has(row.org_id)) twilio.set(row.org_id, yield* accounts.twilio(row.org_id))
-          if (row.kind === "ai_call" && !vapi.has(row.org_id)) {
-            const account = yield* accounts.vapi(row.org_id)
-            vapi.set(row.org_id, account)
-            if (Option.isSome(account)) {
-              directories.set(row.org_id, {
-                numbers: yield* organisations.listNumbers(row.org_id),
-                bots: yield* organisations.listBots(row.org_id)
-              })
-            }
-          }
-        }
+        const byOrg = yield* accountsOf(rows)
+        const clientFor = clients()
         const simulated: Array<ClaimedRow> = []
-        const real: Array<
-          { row: ClaimedRow; provider: "twilio" | "vapi"; send: (attempt: Attempt) => Effect.Effect<Submitted, StorageError> }
-        > = []
+        const real: Array<{ row: ClaimedRow; provider: Provider; client: ProviderClient }> = []
         for (const row of rows) {
-          if (row.kind === "message") {
-            const account = twilio.get(row.org_id) ?? Option.none()
-            if (Option.isNone(account)) simulated.push(row)
-            else real.push({ row, provider: "twilio", send: (attempt) => sendText(account.value, row, attempt, now, hooks) })
-          } else {
-            const account = vapi.get(row.org_id) ?? Option.none()
-            if (Option.isNone(account)) simulated.push(row)
-            else {
-              const directory = directories.get(row.org_id) ?? { numbers: [], bots: [] }
-              real.push({
-                row,
-                provider: "vapi",
-                send: (attempt) => startCall(account.value, directory, row, attempt, now, hooks)
-              })
-            }
-          }
+          const found = accountFor(byOrg.get(row.org_id) ?? [], row.kind)
+          if (found === undefined) simulated.push(row)
+          else real.push({ row, provider: found.provider, client: yield* clientFor(found.provider, found.account) })
         }
         const orphans = yield* journalled(simulated)
-        for (const row of simulated.filter((r) => orphans.has(String(r.id)))) {
+        for (const row of simulated) {
+          const orphan = orphans.get(String(row.id))
+          if (orphan === undefined) continue
           yield* record(row, hooks, failed(
-            `The organisation's ${row.kind === "message" ? "Twilio" : "Vapi"} account was removed after Parley handed ` +
+            `The organisation's ${labelOf(orphan.provider)} account was removed after Parley handed ` +
               "this to it; whether it was sent is unknown to Parley."
           ))
         }
-        yield* Effect.forEach(real, ({ provider, row, send }) =>
+        yield* Effect.forEach(real, ({ client, provider, row }) =>
           Effect.gen(function*() {
             // Renewed while the request lasts; a row another worker (or a callback) took is left to it.
             if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
             yield* keepingLease(row, hooks, Effect.gen(function*() {
-              const submitted = yield* send(yield* journal(String(row.id), provider, now))
+              const attempt = yield* journal(String(row.id), provider.name, now)
+              const submitted = yield* attemptOne(provider, client, row, attempt, now, hooks)
               if (submitted !== "adopted") yield* settle(row, submitted.outcome, submitted.change, hooks)
             }))
           }).pipe(
-            hooks.traced(row, provider),
-            forProvider(provider),
+            hooks.traced(row, provider.name),
+            forProvider(provider.name),
             // One row's storage failure leaves its lease to lapse (its attempt stays pending: reconciled next time).
             Effect.catchAll((error) =>
               Effect.annotateLogs(Effect.logWarning("provider submission not recorded; it will be reconciled"), {
@@ -557,72 +450,54 @@ export const make = (config: ServerSettings) =>
       Effect.gen(function*() {
         if (rows.length === 0) return rows
         const known = yield* journalled(rows)
-        yield* Effect.forEach(rows.filter((r) => known.has(String(r.id))), (row) =>
-          Effect.gen(function*() {
+        const tracked = rows.filter((r) => known.has(String(r.id)))
+        const byOrg = yield* accountsOf(tracked)
+        const clientFor = clients()
+        yield* Effect.forEach(tracked, (row) => {
+          const entry = known.get(String(row.id))
+          const name = entry?.provider ?? ""
+          return Effect.gen(function*() {
             if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
-            const change = yield* keepingLease(
-              row,
-              hooks,
-              recheckOne(row, known.get(String(row.id))?.first_attempt_at ?? now, now)
-            )
+            const provider = providerNamed(name)
+            const account = (byOrg.get(row.org_id) ?? []).find((a) => a.provider === name)
+            // The organisation no longer has that provider: nobody can say more about the action.
+            const client = provider === undefined || account === undefined
+              ? null
+              : yield* clientFor(provider, account)
+            const change = client === null
+              ? { status: row.status, workAt: null }
+              : yield* keepingLease(row, hooks, recheckOne(client, row, entry?.first_attempt_at ?? now, now))
             yield* record(row, hooks, change)
           }).pipe(
-            forProvider(row.kind === "message" ? "twilio" : "vapi"),
+            forProvider(name),
             Effect.catchAll((error) =>
               Effect.annotateLogs(Effect.logWarning("provider recheck not recorded; it will be tried again"), {
                 actionId: String(row.id),
                 cause: error._tag
               })
             )
-          ), { concurrency: CONCURRENCY, discard: true })
+          )
+        }, { concurrency: CONCURRENCY, discard: true })
         return rows.filter((r) => !known.has(String(r.id)))
       })
 
     /** When to look again at an action the provider has: after the recheck interval, for two days at most. */
     const laterFor = (firstAt: number, now: number) => now - firstAt > MAX_TRACKING_MS ? null : now + config.providerRecheckMs
 
-    const recheckOne = (row: ClaimedRow, firstAt: number, now: number): Effect.Effect<Change, StorageError> =>
-      Effect.gen(function*() {
-        const later = laterFor(firstAt, now)
-        const unchanged: Change = { status: row.status, workAt: later }
-        if (row.sid === null) return unchanged
-        if (row.kind === "message") {
-          const account = yield* accounts.twilio(row.org_id)
-          if (Option.isNone(account)) return { status: row.status, workAt: null }
-          const found = yield* Twilio.fetchMessage(twilioAccount(account.value), row.sid)
+    const recheckOne = (client: ProviderClient, row: ClaimedRow, firstAt: number, now: number): Effect.Effect<Change> => {
+      const later = laterFor(firstAt, now)
+      const unchanged: Change = { status: row.status, workAt: later }
+      if (row.sid === null) return Effect.succeed(unchanged)
+      return client.recheck(row, row.sid, now).pipe(
+        Effect.map((found): Change => {
           if (Option.isNone(found)) return unchanged
-          const status = twilioMessageStatus(found.value.status)
-          if (status === null || !ProviderReports.movesForward("message", row.status, status)) return unchanged
-          return { ...textChange(found.value, now), at: row.at, workAt: ProviderReports.isFinal("message", status) ? null : later }
-        }
-        const account = yield* accounts.vapi(row.org_id)
-        if (Option.isNone(account)) return { status: row.status, workAt: null }
-        const found = yield* Vapi.getCall({ apiBase: account.value.apiBase, apiKey: account.value.apiKey }, row.sid)
-        if (Option.isNone(found)) return unchanged
-        const call = found.value
-        const ending = call.status === "ended" || (call.status === null && call.endedReason !== null)
-          ? vapiEnding(call.endedReason ?? "")
-          : null
-        const status = ending?.status ?? (call.status === null ? null : vapiCallStatus(call.status))
-        if (status === null || !ProviderReports.movesForward("ai_call", row.status, status)) return unchanged
-        const raw = call.endedReason ?? call.status ?? ""
-        return status === "Completed"
-          ? {
-            status,
-            workAt: null,
-            providerStatus: raw,
-            body: call.transcript ?? "",
-            ...(call.recordingUrl === null ? {} : { audioFileId: call.recordingUrl })
-          }
-          : ProviderReports.isFinal("ai_call", status)
-          ? { status, workAt: null, providerStatus: raw, errorMessage: ending?.errorMessage ?? raw }
-          : { status, workAt: later, providerStatus: raw }
-      }).pipe(
-        Effect.catchTags({
-          TwilioSendError: () => Effect.succeed<Change>({ status: row.status, workAt: laterFor(firstAt, now) }),
-          VapiCallError: () => Effect.succeed<Change>({ status: row.status, workAt: laterFor(firstAt, now) })
-        })
+          const status: RecordStatus = found.value.status
+          if (!ProviderReports.movesForward(row.kind, row.status, status)) return unchanged
+          return { ...found.value, workAt: ProviderReports.isFinal(row.kind, status) ? null : later }
+        }),
+        Effect.orElseSucceed(() => unchanged)
       )
+    }
 
     return { submit, recheck: recheckAll }
   })

@@ -17,8 +17,11 @@ import { type EventOutbox, FINAL_STATUSES } from "@parley/core/internal"
 import { Context, Effect, FiberRef, Layer, Option } from "effect"
 import { PgPool } from "../store/postgres/MeteredPool.js"
 
-/** Which provider the current work is for: set by the dispatcher and the provider callbacks (see ProviderLabel). */
-export type ProviderName = "twilio" | "vapi" | "simulator" | "none"
+/**
+ * Which provider the current work is for, set by the dispatcher and the provider callbacks: a registered
+ * provider's name (providers/Registry.ts), "simulator", or "none" outside any provider's work.
+ */
+export type ProviderName = string
 
 export type ProviderOutcome = "answered_2xx" | "answered_4xx" | "answered_5xx" | "not_sent" | "outcome_unknown"
 

@@ -8,10 +8,6 @@
 import { Option } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 
-export const TWILIO_STATUS_PATH = "/providers/twilio/status"
-export const TWILIO_INBOUND_PATH = "/providers/twilio/inbound"
-export const VAPI_EVENTS_PATH = "/providers/vapi/events"
-
 /** Where this machine reaches the server: loopback, unless HOST binds one other address only. */
 const ownAddress = (config: ServerSettings): string => {
   const host = Option.getOrElse(config.host, () => "0.0.0.0")
@@ -24,10 +20,6 @@ export const publicBase = (config: ServerSettings): string =>
     onNone: () => `http://${ownAddress(config)}`,
     onSome: (base) => base.replace(/\/+$/, "")
   })
-
-/** Where Twilio reports a text's statuses; the organisation and action ride in the signed URL. */
-export const twilioStatusCallback = (config: ServerSettings, orgId: string, actionId: string): string =>
-  `${publicBase(config)}${TWILIO_STATUS_PATH}?org=${encodeURIComponent(orgId)}&action=${encodeURIComponent(actionId)}`
 
 /** The URL a request was made to, as the provider that signed it saw it. */
 export const requestUrl = (config: ServerSettings, host: string | undefined, pathAndQuery: string): string =>

@@ -1,5 +1,5 @@
 /**
- * One HTTP exchange with a provider's API (Twilio, Vapi), told apart by what it
+ * One HTTP exchange with a provider's API, told apart by what it
  * means for a send that must never happen twice:
  * - `Answered`: the provider answered, with any status.
  * - `NotSent`: the connection failed before a byte of the request could reach

@@ -2,7 +2,7 @@
  * Which provider an action was handed to, and under which provider id: what a provider's callback is
  * checked against before it may move the action (a report only moves an action that was handed to that
  * provider, and only under the id the provider gave it), and how a callback that names only the
- * provider's id (a Vapi call without Parley's metadata) finds its action.
+ * provider's id (a call reported without Parley's metadata) finds its action.
  */
 import { SqlClient } from "@effect/sql"
 import type { StorageError } from "@parley/core/domain"

@@ -13,7 +13,7 @@ import type { CallCreatePhoneCallParams, CallListParams } from "retell-sdk/resou
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
   createPhoneCall,
-  findCall,
+  findCalls,
   getCall,
   type RetellAccount,
   type RetellCallRequest,
@@ -99,7 +99,10 @@ const failure = async (req: RetellCallRequest, as?: RetellAccount, timeoutMs?: n
   return { reason, status, message, retryAfterMs }
 }
 
-const find = (query: RetellFindQuery, as: RetellAccount = account) => Effect.runPromise(Effect.either(findCall(as, query)))
+/** The action's own call among every candidate findCalls lists (the newest that names it), as the dispatcher adopts it. */
+const find = (query: RetellFindQuery & { readonly parleyActionId: string }, as: RetellAccount = account) =>
+  Effect.runPromise(Effect.either(Effect.map(findCalls(as, query), (found) =>
+    Option.fromNullable([...found].reverse().find((f) => f.parleyActionId === query.parleyActionId)?.call))))
 
 const headersOf = (callback: ReceivedCallback): Record<string, string | undefined> =>
   Object.fromEntries(
@@ -208,7 +211,7 @@ describe("creating a call", () => {
 })
 
 describe("reconciling an unknown outcome", () => {
-  it("a create whose connection dropped after Retell made the call is unknown_outcome, then found by findCall", async () => {
+  it("a create whose connection dropped after Retell made the call is unknown_outcome, then found by findCalls", async () => {
     const since = Date.now()
     const req = request()
     const actionId = req.metadata["parleyActionId"]!
@@ -230,6 +233,10 @@ describe("reconciling an unknown outcome", () => {
       limit: 1000
     }
     expect(fake.requests[before]).toEqual({ method: "POST", path: "/v3/list-calls", authenticated: true, body: asked })
+
+    // Every candidate between the numbers is listed, another action's too: the dispatcher decides which is whose.
+    const listed = await Effect.runPromise(findCalls(account, { fromNumber: FROM, toNumber: CUSTOMER, since }))
+    expect(listed.map((f) => [f.call.id, f.parleyActionId])).toContainEqual([made.call_id, actionId])
 
     const none = Either.right(Option.none())
     expect(await find({ fromNumber: FROM, toNumber: CUSTOMER, since, parleyActionId: "act_other" })).toEqual(none)

@@ -1,28 +1,37 @@
 /**
- * Providers: which real providers the organisation sends through (Twilio for texts and WhatsApp, Vapi for
- * AI calls; the simulator otherwise), with secrets shown only as "set", and its numbers and bots with
- * their provider ids. Credentials are set with the same rules as `parley providers set` (ProviderSettings)
- * and are write-only: the forms never show a stored secret, and an account's secrets are entered whole.
+ * Providers: which real providers the organisation sends through (one per kind of action: the registered
+ * providers, providers/Registry.ts; the simulator otherwise), with secrets shown only as "set", and its
+ * numbers and bots with their provider ids. Each provider's form is derived from its settings fields and
+ * checked with the same rules as `parley providers set` (ProviderSettings); credentials are write-only:
+ * the forms never show a stored secret, and an account's secrets are entered whole. Saving a provider for
+ * a kind another one serves replaces it, and the page says so.
  */
 import { Organisations } from "@parley/core/internal"
 import { Clock, Effect, Either } from "effect"
-import { PROVIDER_KINDS, ProviderAccounts, type ProviderKind } from "../../store/SqlProviderAccounts.js"
+import type { Provider } from "../../providers/Provider.js"
+import { checkSettings } from "../../providers/ProviderSettings.js"
+import { PROVIDERS, providerNamed, providersFor } from "../../providers/Registry.js"
+import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { html } from "../Html.js"
 import { actionButton, csrfField, emptyRow, type FieldErrors, layout, textField } from "../Layout.js"
-import { providerAccount, type ProviderField } from "../ProviderSettings.js"
 
-const USES: Readonly<Record<string, string>> = { twilio: "Texts and WhatsApp", vapi: "AI calls" }
+const capitalised = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
-const NOTICES: Readonly<Record<string, string>> = {
-  twilio: "Twilio is set: the organisation's texts and WhatsApp go through it.",
-  vapi: "Vapi is set: the organisation's AI calls go through it.",
-  cleared: "Back to the simulator for that provider."
+/** The notice after a save (`done=<name>`, `replaced=<names>`) or a clear. */
+const noticeOf = (query: URLSearchParams): string | undefined => {
+  const done = query.get("done") ?? ""
+  if (done === "cleared") return "Back to the simulator for that provider."
+  const provider = providerNamed(done)
+  if (provider === undefined) return undefined
+  const replaced = (query.get("replaced") ?? "").split(",").flatMap((name) => providerNamed(name)?.label ?? [])
+  return `${provider.label} is set: the organisation's ${provider.serves} go through it.` +
+    (replaced.length === 0 ? "" : ` It replaces ${replaced.join(", ")}, whose settings were removed.`)
 }
 
-/** Form field names: the API base of each form has its own, the rest are the rule's own field names. */
-const formName = (kind: ProviderKind, field: ProviderField): string => (field === "apiBase" ? `${kind}ApiBase` : field)
+/** Form field names: the API base of each form has its own, the rest are the settings' own field names. */
+const formName = (provider: Provider, field: string): string => (field === "apiBase" ? `${provider.name}ApiBase` : field)
 
 const providersView = (session: Session, errors: FieldErrors, values: Readonly<Record<string, string>>, notice: string | undefined) =>
   Effect.gen(function*() {
@@ -30,10 +39,24 @@ const providersView = (session: Session, errors: FieldErrors, values: Readonly<R
     const organisations = yield* Organisations.Organisations
     const numbers = yield* organisations.listNumbers(session.orgId)
     const bots = yield* organisations.listBots(session.orgId)
-    const secret = (name: string, label: string, hint?: string) =>
-      textField({ name, label, type: "password", errors, autocomplete: "off", ...(hint === undefined ? {} : { hint }) })
-    const plain = (name: string, label: string, hint?: string) =>
-      textField({ name, label, value: values[name] ?? "", errors, ...(hint === undefined ? {} : { hint }) })
+    const form = (provider: Provider) => {
+      const others = providersFor(provider.kind).filter((p) => p.name !== provider.name).map((p) => p.label)
+      return html`<form class="card" method="post" action="/admin/providers/set" novalidate>
+<h2>Set ${provider.label} (${provider.serves})</h2>
+${csrfField(session)}<input type="hidden" name="kind" value="${provider.name}">
+${
+        provider.fields.filter((f) => f.inConsole).map((field) => {
+          const name = formName(provider, field.name)
+          const hint = field.name === "apiBase" ? `Empty: ${provider.label}'s public API.` : capitalised(field.description) + "."
+          return field.secret
+            ? textField({ name, label: field.label, type: "password", errors, autocomplete: "off", hint })
+            : textField({ name, label: field.label, value: values[name] ?? "", errors, hint })
+        })
+      }
+${others.length === 0 ? "" : html`<p class="hint">Saving replaces ${others.join(" or ")} for ${provider.serves}.</p>`}
+<button type="submit">Save ${provider.label}</button>
+</form>`
+    }
     return page(layout({
       title: "Providers",
       session,
@@ -43,35 +66,25 @@ const providersView = (session: Session, errors: FieldErrors, values: Readonly<R
       body: html`<section aria-labelledby="p-accounts"><h2 id="p-accounts">Accounts</h2>
 <table><thead><tr><th scope="col">Provider</th><th scope="col">Used for</th><th scope="col">Account</th><th scope="col">API base</th><th scope="col">Secrets</th><th scope="col">Updated</th></tr></thead>
 <tbody>${
-        PROVIDER_KINDS.map((kind) => {
-          const account = accounts.find((a) => a.kind === kind)
+        PROVIDERS.map((provider) => {
+          const account = accounts.find((a) => a.kind === provider.name)
           return account === undefined
-            ? html`<tr><td>${kind === "twilio" ? "Twilio" : "Vapi"}</td><td>${USES[kind]}</td><td colspan="4">Not set: the simulator is used.</td></tr>`
-            : html`<tr><td>${kind === "twilio" ? "Twilio" : "Vapi"}</td><td>${USES[kind]}</td><td>${account.accountId ?? "—"}</td><td>${account.apiBase}</td><td>set</td><td>${account.updatedAt}</td></tr>`
+            ? html`<tr><td>${provider.label}</td><td>${capitalised(provider.serves)}</td><td colspan="4">${
+              accounts.some((a) => providersFor(provider.kind).some((p) => p.name === a.kind))
+                ? "Not set."
+                : "Not set: the simulator is used."
+            }</td></tr>`
+            : html`<tr><td>${provider.label}</td><td>${capitalised(provider.serves)}</td><td>${account.accountId ?? "—"}</td><td>${account.apiBase}</td><td>set</td><td>${account.updatedAt}</td></tr>`
         })
       }</tbody></table>
 <p class="hint">Secrets are write-only: they are stored sealed and never shown again, here or anywhere.</p>
-${accounts.map((a) => actionButton(session, "/admin/providers/clear", { kind: a.kind }, `Use the simulator instead of ${a.kind === "twilio" ? "Twilio" : "Vapi"}`))}
+${
+        accounts.map((a) =>
+          actionButton(session, "/admin/providers/clear", { kind: a.kind }, `Use the simulator instead of ${providerNamed(a.kind)?.label ?? a.kind}`)
+        )
+      }
 </section>
-<form class="card" method="post" action="/admin/providers/set" novalidate>
-<h2>Set Twilio (texts and WhatsApp)</h2>
-${csrfField(session)}<input type="hidden" name="kind" value="twilio">
-${plain("accountSid", "Account SID", "AC followed by 32 hex digits (Twilio Console → Account Info).")}
-${secret("authToken", "Auth Token", "Also checks the signature of Twilio's callbacks.")}
-${plain("apiKeySid", "API key SID (optional)", "SK…; sends with this key instead of the Auth Token.")}
-${secret("apiKeySecret", "API key secret (optional)")}
-${plain("messagingServiceSid", "Messaging Service SID (optional)", "MG…")}
-${plain("twilioApiBase", "API base (optional)", "Empty: Twilio's public API.")}
-<button type="submit">Save Twilio</button>
-</form>
-<form class="card" method="post" action="/admin/providers/set" novalidate>
-<h2>Set Vapi (AI calls)</h2>
-${csrfField(session)}<input type="hidden" name="kind" value="vapi">
-${secret("apiKey", "Private API key")}
-${secret("webhookSecret", "Server message secret", "The secret Vapi sends with its server messages (X-Vapi-Secret).")}
-${plain("vapiApiBase", "API base (optional)", "Empty: Vapi's public API.")}
-<button type="submit">Save Vapi</button>
-</form>
+${PROVIDERS.map(form)}
 <section aria-labelledby="p-numbers"><h2 id="p-numbers">Numbers</h2>
 <table><thead><tr><th scope="col">Name</th><th scope="col">Phone</th><th scope="col">Sid</th><th scope="col">Channels</th><th scope="col">Provider ids</th></tr></thead>
 <tbody>${
@@ -94,41 +107,40 @@ ${plain("vapiApiBase", "API base (optional)", "Empty: Vapi's public API.")}
   })
 
 export const providersPage = (request: ConsoleRequest, session: Session) =>
-  providersView(session, {}, {}, NOTICES[request.query.get("done") ?? ""])
+  providersView(session, {}, {}, noticeOf(request.query))
 
 export const setProvider = (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
     const f = request.form
-    const kind: ProviderKind = f.get("kind") === "vapi" ? "vapi" : "twilio"
-    const value = (field: ProviderField) => f.get(formName(kind, field)) ?? undefined
-    const checked = providerAccount({
-      kind,
-      orgId: session.orgId,
-      apiBase: value("apiBase"),
-      accountSid: value("accountSid"),
-      authToken: value("authToken"),
-      apiKeySid: value("apiKeySid"),
-      apiKeySecret: value("apiKeySecret"),
-      messagingServiceSid: value("messagingServiceSid"),
-      apiKey: value("apiKey"),
-      webhookSecret: value("webhookSecret")
-    })
+    const provider = providerNamed(f.get("kind") ?? "") ?? PROVIDERS[0]
+    const checked = checkSettings(
+      provider,
+      Object.fromEntries(provider.fields.map((field) => [field.name, f.get(formName(provider, field.name)) ?? undefined]))
+    )
     if (Either.isLeft(checked)) {
-      const name = formName(kind, checked.left.field)
+      const name = formName(provider, checked.left.field)
       // Only what is not secret is given back to the form.
       const values = Object.fromEntries(
-        ["accountSid", "apiKeySid", "messagingServiceSid", `${kind}ApiBase`].map((n) => [n, f.get(n) ?? ""])
+        provider.fields.filter((field) => !field.secret).map((field) => {
+          const formField = formName(provider, field.name)
+          return [formField, f.get(formField) ?? ""]
+        })
       )
       const message = checked.left.message
-      return yield* providersView(session, { [name]: `${message.charAt(0).toUpperCase()}${message.slice(1)}.` }, values, undefined)
+      return yield* providersView(session, { [name]: `${capitalised(message)}.` }, values, undefined)
     }
-    yield* (yield* ProviderAccounts).set(checked.right, new Date(yield* Clock.currentTimeMillis).toISOString())
-    return redirect(`/admin/providers?done=${kind}`)
+    const replaced = yield* (yield* ProviderAccounts).set(
+      { orgId: session.orgId, provider: provider.name, ...checked.right },
+      new Date(yield* Clock.currentTimeMillis).toISOString(),
+      providersFor(provider.kind).map((p) => p.name)
+    )
+    const also = replaced.length === 0 ? "" : `&replaced=${encodeURIComponent(replaced.join(","))}`
+    return redirect(`/admin/providers?done=${encodeURIComponent(provider.name)}${also}`)
   })
 
 export const clearProvider = (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
-    const kind: ProviderKind = request.form.get("kind") === "vapi" ? "vapi" : "twilio"
-    yield* (yield* ProviderAccounts).clear(session.orgId, kind)
+    const provider = providerNamed(request.form.get("kind") ?? "")
+    if (provider !== undefined) yield* (yield* ProviderAccounts).clear(session.orgId, provider.name)
     return redirect("/admin/providers?done=cleared")
   })

@@ -32,7 +32,7 @@ const add = Command.make(
       Options.withDefault("outbound" as const)
     ),
     providerId: Options.text("provider-id").pipe(
-      Options.withDescription("The bot's id at the AI-call provider (the Vapi assistant id)"),
+      Options.withDescription("The bot's id at the organisation's AI-call provider (its assistant or agent id)"),
       Options.optional
     )
   },

@@ -44,7 +44,8 @@ const add = Command.make(
     ),
     providerIds: Options.text("provider-id").pipe(
       Options.withDescription(
-        "The number's id at a real provider: the Twilio phone number sid (PN…) and/or the Vapi phone number id; " +
+        "The number's ids at the organisation's providers (a carrier's phone number sid, an AI-call provider's " +
+          "phone number id, for those that have one); " +
           "repeat the flag or separate by commas"
       ),
       Options.repeated

@@ -2,7 +2,7 @@
  * Retell AI (AI phone calls): create an outbound phone call, read one call
  * again, and find a call when a create's outcome is unknown. Plain Effect over
  * `fetch`, with no retries of its own (Retell's create-phone-call takes no
- * idempotency key; the dispatcher decides, after `findCall` has looked).
+ * idempotency key; the dispatcher decides, after `findCalls` has looked).
  *
  * The call carries `parleyActionId` in its top-level `metadata`, which Retell
  * stores untouched and returns on the call (get-call, list-calls, webhooks), so
@@ -17,12 +17,12 @@ import { exchange, parseJson, type ProviderExchange, retryAfterMs } from "../Pro
 
 export const RETELL_API_BASE = "https://api.retellai.com"
 export const RETELL_TIMEOUT_MS = 15_000
-/** How far before `since` findCall still counts a call as a candidate (Parley's clock against Retell's). */
+/** How far before `since` findCalls still counts a call as a candidate (Parley's clock against Retell's). */
 export const RETELL_CLOCK_SKEW_MS = 60_000
 /** list-calls' largest page (Retell's API reference: `limit` maximum 1000). */
 const FIND_LIMIT = 1000
 /**
- * Pages findCall reads at most: 10,000 calls between the same two numbers. Past
+ * Pages findCalls reads at most: 10,000 calls between the same two numbers. Past
  * that it answers "could not tell" rather than "not there", so a call it did
  * not get to see is never placed a second time.
  */
@@ -252,30 +252,40 @@ export interface RetellFindQuery {
   readonly toNumber: string
   /** ms since the epoch: the create was sent at or after this (less RETELL_CLOCK_SKEW_MS). */
   readonly since: number
-  readonly parleyActionId: string
+}
+
+/** A call findCalls found: when it started (null while it has not), and the Parley action its metadata names. */
+export interface RetellFoundCall {
+  readonly call: RetellCall
+  readonly startedAt: number | null
+  readonly parleyActionId: string | null
 }
 
 /**
- * Reconciles a create whose outcome is unknown: POST /v3/list-calls for the
- * calls between the two numbers, every page (`pagination_key` until `has_more`
- * is false), then the newest call whose metadata.parleyActionId is this
- * action's. None only once every candidate was seen.
+ * Reconciles a create whose outcome is unknown: every call between the two
+ * numbers that may have been created in the window (POST /v3/list-calls, every
+ * page: `pagination_key` until `has_more` is false), oldest first, each with the
+ * `parleyActionId` of its metadata. Which is the action's is the caller's
+ * decision. Past FIND_MAX_PAGES, or when Retell says more follow without a way
+ * to read them, the answer is an error ("could not tell"), never a partial list
+ * that could miss the call.
  *
  * The time window is applied here, not in the filter: Retell filters and sorts
  * by `start_timestamp`, which a call has only once it started, so a filter on
  * it would hide a call still dialing, exactly the one a resend would duplicate.
- * A call without `start_timestamp` is always a candidate; one that started
- * before the window cannot be this action's.
+ * A call without `start_timestamp` is always a candidate (listed last); one that
+ * started before the window cannot be this action's.
  */
-export const findCall = Effect.fn("RetellClient.findCall")(function*(
+export const findCalls = Effect.fn("RetellClient.findCalls")(function*(
   account: RetellAccount,
   query: RetellFindQuery,
   options: RetellCallOptions = {}
 ) {
   const windowStart = query.since - RETELL_CLOCK_SKEW_MS
   let paginationKey: string | null = null
-  let best: RetellCallJson | undefined
-  for (let page = 0; page < FIND_MAX_PAGES; page++) {
+  const seen = new Map<string, RetellCallJson>()
+  for (let page = 0;; page++) {
+    if (page === FIND_MAX_PAGES) return yield* inconclusive(`more than ${FIND_MAX_PAGES} pages of calls between these numbers`)
     const answer = yield* exchange({
       method: "POST",
       url: endpoint(account, "/v3/list-calls"),
@@ -304,29 +314,32 @@ export const findCall = Effect.fn("RetellClient.findCall")(function*(
       })
     }
     for (const item of list.value.items) {
-      // A web call in the list (no numbers) or an item we cannot read is not ours.
+      // A web call in the list (no numbers) or an item we cannot read is not a phone call between them.
       const call = decodeCall(item)
       if (Option.isNone(call)) continue
       const json = call.value
-      if (metadataStrings(json.metadata)["parleyActionId"] !== query.parleyActionId) continue
       if (json.from_number !== null && json.from_number !== query.fromNumber) continue
       if (json.to_number !== null && json.to_number !== query.toNumber) continue
       if (json.start_timestamp !== null && json.start_timestamp < windowStart) continue
-      if (best === undefined || (json.start_timestamp ?? Infinity) > (best.start_timestamp ?? Infinity)) best = json
+      seen.set(json.call_id, json)
     }
-    if (!list.value.has_more) return best === undefined ? Option.none<RetellCall>() : Option.some(toCall(best))
+    if (!list.value.has_more) break
     const next = list.value.pagination_key ?? null
     if (next === null || next === paginationKey) {
-      if (best !== undefined) return Option.some(toCall(best))
       return yield* inconclusive("Retell said more calls follow but gave no new pagination_key to read them")
     }
     paginationKey = next
   }
-  if (best !== undefined) return Option.some(toCall(best))
-  return yield* inconclusive(`more than ${FIND_MAX_PAGES} pages of calls between these numbers`)
+  return [...seen.values()]
+    .map((json): RetellFoundCall => ({
+      call: toCall(json),
+      startedAt: json.start_timestamp,
+      parleyActionId: metadataStrings(json.metadata)["parleyActionId"] ?? null
+    }))
+    .sort((a, b) => (a.startedAt ?? Number.MAX_SAFE_INTEGER) - (b.startedAt ?? Number.MAX_SAFE_INTEGER))
 })
 
-/** findCall could not see every candidate: not "no such call", which would let the action be sent again. */
+/** findCalls could not see every candidate: not "no such call", which would let the action be sent again. */
 const inconclusive = (why: string) =>
   new RetellCallError({
     reason: "unavailable",

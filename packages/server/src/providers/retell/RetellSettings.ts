@@ -7,7 +7,9 @@
  * Agents (bots' `--provider-id`) and numbers (plain E.164: Retell numbers need
  * no provider id) live in Parley's directory, not here.
  */
-import { Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
+import type { SettingField, SettingsInput, SettingsRefusal, StoredSettings } from "../Provider.js"
+import { given } from "../ProviderSettings.js"
 import type { RetellAccount } from "./RetellClient.js"
 import { RETELL_API_BASE } from "./RetellClient.js"
 
@@ -39,4 +41,41 @@ export type RetellSettings = typeof RetellSettings.Type
 export const retellAccount = (settings: RetellSettings): RetellAccount => ({
   apiBase: settings.apiBase,
   apiKey: settings.apiKey
+})
+
+/** What `parley providers set --kind retell` asks for beside the API base. */
+export const RETELL_FIELDS: ReadonlyArray<SettingField> = [
+  {
+    name: "apiKey",
+    flag: "api-key",
+    label: "API key",
+    description: "the API key (with the webhook badge: Retell signs its webhooks with it)",
+    secret: true,
+    required: true,
+    inConsole: true
+  }
+]
+
+const decodeSettings = Schema.decodeUnknownEither(RetellSettings)
+
+export const checkRetellSettings = (input: SettingsInput, apiBase: string): Either.Either<RetellSettings, SettingsRefusal> => {
+  const apiKey = given(input["apiKey"])
+  if (apiKey === undefined) return Either.left({ field: "apiKey", message: "is required for Retell" })
+  return Either.mapLeft(
+    decodeSettings({ apiKey, apiBase }),
+    (error) => ({ field: "apiBase", message: ParseResult.TreeFormatter.formatErrorSync(error) })
+  )
+}
+
+export const storeRetellSettings = (settings: RetellSettings): StoredSettings => ({
+  apiBase: settings.apiBase,
+  accountId: null,
+  sealed: Schema.encodeSync(RetellSecrets)({ apiKey: settings.apiKey })
+})
+
+const decodeSecrets = Schema.decodeUnknownSync(RetellSecrets)
+
+export const readRetellSettings = (stored: StoredSettings): RetellSettings => ({
+  apiBase: stored.apiBase,
+  ...decodeSecrets(stored.sealed)
 })

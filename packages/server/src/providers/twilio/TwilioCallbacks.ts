@@ -12,12 +12,12 @@ import { Clock, Effect, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { refusal } from "../../http/ErrorResponses.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
-import { ProviderAccounts, type TwilioAccountSettings } from "../../store/SqlProviderAccounts.js"
+import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import { ProviderHandoffs } from "../../store/SqlProviderHandoffs.js"
 // Actions these reports finish are counted under their provider (parley_actions_finished_total).
 import { forProvider } from "../../observability/Metrics.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
-import { requestUrl, TWILIO_STATUS_PATH } from "../CallbackUrls.js"
+import { requestUrl } from "../CallbackUrls.js"
 import {
   answerFailure,
   callbacksBusy,
@@ -30,7 +30,10 @@ import {
   unverified
 } from "../ProviderCallbacks.js"
 import * as Twilio from "./TwilioClient.js"
+import { readTwilioSettings, type TwilioSettings } from "./TwilioSettings.js"
 import { twilioMessageStatus } from "./TwilioStatuses.js"
+
+export const TWILIO_STATUS_PATH = "/providers/twilio/status"
 
 /** Twilio sends only the code; the text says where it is explained. */
 const twilioError = (code: string): string => `${code}: see https://www.twilio.com/docs/api/errors/${code}`
@@ -41,7 +44,7 @@ export const twilioCallbackRoutes = Effect.gen(function*() {
   const handoffs = yield* ProviderHandoffs
   const reports = yield* ProviderReports.ProviderReports
   const gate = yield* CallbackGate
-  const twilioKeys = new TtlCache<Option.Option<TwilioAccountSettings>>(KEY_CACHE_MS)
+  const twilioKeys = new TtlCache<Option.Option<TwilioSettings>>(KEY_CACHE_MS)
 
   const twilioStatus = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -55,7 +58,7 @@ export const twilioCallbackRoutes = Effect.gen(function*() {
     const params = (yield* request.urlParamsBody).map(([k, v]) => [k, v] as const)
     const url = requestUrl(config, request.headers.host, request.url)
     const work = Effect.gen(function*() {
-      const account = yield* twilioKeys.get(orgId, now, accounts.twilio(orgId))
+      const account = yield* twilioKeys.get(orgId, now, Effect.map(accounts.find(orgId, "twilio"), Option.map(readTwilioSettings)))
       if (
         Option.isNone(account) ||
         !Twilio.verifyTwilioSignature(account.value.authToken, url, params, request.headers["x-twilio-signature"])

@@ -36,13 +36,15 @@ import { Clock, Effect, Option, Redacted } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { refusal } from "../../http/ErrorResponses.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
-import { ProviderAccounts, type TwilioAccountSettings } from "../../store/SqlProviderAccounts.js"
+import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
-import { requestUrl, TWILIO_INBOUND_PATH } from "../CallbackUrls.js"
+import { requestUrl } from "../CallbackUrls.js"
 import { callbacksBusy, notAdmitted, sourceOf, unverified } from "../ProviderCallbacks.js"
 import { verifyTwilioSignature } from "./TwilioSignature.js"
+import { readTwilioSettings, type TwilioSettings } from "./TwilioSettings.js"
 
 export const CARRIER_INBOUND_PATH = "/carrier/inbound"
+export const TWILIO_INBOUND_PATH = "/providers/twilio/inbound"
 
 const EMPTY_TWIML = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`
 const E164 = /^\+[1-9]\d{7,14}$/
@@ -70,7 +72,7 @@ export const twilioInboundRoutes = Effect.gen(function*() {
   const inbound = yield* Inbound.Inbound
   const accounts = yield* ProviderAccounts
   const gate = yield* CallbackGate
-  const keys = new TtlCache<Option.Option<TwilioAccountSettings>>(KEY_CACHE_MS)
+  const keys = new TtlCache<Option.Option<TwilioSettings>>(KEY_CACHE_MS)
   const receive = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const now = yield* Clock.currentTimeMillis
@@ -92,7 +94,7 @@ export const twilioInboundRoutes = Effect.gen(function*() {
         if (admission !== "admitted") return yield* notAdmitted(admission)
       }
       // The organisation's own Twilio account signs its inbound traffic; otherwise the server-wide token, if any.
-      const own = line === undefined ? Option.none() : yield* keys.get(line.orgId, now, accounts.twilio(line.orgId))
+      const own = line === undefined ? Option.none() : yield* keys.get(line.orgId, now, Effect.map(accounts.find(line.orgId, "twilio"), Option.map(readTwilioSettings)))
       const token = Option.orElse(
         Option.map(own, (account) => account.authToken),
         () => Option.map(config.carrierAuthToken, Redacted.value)

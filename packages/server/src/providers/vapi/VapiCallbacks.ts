@@ -12,12 +12,12 @@ import { Clock, Effect, Either, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { refusal } from "../../http/ErrorResponses.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
-import { ProviderAccounts, type VapiAccountSettings } from "../../store/SqlProviderAccounts.js"
+import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import { ProviderHandoffs } from "../../store/SqlProviderHandoffs.js"
 // Actions these reports finish are counted under their provider (parley_actions_finished_total).
 import { forProvider } from "../../observability/Metrics.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
-import { requestUrl, VAPI_EVENTS_PATH } from "../CallbackUrls.js"
+import { requestUrl } from "../CallbackUrls.js"
 import {
   answerFailure,
   callbacksBusy,
@@ -30,6 +30,9 @@ import {
 } from "../ProviderCallbacks.js"
 import * as Vapi from "./VapiClient.js"
 import { callMetadata, toCallReport } from "./VapiReports.js"
+import { readVapiSettings, type VapiSettings } from "./VapiSettings.js"
+
+export const VAPI_EVENTS_PATH = "/providers/vapi/events"
 
 export const vapiCallbackRoutes = Effect.gen(function*() {
   const config = yield* ServerConfig
@@ -37,7 +40,7 @@ export const vapiCallbackRoutes = Effect.gen(function*() {
   const handoffs = yield* ProviderHandoffs
   const reports = yield* ProviderReports.ProviderReports
   const gate = yield* CallbackGate
-  const vapiKeys = new TtlCache<Option.Option<VapiAccountSettings>>(KEY_CACHE_MS)
+  const vapiKeys = new TtlCache<Option.Option<VapiSettings>>(KEY_CACHE_MS)
 
   const vapiEvents = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -60,7 +63,7 @@ export const vapiCallbackRoutes = Effect.gen(function*() {
       now
     }
     const work = Effect.gen(function*() {
-      const account = yield* vapiKeys.get(orgId, now, accounts.vapi(orgId))
+      const account = yield* vapiKeys.get(orgId, now, Effect.map(accounts.find(orgId, "vapi"), Option.map(readVapiSettings)))
       if (Option.isNone(account) || !Vapi.verifyVapiSecret(account.value.webhookSecret, signed, account.value)) {
         return yield* unverified()
       }
