@@ -30,7 +30,10 @@ const startRetry = Schedule.exponential("1 second").pipe(
   Schedule.upTo("30 seconds")
 )
 
-const ClientTransactions = Layer.effect(Transactions, Effect.map(SqlClient.SqlClient, (sql) => ({ withTransaction: sql.withTransaction })))
+const ClientTransactions = Layer.effect(
+  Transactions,
+  Effect.map(SqlClient.SqlClient, (sql) => ({ withTransaction: sql.withTransaction }))
+)
 
 /** The store's ports through the SqlClient; built once the database is migrated. */
 const Ports = Layer.mergeAll(

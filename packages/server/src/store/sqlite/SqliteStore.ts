@@ -20,7 +20,6 @@ import { migrations } from "../migrations.js"
 import { Transactions } from "../Transactions.js"
 import * as SqliteCreationWrites from "./SqliteCreationWrites.js"
 import * as SqliteDirectReads from "./SqliteDirectReads.js"
-import { SqliteHandle } from "./SqliteDriver.js"
 import * as SqliteDriver from "./SqliteDriver.js"
 import * as SqliteIdempotencyStore from "./SqliteIdempotencyStore.js"
 import * as SqliteSettingsCache from "./SqliteSettingsCache.js"
@@ -50,7 +49,10 @@ const prepareDataDir = (dataDir: string): string => {
   return file
 }
 
-const ConnectionTransactions = Layer.effect(Transactions, Effect.map(SqliteHandle, (handle) => ({ withTransaction: handle.withTransaction })))
+const ConnectionTransactions = Layer.effect(
+  Transactions,
+  Effect.map(SqliteDriver.SqliteHandle, (handle) => ({ withTransaction: handle.withTransaction }))
+)
 
 /** The store's ports on the connection; built once the database is migrated. */
 const Ports = Layer.mergeAll(
