@@ -71,7 +71,16 @@ const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
   const url = withDatabase(adminUrl(), name)
   // A pool, so a test's concurrent queries each get a connection.
   let pool: pg.Pool | undefined
-  const connection = () => (pool ??= new pg.Pool({ connectionString: url, max: 4 }))
+  const connection = () => {
+    if (pool === undefined) {
+      pool = new pg.Pool({ connectionString: url, max: 4 })
+      // An idle connection the server ended (a test stopping Postgres, another process ending backends)
+      // is dropped from the pool; the next query fails or reconnects, instead of an uncaught error
+      // failing whichever test file happens to be running.
+      pool.on("error", () => {})
+    }
+    return pool
+  }
   const close = async () => {
     const open = pool
     pool = undefined
