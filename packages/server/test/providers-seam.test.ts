@@ -105,12 +105,17 @@ describe("providers, one per kind", () => {
     const page = await (await consoleGet(server.baseUrl, session, "/admin/providers")).text()
     expect(page).toContain("Set Retell (AI calls)")
     expect(page).toContain(`name="retellApiBase"`)
+    // Fields two forms share are told apart (ids are unique on the page).
+    expect(page).toContain(`name="retellApiKey"`)
+    expect(page).toContain(`name="vapiApiKey"`)
+    const ids = [...page.matchAll(/ id="([^"]+)"/g)].map((m) => m[1])
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([])
     expect(page).toContain("Saving replaces Vapi for AI calls.")
 
     const refused = await consolePost(server.baseUrl, session, "/admin/providers/set", {
       csrf: session.csrf,
       kind: "retell",
-      apiKey: "",
+      retellApiKey: "",
       retellApiBase: retell.url
     })
     expect(refused.status).toBe(400)
@@ -120,7 +125,7 @@ describe("providers, one per kind", () => {
     const saved = await consolePost(server.baseUrl, session, "/admin/providers/set", {
       csrf: session.csrf,
       kind: "retell",
-      apiKey: retell.apiKey,
+      retellApiKey: retell.apiKey,
       retellApiBase: retell.url
     })
     expect(saved.status).toBe(303)
