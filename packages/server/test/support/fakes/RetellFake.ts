@@ -30,8 +30,10 @@
  *   `endNextWith(reason)` any of the SDK's disconnection reasons; any other
  *   number talks and hangs up (`user_hangup`).
  * - The shared test controls (`failNext`, `dropNextAfterAccept`, `hangNext`,
- *   `down`/`up`, `tweakNextCallbacks`), plus `webhooksBeforeAnswerNext` (the
- *   create answers only after the first webhook was delivered),
+ *   `down`/`up`, `tweakNextCallbacks` — its `beforeAnswer` too), `onAnswered`
+ *   (told each time a create has been answered: the crash tests' kill hook),
+ *   plus `webhooksBeforeAnswerNext` (the create answers only after the first
+ *   webhook was delivered),
  *   `signNextWebhooksAt` (timestamps off by some ms: stale signatures) and
  *   `failNextWithConcurrencyLimit` (the call is made and ends
  *   `concurrency_limit_reached`, as Retell reports it), `seed` (calls made
@@ -265,6 +267,8 @@ export class RetellFake extends ProviderFake {
   readonly requests: Array<RetellFakeRequest> = []
   readonly calls: Array<RetellFakeCall> = []
   readonly deliveries: Array<RetellFakeDelivery> = []
+  /** Called once the 201 of each create has been written (the call exists and Parley may have its answer). */
+  onAnswered: ((call: RetellFakeCall) => void) | undefined = undefined
   private sequence = 0
   private accountWebhook: string | undefined
   private readonly agentWebhooks = new Map<string, string>()
@@ -388,12 +392,15 @@ export class RetellFake extends ProviderFake {
     if (fault?._tag === "ConcurrencyLimit") this.endings.unshift("concurrency_limit_reached")
     const created = this.create(parsed, response)
     if (created === undefined) return
+    // The answer describes the call as created, even when webhooks went out before it.
+    const answer = structuredClone(created.call.resource)
     if (created.firstWebhook !== undefined) await created.firstWebhook
     if (fault?._tag === "DropAfterAccept") {
       response.socket?.destroy()
       return
     }
-    sendJson(response, 201, created.call.resource)
+    sendJson(response, 201, answer)
+    this.onAnswered?.(created.call)
   }
 
   private injure(fault: Exclude<Fault, { _tag: "DropAfterAccept" | "ConcurrencyLimit" }>, response: ServerResponse) {
@@ -473,7 +480,7 @@ export class RetellFake extends ProviderFake {
     const tweak = this.tweaks.take()
     const offset = this.signatureOffsets.shift() ?? 0
     const ending = this.endings.shift() ?? this.ending(to)
-    if (this.beforeAnswer.shift() === true) {
+    if (this.beforeAnswer.shift() === true || tweak.beforeAnswer === true) {
       let first: () => void = () => undefined
       const firstWebhook = new Promise<void>((resolve) => (first = resolve))
       this.lifecycles.run(() => this.lifecycle(call, ending, tweak, offset, first).finally(first))
