@@ -9,7 +9,8 @@
  *   allowed to the key, able to text), the action row, its `message.queued` event (the same payload),
  *   its webhook deliveries and the completed idempotency record; 202 with the same body.
  * - dispatch (a loop paced as Parley's: a full batch at once, otherwise a pause until the next action
- *   is due, 10–50 ms): lease a batch of due actions (500 at most), charge it (status Sending, the allowance decremented) in one transaction, read the
+ *   is due, 10–50 ms): lease a batch of due actions (500 at most), charge it (status Sending, the units counted in the
+ *   organisation's usage of the month) in one transaction, read the
  *   provider account and earlier submissions, record the batch's sends with the simulated carrier (one
  *   statement), then mark the batch Sent with its `message.sent` events in one transaction (one
  *   statement each for the status changes, the events and their deliveries); `simStepMs` later, the same for
@@ -63,8 +64,17 @@ const organisation = db.prepare("SELECT * FROM organisations WHERE id = ?")
 const charge = (count: number) =>
   db.prepare(`UPDATE actions SET charged_at = ?, status = CASE WHEN kind = 'message' THEN 'Sending' ELSE 'Queued' END
     WHERE id IN (${placeholders(count)}) AND lease_owner = ? AND status = 'Queued' AND charged_at IS NULL RETURNING id`)
-const allowance = db.prepare("SELECT sms_allowance, call_allowance FROM organisations WHERE id = ?")
-const spend = db.prepare("UPDATE organisations SET sms_allowance = sms_allowance - ? WHERE id = ?")
+const allowance = db.prepare("SELECT sms_allowance, call_allowance, timezone FROM organisations WHERE id = ?")
+const usage = db.prepare("SELECT sms_used, call_used FROM allowance_usage WHERE org_id = ? AND period = ?")
+const spend = db.prepare(`INSERT INTO allowance_usage (org_id, period, sms_used, call_used) VALUES (?, ?, ?, 0)
+  ON CONFLICT (org_id, period) DO UPDATE SET sms_used = allowance_usage.sms_used + excluded.sms_used`)
+const months = new Map<string, Intl.DateTimeFormat>()
+const monthOf = (now: number, timeZone: string): string => {
+  const format = months.get(timeZone) ?? new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit" })
+  months.set(timeZone, format)
+  const parts = format.formatToParts(now)
+  return `${parts.find((p) => p.type === "year")?.value}-${parts.find((p) => p.type === "month")?.value}`
+}
 const providerAccount = db.prepare("SELECT * FROM provider_accounts WHERE org_id = ? AND kind = 'twilio'")
 const submissions = (count: number) =>
   db.prepare(`SELECT action_id, attempts, first_attempt_at, last_outcome FROM provider_submissions
@@ -204,8 +214,10 @@ const settle = db.transaction((actions: ReadonlyArray<ActionRow>, from: string, 
 
 const chargeBatch = db.transaction((ids: ReadonlyArray<number>, orgId: string, now: number) => {
   const charged = chargeOf(ids.length).all(now, ...ids, worker) as ReadonlyArray<{ id: number }>
-  allowance.get(orgId)
-  spend.run(charged.length, orgId)
+  const limits = allowance.get(orgId) as { readonly timezone: string } | undefined
+  const period = monthOf(now, limits?.timezone ?? "UTC")
+  usage.get(orgId, period)
+  spend.run(orgId, period, charged.length)
   return charged.length
 })
 

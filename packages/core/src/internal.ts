@@ -11,6 +11,7 @@ export * from "./index.js"
 export * from "./testing.js"
 
 export * as ActionRecords from "./domain/ActionRecords.js"
+export * as AllowancePeriods from "./domain/AllowancePeriods.js"
 export * as Canonical from "./domain/Canonical.js"
 export * as Crypto from "./domain/Crypto.js"
 export * as Demo from "./admin/Demo.js"

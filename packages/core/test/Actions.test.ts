@@ -8,6 +8,7 @@ import {
   ActionStore,
   ALL_SCOPES,
   Actions,
+  AllowancePeriods,
   ApiKeys,
   CreateAiCallRequest,
   CreateMessageRequest,
@@ -565,6 +566,31 @@ describe("allowances and AI settings (live keys only)", () => {
       // AI calls draw on their own allowance.
       const call = yield* actions.createAiCall(yield* callerFor(demo.keys.live), aiCall(), "k3")
       expect(call.ack.test).toBe(false)
+    }).pipe(Effect.provide(CoreTestLayer)))
+
+  it.effect("an allowance is per calendar month in the organisation's time zone: used up, then whole again at the month's start there", () =>
+    Effect.gen(function*() {
+      const demo = yield* seedDemo
+      const organisations = yield* Organisations.Organisations
+      yield* organisations.update(demo.orgId, { callAllowance: 1, timezone: "Europe/Berlin" })
+      // January in Berlin; the one call of the month is used.
+      yield* TestClock.setTime(Date.parse("2027-01-15T12:00:00Z"))
+      const january = AllowancePeriods.periodOf(yield* TestClock.currentTimeMillis, "Europe/Berlin")
+      expect(january).toBe("2027-01")
+      expect(yield* organisations.takeAllowance(demo.orgId, "call", 1, january)).toBe(true)
+      expect(yield* organisations.takeAllowance(demo.orgId, "call", 1, january)).toBe(false)
+      expect(yield* organisations.usage(demo.orgId, january)).toEqual({ period: "2027-01", sms: 0, calls: 1 })
+      const actions = yield* Actions.Actions
+      // 23:59 on 31 January in Berlin (22:59 UTC): still January there.
+      yield* TestClock.setTime(Date.parse("2027-01-31T22:59:00Z"))
+      const error = yield* failureOf(actions.createAiCall(yield* callerFor(demo.keys.live), aiCall(), "k1"))
+      expect(error._tag).toBe("AllowanceExhausted")
+      expect(error.message).toContain("this month")
+      // Midnight in Berlin, 23:00 UTC: February there, and the allowance is whole again.
+      yield* TestClock.setTime(Date.parse("2027-01-31T23:00:00Z"))
+      const call = yield* actions.createAiCall(yield* callerFor(demo.keys.live), aiCall(), "k2")
+      expect(call.ack.test).toBe(false)
+      expect(yield* organisations.usage(demo.orgId, "2027-02")).toEqual({ period: "2027-02", sms: 0, calls: 0 })
     }).pipe(Effect.provide(CoreTestLayer)))
 
   it.effect("callAllowance 0: live AI call is AllowanceExhausted, test key unaffected", () =>

@@ -5,6 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import * as Actions from "../src/domain/Actions.js"
 import * as Dispatch from "../src/domain/Dispatch.js"
+import * as DispatchRules from "../src/domain/DispatchRules.js"
 import * as ProviderReports from "../src/domain/ProviderReports.js"
 import * as EventOutbox from "../src/ports/EventOutbox.js"
 import * as Organisations from "../src/ports/Organisations.js"
@@ -113,7 +114,7 @@ describe("Dispatch (core, embedded)", () => {
       const offCall = yield* call("+14155550125")
       yield* organisations.update(demo.orgId, { aiCallsEnabled: false })
       yield* dispatch.runDue
-      expect((yield* status("message", noUnits)).errorMessage).toBe("The organisation's text allowance is used up.")
+      expect((yield* status("message", noUnits)).errorMessage).toBe(DispatchRules.ALLOWANCE_FAILURE.message)
       const off = yield* status("ai_call", offCall)
       expect(off.status).toBe("Failed")
       expect(off.errorMessage).toContain("AI calls are turned off")

@@ -36,6 +36,7 @@ interface Organisation {
   readonly destinationCountries: ReadonlyArray<string> | null
   readonly premiumNumbersAllowed: boolean
   readonly internationalNetworksAllowed: boolean
+  readonly allowances: { readonly sms: { readonly used: number; readonly limit: number | null } }
 }
 
 describe("abuse limits: destinations and allowances", () => {
@@ -117,15 +118,17 @@ describe("abuse limits: destinations and allowances", () => {
       )
       return rows[0]?.n === 0 ? true : undefined
     }, { what: "the earlier texts to leave the queue" })
-    await server.adminJson(["orgs", "update", demo.orgId, "--sms-allowance", "5"])
+    // The allowance is per month: 5 segments left means a limit of what this month used so far plus 5.
+    const usedBefore = (await org())?.allowances.sms.used ?? 0
+    await server.adminJson(["orgs", "update", demo.orgId, "--sms-allowance", String(usedBefore + 5)])
     // 161 GSM-7 characters: two segments of 153; 71 characters with an emoji: UCS-2, two segments of 67.
     expect((await text("+14155550123", demo.keys.live, "a".repeat(161))).status).toBe(202)
     expect((await text("+14155550123", demo.keys.live, `${"b".repeat(69)}😀`)).status).toBe(202)
-    await until(async () => ((await org())?.smsAllowance === 1 ? true : undefined), {
+    await until(async () => ((await org())?.allowances.sms.used === usedBefore + 4 ? true : undefined), {
       what: "the allowance to drop by 4 units (2 texts of 2 segments)"
     })
     const error = await expectError(await text("+14155550123", demo.keys.live, "c".repeat(200)), 403, "ALLOWANCE_EXHAUSTED")
-    expect(error.message).toMatch(/1 SMS segments left; this text needs 2/)
+    expect(error.message).toMatch(/1 SMS segments left this month; this text needs 2/)
     expect((await text("+14155550123", demo.keys.live, "d".repeat(160))).status).toBe(202)
     await server.adminJson(["orgs", "update", demo.orgId, "--sms-allowance", "unlimited"])
   })

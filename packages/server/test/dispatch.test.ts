@@ -145,8 +145,12 @@ describe.concurrent("dispatch and the simulated lifecycle", () => {
     ))
     expect(outcomes.map((o) => o.status).sort()).toEqual(["Delivered", "Failed"])
     expect(outcomes.find((o) => o.status === "Failed")?.errorMessage).toContain("allowance")
-    const orgs = await server.adminJson<{ items: ReadonlyArray<{ id: string; smsAllowance: number | null }> }>(["orgs", "list"])
-    expect(orgs.items.find((o) => o.id === org.id)?.smsAllowance).toBe(0)
+    // The limit stays what it was set to; the month's usage shows the one text sent.
+    const shown = await server.adminJson<{ smsAllowance: number | null; allowances: { sms: { used: number; limit: number | null } } }>(
+      ["orgs", "show", org.id]
+    )
+    expect(shown.smsAllowance).toBe(1)
+    expect(shown.allowances.sms).toEqual({ used: 1, limit: 1 })
   }, 90_000)
 
   it.sequential("never both cancels and sends: cancellation racing the dispatcher for the same rows", async () => {

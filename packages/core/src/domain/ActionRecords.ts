@@ -14,7 +14,8 @@ export const mayRead = (readable: ReadonlyArray<CrmModule> | undefined, module: 
  * Built without re-validating: every ActionRecord field is a plain string, a literal or a struct of
  * those (no refinement), and a Action already carries exactly those types, decoded where it was
  * read from storage or request input. Validation here only repeated what the types prove, and it
- * was the largest cost of an event (~35 µs of ~50; the dispatcher writes thousands a second). The
+ * was the largest cost of an event, which the dispatcher writes thousands of a second (figures in
+ * docs/benchmarks.md, "Measurements moved out of code comments"). The
  * nested values are copied field by field, as a validating make would, so that a value with more
  * properties than its type (a stored linked record, say) writes no extra key into a payload.
  */

@@ -26,9 +26,11 @@ import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Res
 import { Crm, type CrmError, type CrmRecord } from "../ports/Crm.js"
 import { ActionStore, type ActionKind, type Action, isCancellable, type NewAction, publicId } from "../ports/ActionStore.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
+import { type AllowanceKind, Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { toActionRecord } from "./ActionRecords.js"
+import * as AllowancePeriods from "./AllowancePeriods.js"
 import type { CallerInfo } from "./Caller.js"
 import { newId } from "./Crypto.js"
 import { refusal } from "./Destinations.js"
@@ -91,7 +93,11 @@ export class Actions extends Context.Tag("@parley/core/Actions")<Actions, Action
 
 const KIND_NAME: Record<ActionKind, string> = { message: "message", ai_call: "AI call" }
 
-export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | Idempotency | EventOutbox | UnitOfWork> = Layer.effect(
+export const layer: Layer.Layer<
+  Actions,
+  never,
+  ActionStore | Crm | Directory | Idempotency | EventOutbox | UnitOfWork | Organisations
+> = Layer.effect(
   Actions,
   Effect.gen(function*() {
     const crm = yield* Crm
@@ -100,6 +106,19 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
     const idempotency = yield* Idempotency
     const outbox = yield* Effect.context<EventOutbox>()
     const unitOfWork = yield* UnitOfWork
+    const organisations = yield* Organisations
+
+    /**
+     * What a live caller's organisation has left of an allowance this period (null: unlimited, or a test key,
+     * which spends nothing). Read at acceptance so a used-up allowance is refused at once; the dispatcher
+     * takes the units when it commits the send, so a text cancelled before then never counts.
+     */
+    const allowanceLeft = (caller: CallerInfo, kind: AllowanceKind) =>
+      Effect.gen(function*() {
+        if (caller.mode !== "live" || AllowancePeriods.limitOf(caller.organisation, kind) === null) return null
+        const period = AllowancePeriods.periodOf(yield* Clock.currentTimeMillis, caller.organisation.timezone)
+        return AllowancePeriods.left(caller.organisation, yield* organisations.usage(caller.orgId, period), kind)
+      })
 
     const requireWrite = (caller: CallerInfo) =>
       caller.account.permissions.actionsWrite
@@ -296,12 +315,12 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
               }
             }
             const units = allowanceUnits(request.channel, body)
-            if (caller.mode === "live" && caller.organisation.smsAllowance !== null &&
-              caller.organisation.smsAllowance < units) {
+            const textsLeft = yield* allowanceLeft(caller, "sms")
+            if (textsLeft !== null && textsLeft < units) {
               return yield* new AllowanceExhausted({
-                message: units === 1
-                  ? "The organisation's text allowance is used up."
-                  : `The organisation's text allowance has ${caller.organisation.smsAllowance} SMS segments left; ` +
+                message: units === 1 || textsLeft === 0
+                  ? "The organisation's text allowance for this month is used up."
+                  : `The organisation's text allowance has ${textsLeft} SMS segments left this month; ` +
                     `this text needs ${units}.`
               })
             }
@@ -338,9 +357,11 @@ export const layer: Layer.Layer<Actions, never, ActionStore | Crm | Directory | 
             yield* allowedDestination(caller, number.phoneNumber, request.to)
             const bot = yield* directory.resolveBot(caller, request.botId)
             const record = yield* linkedRecord(caller, request.record)
-            if (caller.mode === "live" && caller.organisation.callAllowance !== null &&
-              caller.organisation.callAllowance <= 0) {
-              return yield* new AllowanceExhausted({ message: "The organisation's AI call allowance is used up." })
+            const callsLeft = yield* allowanceLeft(caller, "call")
+            if (callsLeft !== null && callsLeft <= 0) {
+              return yield* new AllowanceExhausted({
+                message: "The organisation's AI call allowance for this month is used up."
+              })
             }
             const now = new Date(yield* Clock.currentTimeMillis).toISOString()
             return yield* commit(caller, {

@@ -41,8 +41,9 @@ const ID_CHARS = 22
  * A random id with a readable prefix, e.g. `key_3fX…`, `evt_…`, `test_…`: 22 base-62 characters, each
  * uniform and independent (≈131 bits of entropy, more than the 128 random bits the ids were first cut
  * from). Each character takes the low 6 bits of a random byte and rejects the 2 values of 64 that are
- * not below 62, so no character is likelier than another. The dispatcher makes an id per event: this
- * costs ~1 µs, where base-62 of 16 bytes through BigInt division cost ~15.
+ * not below 62, so no character is likelier than another. Bytes from a pool and no BigInt arithmetic,
+ * because the dispatcher makes an id per event (the costs are in docs/benchmarks.md, "Measurements
+ * moved out of code comments").
  */
 export const newId = (prefix: string): string => {
   let id = `${prefix}_`

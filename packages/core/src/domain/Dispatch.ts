@@ -20,6 +20,7 @@ import { Carrier } from "../ports/Carrier.js"
 import { type Action, ActionStore } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
+import { periodOf } from "./AllowancePeriods.js"
 import { ALLOWANCE_FAILURE, decide } from "./DispatchRules.js"
 import { allowanceUnits } from "./Segments.js"
 import { ProviderReports } from "./ProviderReports.js"
@@ -111,7 +112,8 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | C
           if (decision._tag === "Hold") return
           if (decision._tag === "Fail") return yield* fail(action, decision.reason)
           const units = action.kind === "message" ? allowanceUnits(action.type, action.body) : 1
-          if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units))) {
+          const period = periodOf(now, organisation.value.timezone)
+          if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units, period))) {
             return yield* fail(action, ALLOWANCE_FAILURE[action.kind])
           }
           yield* submit(action)

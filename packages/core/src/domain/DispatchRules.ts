@@ -5,8 +5,8 @@
  *   until the window next opens (in the organisation's time zone);
  * - AI settings: an AI call whose organisation turned AI calls off fails;
  * - allowances: a dispatched SMS takes one unit per segment (Segments), a
- *   WhatsApp message one, an AI call one whatever its duration; with too
- *   little left the action fails.
+ *   WhatsApp message one, an AI call one whatever its duration, counted in the
+ *   month it is sent (AllowancePeriods); with too little left the action fails.
  * The allowance is taken by the caller (an atomic store update) only after
  * this decision says Send.
  */
@@ -34,6 +34,6 @@ export const decide = (organisation: Organisation, kind: ActionKind, now: number
 }
 
 export const ALLOWANCE_FAILURE: Record<ActionKind, string> = {
-  message: "The organisation's text allowance is used up.",
-  ai_call: "The organisation's AI call allowance is used up."
+  message: "The organisation's text allowance for this month is used up.",
+  ai_call: "The organisation's AI call allowance for this month is used up."
 }

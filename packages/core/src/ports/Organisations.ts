@@ -17,9 +17,12 @@ export interface Organisation {
   readonly timezone: string
   /** Sending-hours spec (see SendingHours); `always` when unrestricted. */
   readonly sendingHours: string
-  /** Text segments left to send (a long SMS counts each of its segments; see Segments); null means unlimited. */
+  /**
+   * Text segments that may be sent per period (a calendar month in `timezone`; see AllowancePeriods), a long
+   * SMS counting each of its segments (see Segments); null means unlimited.
+   */
   readonly smsAllowance: number | null
-  /** AI calls left to start; null means unlimited. */
+  /** AI calls that may be started per period; null means unlimited. */
   readonly callAllowance: number | null
   /** Regions texts and calls may go to (ISO 3166, `US`); null: the sending line's own region (see Destinations). */
   readonly destinationCountries: ReadonlyArray<string> | null
@@ -59,16 +62,30 @@ export interface BotRow {
 export type OrganisationPatch = Partial<Omit<Organisation, "id" | "createdAt">>
 export type AllowanceKind = "sms" | "call"
 
+/** What an organisation used in one period (`YYYY-MM`, see AllowancePeriods): text segments and AI calls. */
+export interface AllowanceUsage {
+  readonly period: string
+  readonly sms: number
+  readonly calls: number
+}
+
 export interface OrganisationsService {
   readonly insert: (org: Organisation) => Effect.Effect<void, StorageError>
   readonly get: (orgId: string) => Effect.Effect<Option.Option<Organisation>, StorageError>
   readonly list: Effect.Effect<ReadonlyArray<Organisation>, StorageError>
   readonly update: (orgId: string, patch: OrganisationPatch) => Effect.Effect<Option.Option<Organisation>, StorageError>
   /**
-   * Take `units` of an allowance atomically (a text takes its segments). False when fewer are left;
-   * an unlimited allowance always succeeds.
+   * Take `units` of an allowance in `period` atomically (a text takes its segments), counting them as used.
+   * False when fewer are left; an unlimited allowance always succeeds (and counts).
    */
-  readonly takeAllowance: (orgId: string, kind: AllowanceKind, units: number) => Effect.Effect<boolean, StorageError>
+  readonly takeAllowance: (
+    orgId: string,
+    kind: AllowanceKind,
+    units: number,
+    period: string
+  ) => Effect.Effect<boolean, StorageError>
+  /** What the organisation used in `period` (nothing when it sent nothing then). */
+  readonly usage: (orgId: string, period: string) => Effect.Effect<AllowanceUsage, StorageError>
   readonly upsertNumber: (row: NumberRow) => Effect.Effect<void, StorageError>
   readonly listNumbers: (orgId: string) => Effect.Effect<ReadonlyArray<NumberRow>, StorageError>
   /** Every organisation's number with this phone (the carrier's inbound webhook knows only the number). */
@@ -92,6 +109,7 @@ export const layerMemory: Layer.Layer<Organisations> = Layer.effect(
     const orgs = yield* Ref.make(new Map<string, Organisation>())
     const numbers = yield* Ref.make(new Map<string, NumberRow>())
     const bots = yield* Ref.make(new Map<string, BotRow>())
+    const usages = yield* Ref.make(new Map<string, AllowanceUsage>())
     const keyOf = (orgId: string, id: string) => `${orgId}\u0000${id}`
     return Organisations.of({
       insert: (org) => Ref.update(orgs, (m) => new Map(m).set(org.id, org)),
@@ -104,16 +122,21 @@ export const layerMemory: Layer.Layer<Organisations> = Layer.effect(
           const next: Organisation = { ...current, ...patch }
           return [Option.some(next), new Map(m).set(orgId, next)]
         }),
-      takeAllowance: (orgId, kind, units) =>
-        Ref.modify(orgs, (m) => {
+      takeAllowance: (orgId, kind, units, period) =>
+        Effect.flatMap(Ref.get(orgs), (m) => {
           const current = m.get(orgId)
-          if (current === undefined) return [false, m]
-          const field = kind === "sms" ? "smsAllowance" : "callAllowance"
-          const left = current[field]
-          if (left === null) return [true, m]
-          if (left < units) return [false, m]
-          return [true, new Map(m).set(orgId, { ...current, [field]: left - units })]
+          if (current === undefined) return Effect.succeed(false)
+          return Ref.modify(usages, (u) => {
+            const used = u.get(keyOf(orgId, period)) ?? { period, sms: 0, calls: 0 }
+            const limit = kind === "sms" ? current.smsAllowance : current.callAllowance
+            const spent = kind === "sms" ? used.sms : used.calls
+            if (limit !== null && limit - spent < units) return [false, u]
+            const next = kind === "sms" ? { ...used, sms: used.sms + units } : { ...used, calls: used.calls + units }
+            return [true, new Map(u).set(keyOf(orgId, period), next)]
+          })
         }),
+      usage: (orgId, period) =>
+        Effect.map(Ref.get(usages), (u) => u.get(keyOf(orgId, period)) ?? { period, sms: 0, calls: 0 }),
       upsertNumber: (row) => Ref.update(numbers, (m) => new Map(m).set(keyOf(row.orgId, row.sid), row)),
       listNumbers: (orgId) =>
         Effect.map(Ref.get(numbers), (m) => [...m.values()].filter((n) => n.orgId === orgId).sort(byName)),

@@ -1,10 +1,11 @@
 /**
  * The rules for changing an organisation's sending rules, in one place for `parley orgs update` and the
  * console's Sending rules page: sending hours in an IANA time zone (parsed by the core's SendingHours,
- * which the dispatcher applies), and allowances as a whole number or unlimited.
+ * which the dispatcher applies), allowances per month as a whole number or unlimited, and what is used of
+ * them this month, as both show it.
  */
-import { SendingHours } from "@parley/core/internal"
-import { Either } from "effect"
+import { AllowancePeriods, Organisations, SendingHours } from "@parley/core/internal"
+import { Clock, Effect, Either } from "effect"
 
 export interface SendingHoursChange {
   readonly sendingHours: string
@@ -32,3 +33,38 @@ export const allowanceValue = (value: string): Either.Either<number | null, stri
   if (/^\d{1,15}$/.test(text)) return Either.right(Number(text))
   return Either.left(`"${value}" must be a whole number of at least 0 or "unlimited".`)
 }
+
+/** One allowance this period: units used, and the limit (null: unlimited). */
+export interface AllowanceThisPeriod {
+  readonly used: number
+  readonly limit: number | null
+}
+
+/** The organisation's allowances in the current period, as `parley orgs show --json` prints them. */
+export interface AllowancesThisPeriod {
+  /** The period, `YYYY-MM`: a calendar month in the organisation's time zone. */
+  readonly period: string
+  /** Its first day (`YYYY-MM-DD`), in the organisation's time zone. */
+  readonly since: string
+  readonly timezone: string
+  readonly sms: AllowanceThisPeriod
+  readonly calls: AllowanceThisPeriod
+}
+
+export const allowancesThisPeriod = (org: Organisations.Organisation) =>
+  Effect.gen(function*() {
+    const period = AllowancePeriods.periodOf(yield* Clock.currentTimeMillis, org.timezone)
+    const usage = yield* (yield* Organisations.Organisations).usage(org.id, period)
+    const view: AllowancesThisPeriod = {
+      period,
+      since: AllowancePeriods.periodStart(period),
+      timezone: org.timezone,
+      sms: { used: usage.sms, limit: org.smsAllowance },
+      calls: { used: usage.calls, limit: org.callAllowance }
+    }
+    return view
+  })
+
+/** "used 3 of 1000 this period (since 2026-11-01)". */
+export const describeAllowance = (allowance: AllowanceThisPeriod, since: string): string =>
+  `used ${allowance.used} of ${allowance.limit === null ? "unlimited" : allowance.limit} this period (since ${since})`

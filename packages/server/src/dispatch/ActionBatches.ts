@@ -6,17 +6,23 @@
  * update skip that row rather than overwrite it.
  */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { DispatchRules, type EventOutbox, Events, Segments, type StorageError } from "@parley/core/internal"
+import { AllowancePeriods, DispatchRules, type EventOutbox, Events, Segments, type StorageError } from "@parley/core/internal"
 import { Effect, type ParseResult, Schema } from "effect"
 import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"
+import { addAllowanceUsage, UsageRow } from "../store/SqlOrganisations.js"
 import { toAction } from "../store/SqlActionStore.js"
 import { transactions } from "../store/SqliteDriver.js"
 import { type ClaimedRow, fail, type Transition } from "./ClaimedAction.js"
 
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(DbInt, Schema.String) })))
-const Allowances = Schema.Struct({ sms_allowance: Schema.NullOr(DbInt), call_allowance: Schema.NullOr(DbInt) })
+const Allowances = Schema.Struct({
+  sms_allowance: Schema.NullOr(DbInt),
+  call_allowance: Schema.NullOr(DbInt),
+  timezone: Schema.String
+})
 const decodeAllowances = Schema.decodeUnknown(Schema.Array(Allowances))
+const decodeUsage = Schema.decodeUnknown(Schema.Array(UsageRow))
 
 const idsOf = (rows: ReadonlyArray<{ readonly id: number | string }>) => rows.map((r) => r.id)
 const idSet = (rows: ReadonlyArray<{ readonly id: number | string }>) => new Set(rows.map((r) => String(r.id)))
@@ -133,20 +139,25 @@ export const make = Effect.gen(function*() {
       for (const orgId of orgIds) {
         const texts = committed.filter((r) => r.org_id === orgId && r.kind === "message")
         const calls = committed.filter((r) => r.org_id === orgId && r.kind === "ai_call")
-        const [left] = yield* Effect.flatMap(
-          sql`SELECT sms_allowance, call_allowance FROM organisations WHERE id = ${orgId} ${forUpdate}`,
+        const [limits] = yield* Effect.flatMap(
+          sql`SELECT sms_allowance, call_allowance, timezone FROM organisations WHERE id = ${orgId} ${forUpdate}`,
           decodeAllowances
         )
         // A deleted organisation has nothing left to grant.
-        const textGrant = left === undefined ? { count: 0, units: 0 } : grantedTexts(texts, left.sms_allowance)
+        let textGrant = { count: 0, units: 0 }
+        let callUnits = 0
+        if (limits !== undefined) {
+          // Units count in the month the send is committed in, in the organisation's time zone.
+          const period = AllowancePeriods.periodOf(now, limits.timezone)
+          const [used] = yield* Effect.flatMap(
+            sql`SELECT sms_used, call_used FROM allowance_usage WHERE org_id = ${orgId} AND period = ${period}`,
+            decodeUsage
+          )
+          textGrant = grantedTexts(texts, AllowancePeriods.remaining(limits.sms_allowance, used?.sms_used ?? 0))
+          callUnits = granted(calls.length, AllowancePeriods.remaining(limits.call_allowance, used?.call_used ?? 0))
+          yield* addAllowanceUsage(sql, orgId, period, textGrant.units, callUnits)
+        }
         const textUnits = textGrant.count
-        const callUnits = left === undefined ? 0 : granted(calls.length, left.call_allowance)
-        if (left !== undefined && left.sms_allowance !== null && textGrant.units > 0) {
-          yield* sql`UPDATE organisations SET sms_allowance = sms_allowance - ${textGrant.units} WHERE id = ${orgId}`
-        }
-        if (left !== undefined && left.call_allowance !== null && callUnits > 0) {
-          yield* sql`UPDATE organisations SET call_allowance = call_allowance - ${callUnits} WHERE id = ${orgId}`
-        }
         // The rows came in claim order (due time first), so the earliest due get the units.
         sent.push(...texts.slice(0, textUnits), ...calls.slice(0, callUnits))
         for (const r of [...texts.slice(textUnits), ...calls.slice(callUnits)]) {

@@ -1,14 +1,13 @@
 /**
- * Handlers for the contract's endpoints, one group at a time, with the same
- * typed builder as `HttpApiBuilder.group` (`handlers.handle("name", …)`;
- * the compiler refuses a group with an endpoint left unhandled). What it
- * builds is not a router: it hands the group's handlers, with the services
- * they were built with, to the request pipeline (ApiRouter), which routes,
- * decodes and encodes from the contract itself.
+ * Handlers for the contract's endpoints, one group at a time, built by the platform's own
+ * `HttpApiBuilder.group` (`handlers.handle("name", …)`; the compiler refuses a group with an endpoint
+ * left unhandled). What Parley keeps is not the router the platform makes of them: it hands the group's
+ * handlers, with the services they were built with, to the request pipeline (ApiRouter), which routes,
+ * decodes and encodes from the contract itself. Only public API is used, so a minor release of
+ * `@effect/platform` that changes how its `Handlers` object is made changes nothing here.
  */
-import { type HttpApi, HttpApiBuilder, type HttpApiEndpoint, type HttpApiGroup } from "@effect/platform"
-import { Chunk, Context, Effect, Layer, type Scope } from "effect"
-import { pipeArguments } from "effect/Pipeable"
+import { type HttpApi, HttpApiBuilder, type HttpApiGroup } from "@effect/platform"
+import { Chunk, Context, Effect, Layer, Option, Ref, type Scope } from "effect"
 
 /**
  * One group's handlers. They run on the server's runtime, whose context holds every service the layer's
@@ -23,64 +22,41 @@ export interface GroupHandlers {
 export const groupHandlersTag = (groupName: string) =>
   Context.GenericTag<GroupHandlers>(`@parley/server/ApiHandlers/${groupName}`)
 
-type AnyHandlers = HttpApiBuilder.Handlers<unknown, never, unknown, HttpApiEndpoint.HttpApiEndpoint.Any>
-
-const makeHandlers = (
-  group: HttpApiGroup.HttpApiGroup.AnyWithProps,
-  handlers: Chunk.Chunk<HttpApiBuilder.Handlers.Item<unknown, unknown>>
-): AnyHandlers => ({
-  [HttpApiBuilder.HandlersTypeId]: { _Endpoints: (_: never) => _ },
-  group,
-  handlers,
-  pipe() {
-    return pipeArguments(this, arguments)
-  },
-  handle(
-    name: string,
-    handler: unknown,
-    options?: { readonly uninterruptible?: boolean | undefined }
-  ) {
-    const endpoint = group.endpoints[name]
-    if (endpoint === undefined) throw new Error(`no endpoint ${String(name)} in group ${group.identifier}`)
-    return makeHandlers(
-      group,
-      Chunk.append(handlers, {
-        endpoint,
-        handler: handler as HttpApiEndpoint.HttpApiEndpoint.Handler<HttpApiEndpoint.HttpApiEndpoint.Any, unknown, unknown>,
-        withFullRequest: false,
-        uninterruptible: options?.uninterruptible ?? false
-      })
-    ) as never
-  },
-  handleRaw() {
-    // The pipeline hands handlers decoded input only; no endpoint needs the raw request.
-    throw new Error("handleRaw is not supported by Parley's request pipeline")
-  }
-}) as unknown as AnyHandlers
-
 export const group = <
   ApiId extends string,
   Groups extends HttpApiGroup.HttpApiGroup.Any,
   ApiError,
   ApiR,
   const Name extends HttpApiGroup.HttpApiGroup.Name<Groups>,
-  Return
+  HandlerError,
+  Provides,
+  HandlerR,
+  BuildError,
+  BuildR
 >(
   api: HttpApi.HttpApi<ApiId, Groups, ApiError, ApiR>,
   groupName: Name,
   build: (
     handlers: HttpApiBuilder.Handlers.FromGroup<ApiError, ApiR, HttpApiGroup.HttpApiGroup.WithName<Groups, Name>>
-  ) => HttpApiBuilder.Handlers.ValidateReturn<Return>
-): Layer.Layer<GroupHandlers, HttpApiBuilder.Handlers.Error<Return>, Exclude<HttpApiBuilder.Handlers.Context<Return>, Scope.Scope>> => {
-  const tag = groupHandlersTag(groupName)
-  const definition = (api as unknown as HttpApi.HttpApi.AnyWithProps).groups[groupName]
-  if (definition === undefined) throw new Error(`no group ${groupName} in the contract`)
-  return Layer.effect(
-    tag,
+  ) => Effect.Effect<HttpApiBuilder.Handlers<HandlerError, Provides, HandlerR, never>, BuildError, BuildR>
+): Layer.Layer<
+  GroupHandlers,
+  BuildError,
+  Exclude<HandlerR | BuildR | HttpApiGroup.HttpApiGroup.MiddlewareWithName<Groups, Name>, Scope.Scope>
+> =>
+  Layer.scoped(
+    groupHandlersTag(groupName),
     Effect.gen(function*() {
-      const result = build(makeHandlers(definition, Chunk.empty()) as never) as unknown
-      const handlers = (Effect.isEffect(result) ? yield* (result as Effect.Effect<AnyHandlers>) : result) as AnyHandlers
-      return { group: groupName, items: Chunk.toReadonlyArray(handlers.handlers) }
+      const built = yield* Ref.make(Option.none<Chunk.Chunk<HttpApiBuilder.Handlers.Item<HandlerError, HandlerR>>>())
+      // The platform builds the group (and a router of it, which is not used: ApiRouter serves the contract).
+      const platformGroup = HttpApiBuilder.group(api, groupName, (handlers) =>
+        Effect.tap(build(handlers), (done) => Ref.set(built, Option.some(done.handlers))))
+      yield* Layer.build(Layer.provide(platformGroup, HttpApiBuilder.Router.Live))
+      const items = yield* Effect.flatMap(Ref.get(built), Option.match({
+        onNone: () => Effect.dieMessage(`the handlers of group ${groupName} were not built`),
+        onSome: Effect.succeed
+      }))
+      const handlers: GroupHandlers = { group: groupName, items: Chunk.toReadonlyArray(items) }
+      return handlers
     })
-  ) as never
-}
+  )

@@ -25,15 +25,15 @@ import { requestObserver, requestTracer } from "../observability/RequestObservat
 import { tracingEnabled } from "../observability/Tracing.js"
 import { makeRequestPipeline } from "./RequestPipeline.js"
 
+// The platform's group builder looks up the groups' security middleware (Authorization) as it builds them.
 const HandlersLive = Layer.mergeAll(
   ResourcesHandlers,
   ConversationsHandlers,
   MessagesHandlers,
   AiCallsHandlers,
   WebhookEndpointsHandlers,
-  AuthorizationLive,
   CallbackGate.layer
-)
+).pipe(Layer.provideMerge(AuthorizationLive))
 
 const listen = (server: Server, port: number, host: Option.Option<string>) =>
   Effect.async<void, Error>((resume) => {

@@ -1,6 +1,7 @@
 /** Organisations, their numbers and bots, in SQL. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Organisations } from "@parley/core/domain"
+import { AllowancePeriods } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, DbBool, DbInt, DbJson, NullableString, storage } from "./rows.js"
 import { SettingsCache } from "./SettingsCache.js"
@@ -61,6 +62,16 @@ const fromOrganisation = (org: Organisations.Organisation) => ({
   templates_management_url: org.templatesManagementUrl,
   created_at: org.createdAt
 })
+
+/** One organisation's usage in one period (`allowance_usage`, migration 0021). */
+export const UsageRow = Schema.Struct({ sms_used: DbInt, call_used: DbInt })
+
+/** Counts units as used in `period`; the caller holds the organisation's row lock. */
+export const addAllowanceUsage = (sql: SqlClient.SqlClient, orgId: string, period: string, sms: number, calls: number) =>
+  sms === 0 && calls === 0 ? Effect.void : sql`INSERT INTO allowance_usage (org_id, period, sms_used, call_used)
+    VALUES (${orgId}, ${period}, ${sms}, ${calls})
+    ON CONFLICT (org_id, period) DO UPDATE SET sms_used = allowance_usage.sms_used + excluded.sms_used,
+      call_used = allowance_usage.call_used + excluded.call_used`.pipe(Effect.asVoid)
 
 const NumberRow = Schema.Struct({
   org_id: Schema.String,
@@ -128,6 +139,18 @@ export const layer = Layer.effect(
     })
 
     const get = (orgId: string) => Effect.map(findOrg(orgId), Option.map(toOrganisation))
+    const findUsage = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: Schema.String, period: Schema.String }),
+      Result: UsageRow,
+      execute: ({ orgId, period }) =>
+        sql`SELECT sms_used, call_used FROM allowance_usage WHERE org_id = ${orgId} AND period = ${period}`
+    })
+    const usageOf = (orgId: string, period: string) =>
+      Effect.map(findUsage({ orgId, period }), (row) =>
+        Option.match(row, {
+          onNone: () => AllowancePeriods.unused(period),
+          onSome: (r) => ({ period, sms: r.sms_used, calls: r.call_used })
+        }))
 
     return Organisations.Organisations.of({
       insert: (org) => storage("organisations.insert")(sql`INSERT INTO organisations ${sql.insert(fromOrganisation(org))}`),
@@ -156,17 +179,31 @@ export const layer = Layer.effect(
             return Option.some(next)
           }))
         ),
-      takeAllowance: (orgId, kind, units) =>
+      takeAllowance: (orgId, kind, units, period) =>
         storage("organisations.takeAllowance")(
-          Effect.map(
-            kind === "sms"
-              ? sql`UPDATE organisations SET sms_allowance = sms_allowance - ${units}
-                    WHERE id = ${orgId} AND (sms_allowance IS NULL OR sms_allowance >= ${units}) RETURNING id`
-              : sql`UPDATE organisations SET call_allowance = call_allowance - ${units}
-                    WHERE id = ${orgId} AND (call_allowance IS NULL OR call_allowance >= ${units}) RETURNING id`,
-            (rows) => rows.length > 0
-          )
+          sql.withTransaction(Effect.gen(function*() {
+            // The organisation's row is locked first (as the dispatcher's commit does), so two takers never
+            // both spend the last units.
+            yield* sql`UPDATE organisations SET id = id WHERE id = ${orgId}`
+            const org = yield* get(orgId)
+            if (Option.isNone(org)) return false
+            const used = yield* usageOf(orgId, period)
+            const left = AllowancePeriods.left(org.value, used, kind)
+            if (left !== null && left < units) return false
+            yield* addAllowanceUsage(sql, orgId, period, kind === "sms" ? units : 0, kind === "call" ? units : 0)
+            return true
+          }))
         ),
+      usage: (orgId, period) =>
+        storage("organisations.usage")(Effect.gen(function*() {
+          // From memory only where the settings version follows the usage: an organisation with a finite
+          // limit (migration 0021's triggers), the only kind whose live creations read it.
+          const org = yield* cache.cached(`organisation:${orgId}`, get(orgId))
+          const limited = Option.exists(org, (o) => o.smsAllowance !== null || o.callAllowance !== null)
+          return yield* limited
+            ? cache.cachedValue(`allowance-usage:${orgId}:${period}`, usageOf(orgId, period))
+            : usageOf(orgId, period)
+        })),
       upsertNumber: (n) =>
         storage("organisations.upsertNumber")(sql`INSERT INTO numbers ${
           sql.insert({

@@ -519,6 +519,36 @@ const keyUsage = Effect.gen(function*() {
   )`
 })
 
+/**
+ * Allowances per period (AllowancePeriods): `sms_allowance` and `call_allowance` become limits per calendar
+ * month in the organisation's time zone, and what was used is counted here, one row per organisation and
+ * month. A remaining counter from before becomes the monthly limit, with nothing used yet this month.
+ * On SQLite a live creation reads the usage from SettingsCache, so a change to it bumps the settings version
+ * as the old counter in `organisations` did: only for an organisation with a finite limit, whose creations
+ * read it; counting an unlimited organisation's sends leaves every cached setting in place.
+ */
+const allowancePeriods = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE allowance_usage (
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    period TEXT NOT NULL,
+    sms_used BIGINT NOT NULL DEFAULT 0,
+    call_used BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (org_id, period)
+  )`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        const limited = "EXISTS (SELECT 1 FROM organisations WHERE id = NEW.org_id " +
+          "AND (sms_allowance IS NOT NULL OR call_allowance IS NOT NULL))"
+        yield* sql.unsafe(`CREATE TRIGGER allowance_usage_inserted AFTER INSERT ON allowance_usage WHEN ${limited} BEGIN ${bump} END`)
+        yield* sql.unsafe(`CREATE TRIGGER allowance_usage_updated AFTER UPDATE ON allowance_usage WHEN ${limited} BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -532,5 +562,6 @@ export const migrations = {
   "0013_zoho": zoho,
   "0014_admin_console": adminConsole,
   "0015_trace_links": traceLinks,
-  "0016_key_usage": keyUsage
+  "0016_key_usage": keyUsage,
+  "0021_allowance_periods": allowancePeriods
 }

@@ -1,7 +1,8 @@
 /**
- * Sending rules: sending hours and their time zone, AI calls on or off, the text and call allowances.
- * Validated by the same rules as `parley orgs update` (SendingRules) and written through the Organisations
- * port, whose change the dispatcher reads for the next action it considers.
+ * Sending rules: sending hours and their time zone, AI calls on or off, the text and call allowances per
+ * month with what is used of them this month. Validated by the same rules as `parley orgs update`
+ * (SendingRules) and written through the Organisations port, whose change the dispatcher reads for the next
+ * action it considers.
  */
 import { Organisations } from "@parley/core/internal"
 import { Effect, Either, Option } from "effect"
@@ -9,7 +10,13 @@ import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { flag, html } from "../Html.js"
 import { csrfField, type FieldErrors, layout, textField } from "../Layout.js"
-import { allowanceValue, sendingHoursChange } from "../SendingRules.js"
+import {
+  allowancesThisPeriod,
+  type AllowancesThisPeriod,
+  allowanceValue,
+  describeAllowance,
+  sendingHoursChange
+} from "../SendingRules.js"
 import { notFoundPage } from "./NotFound.js"
 
 interface RulesForm {
@@ -22,7 +29,23 @@ interface RulesForm {
 
 const shown = (n: number | null) => (n === null ? "unlimited" : String(n))
 
-const rulesPage = (session: Session, form: RulesForm, errors: FieldErrors, notice: string | undefined) =>
+const usageCard = (allowances: AllowancesThisPeriod) =>
+  html`<section class="card" aria-labelledby="usage-title">
+<h2 id="usage-title">This period</h2>
+<dl>
+<dt>Texts</dt><dd id="usage-sms">${describeAllowance(allowances.sms, allowances.since)}</dd>
+<dt>AI calls</dt><dd id="usage-calls">${describeAllowance(allowances.calls, allowances.since)}</dd>
+</dl>
+<p class="hint">A period is a calendar month in ${allowances.timezone}: on the first of each month the allowances are whole again. A text counts when it is sent (one per SMS segment), an AI call when it is started; one cancelled before that never counts.</p>
+</section>`
+
+const rulesPage = (
+  session: Session,
+  form: RulesForm,
+  allowances: AllowancesThisPeriod,
+  errors: FieldErrors,
+  notice: string | undefined
+) =>
   page(
     layout({
       title: "Sending rules",
@@ -30,7 +53,8 @@ const rulesPage = (session: Session, form: RulesForm, errors: FieldErrors, notic
       current: "/admin/rules",
       notice,
       alert: Object.keys(errors).length === 0 ? null : "Nothing was changed: see the fields marked below.",
-      body: html`<form class="card" method="post" action="/admin/rules" novalidate>
+      body: html`${usageCard(allowances)}
+<form class="card" method="post" action="/admin/rules" novalidate>
 ${csrfField(session)}
 ${
         textField({
@@ -48,19 +72,19 @@ ${textField({ name: "timezone", label: "Time zone", value: form.timezone, errors
 ${
         textField({
           name: "smsAllowance",
-          label: "Text allowance left",
+          label: "Text allowance per month",
           value: form.smsAllowance,
           errors,
-          hint: "Texts that may still be dispatched: a whole number, or unlimited. Each dispatched text uses one."
+          hint: "SMS segments that may be sent each month: a whole number, or unlimited. A WhatsApp message uses one."
         })
       }
 ${
         textField({
           name: "callAllowance",
-          label: "Call allowance left",
+          label: "Call allowance per month",
           value: form.callAllowance,
           errors,
-          hint: "AI calls that may still be started: a whole number, or unlimited. Each dispatched call uses one."
+          hint: "AI calls that may be started each month: a whole number, or unlimited."
         })
       }
 <button type="submit">Save sending rules</button>
@@ -80,7 +104,7 @@ export const sendingRulesPage = (request: ConsoleRequest, session: Session) =>
       aiCalls: o.aiCallsEnabled,
       smsAllowance: shown(o.smsAllowance),
       callAllowance: shown(o.callAllowance)
-    }, {}, request.query.get("done") === "saved" ? "Sending rules saved." : undefined)
+    }, yield* allowancesThisPeriod(o), {}, request.query.get("done") === "saved" ? "Sending rules saved." : undefined)
   })
 
 export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
@@ -100,7 +124,11 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
     if (Either.isLeft(sms)) errors["smsAllowance"] = sms.left
     const calls = allowanceValue(form.callAllowance)
     if (Either.isLeft(calls)) errors["callAllowance"] = calls.left
-    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls)) return rulesPage(session, form, errors, undefined)
+    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls)) {
+      const current = yield* (yield* Organisations.Organisations).get(session.orgId)
+      if (Option.isNone(current)) return notFoundPage(session, "The organisation is gone.")
+      return rulesPage(session, form, yield* allowancesThisPeriod(current.value), errors, undefined)
+    }
     const updated = yield* (yield* Organisations.Organisations).update(session.orgId, {
       sendingHours: hours.right.sendingHours,
       timezone: hours.right.timezone,

@@ -1,12 +1,24 @@
-/** `parley orgs create | update | list`: organisations and their settings. */
+/** `parley orgs create | update | show | list`: organisations, their settings and this month's usage. */
 import { Args, Command, Options } from "@effect/cli"
 import { Crypto, Destinations, Organisations } from "@parley/core/internal"
-import { sendingHoursChange } from "../../admin/SendingRules.js"
+import {
+  allowancesThisPeriod,
+  type AllowancesThisPeriod,
+  describeAllowance,
+  sendingHoursChange
+} from "../../admin/SendingRules.js"
 import { Effect, Either, Option } from "effect"
 import { allowance, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
 const showAllowance = (n: number | null) => (n === null ? "unlimited" : String(n))
+/** What `orgs create | update | show` print: the organisation, and with `--json` its usage beside its settings. */
+const printOrg = (asJson: boolean, org: Organisations.Organisation) =>
+  Effect.gen(function*() {
+    const allowances = yield* allowancesThisPeriod(org)
+    yield* print(asJson, { ...org, allowances }, () => describeOrg(org, allowances))
+  })
+
 const allowOrRefuse = (allowed: boolean) => (allowed ? "allowed" : "refused")
 
 /**
@@ -16,7 +28,7 @@ const allowOrRefuse = (allowed: boolean) => (allowed ? "allowed" : "refused")
  */
 export const NEW_ORGANISATION_ALLOWANCES = { sms: 1_000, calls: 100 } as const
 
-export const describeOrg = (org: Organisations.Organisation): string =>
+export const describeOrg = (org: Organisations.Organisation, allowances: AllowancesThisPeriod): string =>
   [
     `Organisation ${org.id} (${org.name})`,
     fields([
@@ -25,8 +37,8 @@ export const describeOrg = (org: Organisations.Organisation): string =>
       ["pilot", org.pilotOpen ? "open" : "pending"],
       ["AI calls", org.aiCallsEnabled ? "on" : "off"],
       ["sending hours", `${org.sendingHours} (${org.timezone})`],
-      ["SMS allowance", showAllowance(org.smsAllowance)],
-      ["call allowance", showAllowance(org.callAllowance)],
+      ["SMS allowance", `${describeAllowance(allowances.sms, allowances.since)}, segments per month`],
+      ["call allowance", `${describeAllowance(allowances.calls, allowances.since)}, AI calls per month`],
       ["destinations", Destinations.showCountries(org.destinationCountries)],
       ["premium-rate numbers", allowOrRefuse(org.premiumNumbersAllowed)],
       ["international networks", allowOrRefuse(org.internationalNetworksAllowed)],
@@ -59,11 +71,11 @@ const create = Command.make(
         createdAt: yield* nowIso
       }
       yield* organisations.insert(org)
-      yield* print(json, org, () => describeOrg(org))
+      yield* printOrg(json, org)
     })
 ).pipe(Command.withDescription(
   `Create an organisation (active, pilot open, AI calls on, always open; ${NEW_ORGANISATION_ALLOWANCES.sms} SMS ` +
-    `segments and ${NEW_ORGANISATION_ALLOWANCES.calls} AI calls; destinations: the sending line's region only)`
+    `segments and ${NEW_ORGANISATION_ALLOWANCES.calls} AI calls a month; destinations: the sending line's region only)`
 ))
 
 const onOff = <A extends string, B extends string>(name: string, on: A, off: B, description: string) =>
@@ -87,11 +99,11 @@ const update = Command.make(
       Options.optional
     ),
     smsAllowance: Options.text("sms-allowance").pipe(
-      Options.withDescription("Texts left to send: N or unlimited"),
+      Options.withDescription("SMS segments per month (in the organisation's time zone): N or unlimited"),
       Options.optional
     ),
     callAllowance: Options.text("call-allowance").pipe(
-      Options.withDescription("AI calls left to start: N or unlimited"),
+      Options.withDescription("AI calls per month (in the organisation's time zone): N or unlimited"),
       Options.optional
     ),
     destinations: Options.text("destinations").pipe(
@@ -149,20 +161,31 @@ const update = Command.make(
       const organisations = yield* Organisations.Organisations
       const updated = yield* organisations.update(input.org, patch)
       if (Option.isNone(updated)) return yield* fail(`Unknown organisation "${input.org}"`)
-      const org = updated.value
-      yield* print(input.json, org, () => describeOrg(org))
+      yield* printOrg(input.json, updated.value)
     })
 ).pipe(Command.withDescription("Change an organisation's access state, sending hours, AI settings, allowances or destination rules"))
+
+const show = Command.make(
+  "show",
+  { json, org: Args.text({ name: "ORG" }).pipe(Args.withDescription("Organisation id (org_…)")) },
+  ({ json, org }) => Effect.flatMap(requireOrg(org), (found) => printOrg(json, found))
+).pipe(Command.withDescription("Show an organisation's settings and what it used of its allowances this month"))
+
+const usedOf = (allowance: { readonly used: number; readonly limit: number | null }) =>
+  `${allowance.used}/${showAllowance(allowance.limit)}`
 
 const list = Command.make("list", { json }, ({ json }) =>
   Effect.gen(function*() {
     const organisations = yield* Organisations.Organisations
-    const orgs = yield* organisations.list
+    const orgs = yield* Effect.forEach(
+      yield* organisations.list,
+      (org) => Effect.map(allowancesThisPeriod(org), (allowances) => ({ ...org, allowances }))
+    )
     yield* print(json, { items: orgs }, () =>
       orgs.length === 0
         ? "No organisations yet: create one with `parley orgs create --name NAME`."
         : table([
-          ["ID", "NAME", "SUBSCRIPTION", "SEAT", "PILOT", "AI CALLS", "SENDING HOURS", "SMS", "CALLS"],
+          ["ID", "NAME", "SUBSCRIPTION", "SEAT", "PILOT", "AI CALLS", "SENDING HOURS", "SMS USED", "CALLS USED"],
           ...orgs.map((o) => [
             o.id,
             o.name,
@@ -171,13 +194,13 @@ const list = Command.make("list", { json }, ({ json }) =>
             o.pilotOpen ? "open" : "pending",
             o.aiCallsEnabled ? "on" : "off",
             `${o.sendingHours} (${o.timezone})`,
-            showAllowance(o.smsAllowance),
-            showAllowance(o.callAllowance)
+            usedOf(o.allowances.sms),
+            usedOf(o.allowances.calls)
           ])
         ]))
   })).pipe(Command.withDescription("List organisations"))
 
 export const orgs = Command.make("orgs").pipe(
   Command.withDescription("Organisations and their settings"),
-  Command.withSubcommands([create, update, list])
+  Command.withSubcommands([create, update, show, list])
 )
