@@ -2,24 +2,23 @@
  * The whole application, assembled: the core's domain over the SQL ports on
  * the configured database. The HTTP server and every CLI command share it.
  */
-import { AiCallProvider, Carrier, DomainLayer, RateLimiter, RateLimitStore } from "@parley/core/domain"
-import { Effect, Layer, Option } from "effect"
+import { AiCallProvider, Carrier, DomainLayer, RateLimiter } from "@parley/core/domain"
+import { Effect, Layer } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import * as ZohoConnections from "./crm/zoho/ZohoConnections.js"
 import * as ZohoCrm from "./crm/zoho/ZohoCrm.js"
 import * as ZohoExternalCrm from "./crm/zoho/ZohoExternalCrm.js"
 import { DatabaseLive } from "./store/Database.js"
-import * as DirectReads from "./store/DirectReads.js"
 import * as KeyUsage from "./store/KeyUsage.js"
 import * as SecretBox from "./store/SecretBox.js"
-import * as SettingsCache from "./store/SettingsCache.js"
 import * as SqlActionStore from "./store/SqlActionStore.js"
 import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
-import * as SqlIdempotencyStore from "./store/SqlIdempotencyStore.js"
+import * as SqlCursorSigner from "./store/SqlCursorSigner.js"
+import * as SqlEventOutbox from "./store/SqlEventOutbox.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
 import * as SqlProviderAccounts from "./store/SqlProviderAccounts.js"
 import * as SqlProviderHandoffs from "./store/SqlProviderHandoffs.js"
-import { CursorSignerLayer, EventOutboxLayer, RateLimitStoreLayer, UnitOfWorkLayer } from "./store/SqlSmallPorts.js"
+import * as SqlUnitOfWork from "./store/SqlUnitOfWork.js"
 import * as SqlWebhooks from "./store/SqlWebhooks.js"
 
 const RateLimitConfigLive = Layer.effect(
@@ -28,34 +27,23 @@ const RateLimitConfigLive = Layer.effect(
 )
 
 /**
- * Request counters: on Postgres they live in the database, so the limit holds across every replica; the
- * embedded SQLite store serves one process, whose memory counts exactly without a write per request.
+ * The store chosen for the process (DatabaseLive: SQLite or Postgres, with its ports) and the key that
+ * seals its secrets. The server reseals stored secrets under the current key when it starts (serve); other
+ * commands only open them, with the current or a previous key.
  */
-const RateLimitStoreLive = Layer.unwrapEffect(
-  Effect.map(ServerConfig, (config) => Option.isSome(config.databaseUrl) ? RateLimitStoreLayer : RateLimitStore.layerMemory)
-)
-
-/**
- * The migrated database and the key that seals its secrets. The server reseals stored secrets under the
- * current key when it starts (serve); other commands only open them, with the current or a previous key.
- */
-const StoreLive = Layer.mergeAll(SecretBox.layer, SettingsCache.layer, DirectReads.layer).pipe(
-  Layer.provideMerge(DatabaseLive)
-)
+const StoreLive = SecretBox.layer.pipe(Layer.provideMerge(DatabaseLive))
 
 /** Every storage port on SQL, plus the simulated carrier and AI-call provider (the embedded defaults). */
 export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
   SqlApiKeyStore.layer,
-  SqlIdempotencyStore.layer,
   // The embedded CRM, or Zoho CRM for the organisations that connected it.
   // The console's "Connect Zoho CRM" starts the same consent as `crm connect --provider zoho`.
   Layer.merge(ZohoCrm.layer, ZohoExternalCrm.layer).pipe(Layer.provideMerge(ZohoConnections.layer)),
   SqlActionStore.layer,
-  RateLimitStoreLive,
-  EventOutboxLayer,
-  UnitOfWorkLayer,
-  CursorSignerLayer,
+  SqlEventOutbox.layer,
+  SqlUnitOfWork.layer,
+  SqlCursorSigner.layer,
   SqlWebhooks.layer,
   SqlProviderAccounts.layer,
   SqlProviderHandoffs.layer,

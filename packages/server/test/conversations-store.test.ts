@@ -12,7 +12,6 @@ import { ConfigProvider, Effect, Either, Layer, ManagedRuntime, Schema } from "e
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readActionValues } from "../src/store/ActionRowReader.js"
 import { DatabaseLive } from "../src/store/Database.js"
-import * as DirectReads from "../src/store/DirectReads.js"
 import { ServerConfig } from "../src/config/ServerConfig.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
 import { storedAt, storedText } from "./support/actions.js"
@@ -57,7 +56,6 @@ describe("conversation pages in the store", () => {
     db = await createTestDatabase()
     const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
     const store = SqlActionStore.layer.pipe(
-      Layer.provide(DirectReads.layer),
       Layer.provide(DatabaseLive),
       Layer.provide(ServerConfig.layer),
       Layer.provide(Layer.setConfigProvider(config))

@@ -14,8 +14,9 @@ import Database from "better-sqlite3"
 import { Deferred, Effect, Either, Fiber, Layer, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as DirectReads from "../src/store/DirectReads.js"
-import * as SqliteDriver from "../src/store/SqliteDriver.js"
-import * as WalCommitProbe from "../src/store/WalCommitProbe.js"
+import * as SqliteDirectReads from "../src/store/sqlite/SqliteDirectReads.js"
+import * as SqliteDriver from "../src/store/sqlite/SqliteDriver.js"
+import * as WalCommitProbe from "../src/store/sqlite/WalCommitProbe.js"
 import { testStore } from "./support/store.js"
 
 describe.skipIf(testStore !== "sqlite")("store fast paths on SQLite", () => {
@@ -27,7 +28,7 @@ describe.skipIf(testStore !== "sqlite")("store fast paths on SQLite", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "parley-direct-"))
     file = join(dir, "fast.db")
-    runtime = ManagedRuntime.make(DirectReads.layer.pipe(Layer.provideMerge(SqliteDriver.layer(file))))
+    runtime = ManagedRuntime.make(SqliteDirectReads.layer.pipe(Layer.provideMerge(SqliteDriver.layer(file))))
     await runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`))
     // Another connection to the same file, as the CLI (another process) has.
     other = new Database(file)

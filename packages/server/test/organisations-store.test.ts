@@ -13,7 +13,6 @@ import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.js"
 import { DatabaseLive } from "../src/store/Database.js"
-import * as SettingsCache from "../src/store/SettingsCache.js"
 import * as SqlOrganisations from "../src/store/SqlOrganisations.js"
 import { openOrganisation } from "./support/organisations.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
@@ -38,7 +37,6 @@ describe.skipIf(testStore !== "sqlite")("organisation settings under a concurren
     db = await createTestDatabase()
     const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
     runtime = ManagedRuntime.make(SqlOrganisations.layer.pipe(
-      Layer.provide(SettingsCache.layer),
       Layer.provide(DatabaseLive),
       Layer.provide(ServerConfig.layer),
       Layer.provide(Layer.setConfigProvider(config))

@@ -11,9 +11,8 @@ import { ConfigProvider, Deferred, Effect, Either, Fiber, Layer, ManagedRuntime,
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.js"
 import { DatabaseLive } from "../src/store/Database.js"
-import * as DirectReads from "../src/store/DirectReads.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
-import { SqliteHandle } from "../src/store/SqliteDriver.js"
+import { SqliteHandle } from "../src/store/sqlite/SqliteDriver.js"
 import { storedText } from "./support/actions.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 
@@ -57,7 +56,6 @@ describe.skipIf(testStore !== "sqlite")("page reads on the embedded SQLite store
     const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
     runtime = ManagedRuntime.make(
       SqlActionStore.layer.pipe(
-        Layer.provide(DirectReads.layer),
         Layer.provideMerge(DatabaseLive),
         Layer.provide(ServerConfig.layer),
         Layer.provide(Layer.setConfigProvider(config))

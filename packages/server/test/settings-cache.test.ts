@@ -14,9 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.js"
 import { DatabaseLive } from "../src/store/Database.js"
 import { CACHED_SETTINGS_TABLES } from "../src/store/migrations.js"
-import * as SettingsCache from "../src/store/SettingsCache.js"
 import * as SqlApiKeyStore from "../src/store/SqlApiKeyStore.js"
-import { SqliteHandle } from "../src/store/SqliteDriver.js"
+import { SqliteHandle } from "../src/store/sqlite/SqliteDriver.js"
 import * as SqlOrganisations from "../src/store/SqlOrganisations.js"
 import { openOrganisation } from "./support/organisations.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
@@ -40,7 +39,6 @@ describe.skipIf(testStore !== "sqlite")("settings cache (SQLite)", () => {
     db = await createTestDatabase()
     const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
     const store = Layer.mergeAll(SqlOrganisations.layer, SqlApiKeyStore.layer).pipe(
-      Layer.provide(SettingsCache.layer),
       Layer.provideMerge(DatabaseLive)
     )
     runtime = ManagedRuntime.make(

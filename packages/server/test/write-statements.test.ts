@@ -14,7 +14,7 @@ import { ConfigProvider, Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppLive } from "../src/AppLayer.js"
 import { ServerConfig } from "../src/config/ServerConfig.js"
-import { SqliteHandle, WAL_AUTOCHECKPOINT_PAGES } from "../src/store/SqliteDriver.js"
+import { SqliteHandle, WAL_AUTOCHECKPOINT_PAGES } from "../src/store/sqlite/SqliteDriver.js"
 import { runAdmin } from "./support/admin.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 

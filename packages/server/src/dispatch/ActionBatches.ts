@@ -12,7 +12,7 @@ import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"
 import { addAllowanceUsage, UsageRow } from "../store/SqlOrganisations.js"
 import { toAction } from "../store/SqlActionStore.js"
-import { transactions } from "../store/SqliteDriver.js"
+import { transactions } from "../store/Transactions.js"
 import { type ClaimedRow, fail, type Transition } from "./ClaimedAction.js"
 
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(DbInt, Schema.String) })))

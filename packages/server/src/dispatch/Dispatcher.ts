@@ -35,9 +35,8 @@ import { beat } from "../observability/Health.js"
 import { forProvider, Metrics, type ProviderName } from "../observability/Metrics.js"
 import * as TraceLinks from "../observability/TraceLinks.js"
 import { withStoredParent } from "../observability/TraceLinks.js"
-import { skipLocked } from "../store/Dialect.js"
 import { storage } from "../store/rows.js"
-import { SqliteHandle } from "../store/SqliteDriver.js"
+import { WorkQueue } from "../store/WorkQueue.js"
 import * as ActionBatches from "./ActionBatches.js"
 import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
 import { LEASE_MS } from "./Lease.js"
@@ -86,51 +85,17 @@ export const DispatcherLive = Layer.scopedDiscard(
     const metrics = yield* Effect.serviceOption(Metrics)
     const links = yield* TraceLinks.make
 
-    // The two statements every round runs whatever it finds: on SQLite prepared, each one synchronous step.
-    const handle = yield* Effect.serviceOption(SqliteHandle)
-    const claimedColumns = CLAIMED_COLUMNS.join(", ")
-    const claimSql = (now: number) =>
-      sql`UPDATE actions SET lease_owner = ${worker}, lease_until = ${now + LEASE_MS}
-          WHERE id IN (
-            SELECT id FROM actions
-            WHERE work_at IS NOT NULL AND work_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
-            ORDER BY work_at LIMIT ${BATCH} ${skipLocked(sql)}
-          )
-          RETURNING ${sql.literal(claimedColumns)}`.values
-    const claimSqlite = Option.map(handle, (h) => {
-      const statement = h.prepared(`UPDATE actions SET lease_owner = ?, lease_until = ?
-        WHERE id IN (
-          SELECT id FROM actions WHERE work_at IS NOT NULL AND work_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-          ORDER BY work_at LIMIT ${BATCH}
-        )
-        RETURNING ${claimedColumns}`)
-      return (now: number) => h.use(() => statement.values(worker, now + LEASE_MS, now, now))
-    })
+    // The two statements every round runs whatever it finds, each in the store adapter's own SQL.
+    const queue = yield* WorkQueue
+    const claimNow = queue.claimer(CLAIMED_COLUMNS, BATCH)
     const claim = (now: number) =>
       Effect.flatMap(
-        Option.isSome(claimSqlite) ? claimSqlite.value(now) : claimSql(now),
+        claimNow({ owner: worker, now, until: now + LEASE_MS }),
         // RETURNING gives no order; committing in due order decides who gets the last units of an allowance.
         (rows) => Effect.map(decodeClaimed(rows), (claimed) => [...claimed].sort((a, b) => a.due_at - b.due_at))
       )
-
     /** When the next action nobody holds falls due (epoch ms), if any; the `actions_work` index answers it. */
-    const nextDueSqlite = Option.map(handle, (h) => {
-      const statement = h.prepared(`SELECT work_at FROM actions
-        WHERE work_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ?) ORDER BY work_at LIMIT 1`)
-      return (now: number) => h.use(() => statement.values(now))
-    })
-    const nextDue = (now: number) =>
-      Effect.map(
-        Option.isSome(nextDueSqlite)
-          ? nextDueSqlite.value(now)
-          : sql`SELECT work_at FROM actions WHERE work_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${now})
-                ORDER BY work_at LIMIT 1`.values,
-        // BIGINT: a number on SQLite, a decimal string from node-postgres.
-        (rows) => {
-          const workAt = Number(rows[0]?.[0])
-          return Number.isFinite(workAt) ? workAt : null
-        }
-      )
+    const nextDue = queue.nextDue
 
     /**
      * The live rules for each organisation and kind in the batch, decided once: they depend only on the

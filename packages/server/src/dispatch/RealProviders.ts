@@ -52,7 +52,7 @@ import { providerNamed, providersFor } from "../providers/Registry.js"
 import { forUpdate } from "../store/Dialect.js"
 import { DbInt, storage } from "../store/rows.js"
 import { type ProviderAccount, ProviderAccounts } from "../store/SqlProviderAccounts.js"
-import { transactions } from "../store/SqliteDriver.js"
+import { transactions } from "../store/Transactions.js"
 import type { Change, ClaimedRow } from "./ClaimedAction.js"
 import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
 

@@ -15,7 +15,7 @@
 import * as Prom from "prom-client"
 import { type EventOutbox, FINAL_STATUSES } from "@parley/core/internal"
 import { Context, Effect, FiberRef, Layer, Option } from "effect"
-import { PgPool } from "../store/MeteredPool.js"
+import { PgPool } from "../store/postgres/MeteredPool.js"
 
 /**
  * Which provider the current work is for, set by the dispatcher and the provider callbacks: a registered

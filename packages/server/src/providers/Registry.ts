@@ -12,8 +12,6 @@ import { vapiProvider } from "./vapi/VapiProvider.js"
 
 export const PROVIDERS = [twilioProvider, vapiProvider, retellProvider] as const
 
-export type RegisteredProvider = (typeof PROVIDERS)[number]
-
 /** The provider's module, by its name (`--kind`, the accounts table, the journal). */
 export const providerNamed = (name: string): Provider | undefined => PROVIDERS.find((p) => p.name === name)
 

@@ -1,11 +1,11 @@
 /**
  * A fast reader for action rows fetched as value arrays (`sql….values`).
  *
- * A conversation page reads 51 rows; through Effect Schema the ~30 columns of
- * each cost about 25 µs (1.3 ms a page, more than the query), and fetching
- * them as objects makes the SQLite driver build a 30-key object per row, which
- * costs twice what fetching the values does. This reads plainly well-formed
- * values with one check per column, in about a microsecond a row. Anything it
+ * Decoding every column of every row of a page through Effect Schema cost
+ * more than the query itself, and fetching rows as objects makes the SQLite
+ * driver build an object per row, dearer than fetching the values
+ * (measurements: docs/benchmarks.md, "Store adapters"). This reads plainly
+ * well-formed values with one check per column. Anything it
  * does not recognise makes it give up (undefined) and the caller decodes the
  * rows with `ActionRow`, the source of truth, which returns the value or the
  * precise error: the fast path accepts a subset of what the schema accepts and

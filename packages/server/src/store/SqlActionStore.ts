@@ -9,10 +9,10 @@ import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { ActionStore, CallMode, CrmModule, Direction, LinkedRecord, RecordStatus, RecordType } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
 import { type ActionColumn, readActionValues, valuesToObjects } from "./ActionRowReader.js"
+import { CreationWrites } from "./CreationWrites.js"
 import * as TraceLinks from "../observability/TraceLinks.js"
 import { DirectReads } from "./DirectReads.js"
 import { DbInt, DbJson, NullableString, storage } from "./rows.js"
-import { SqliteHandle } from "./SqliteDriver.js"
 
 export const ActionRow = Schema.Struct({
   id: Schema.Union(Schema.Number, Schema.String),
@@ -196,43 +196,20 @@ const INSERTED: { readonly [K in keyof InsertedRow]: true } = {
   owner_id: true, owner_name: true, record_module: true, record_id: true, record_name: true, linked_records: true,
   sid: true, audio_file_id: true, error_message: true, sent_by: true, modified: true, api_key_id: true, crm_id: true, work_at: true
 }
-const INSERTED_COLUMNS = Object.keys(INSERTED)
-
-/**
- * Every accepted creation inserts one action: on the embedded SQLite store as a prepared statement in one
- * synchronous step (through the SqlClient the statement's compilation and span cost more than the insert).
- */
-const sqliteInsert = (handle: SqliteHandle["Type"]) => {
-  const insert = handle.prepared(
-    `INSERT INTO actions (${INSERTED_COLUMNS.join(", ")}) VALUES (${INSERTED_COLUMNS.map((c) => `@${c}`).join(", ")})
-     RETURNING id`
-  )
-  return (a: ActionStore.NewAction) =>
-    storage("crm.insertAction")(handle.use(() => {
-      const row = insert.get(fromAction(a))
-      if (typeof row !== "object" || row === null || !("id" in row) || typeof row.id !== "number") {
-        throw new Error("INSERT … RETURNING returned no id")
-      }
-      return { ...a, crmId: a.crmId ?? null, id: String(row.id) }
-    }))
-}
+export const INSERTED_COLUMNS = Object.keys(INSERTED)
 
 export const layer = Layer.effect(
   ActionStore.ActionStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const handle = yield* Effect.serviceOption(SqliteHandle)
+    const writes = yield* CreationWrites
     const actionColumns = sql.literal(ACTION_COLUMNS.join(", "))
     const entryColumns = sql.literal(ENTRY_COLUMNS.join(", "))
     const direct = yield* DirectReads
     const links = yield* TraceLinks.make
-    const insert = Option.isSome(handle) ? sqliteInsert(handle.value) : (a: ActionStore.NewAction) =>
-      storage("crm.insertAction")(Effect.gen(function*() {
-        const rows = yield* sql`INSERT INTO actions ${sql.insert(fromAction(a))} RETURNING id`
-        const [row] = yield* Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Union(Schema.Number, Schema.String) })))(rows)
-        if (row === undefined) return yield* Effect.dieMessage("INSERT … RETURNING returned no row")
-        return { ...a, crmId: a.crmId ?? null, id: String(row.id) }
-      }))
+    // Every accepted creation inserts one action, the store adapter's fastest way.
+    const insert = (a: ActionStore.NewAction) =>
+      storage("crm.insertAction")(Effect.map(writes.insertAction(fromAction(a)), (id) => ({ ...a, crmId: a.crmId ?? null, id })))
     const actionById = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND id = ?`
     const actionByCrmId = `SELECT ${ACTION_COLUMNS.join(", ")} FROM actions WHERE org_id = ? AND crm_id = ?`
     const action = ({ id, orgId }: { readonly orgId: string; readonly id: string }) =>

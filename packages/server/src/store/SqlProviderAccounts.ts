@@ -11,7 +11,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { StoredSettings } from "../providers/Provider.js"
 import { NullableString, storage } from "./rows.js"
 import * as SecretBox from "./SecretBox.js"
-import { transactions } from "./SqliteDriver.js"
+import { transactions } from "./Transactions.js"
 
 /** One account, opened. */
 export interface ProviderAccount extends StoredSettings {

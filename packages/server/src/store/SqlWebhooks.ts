@@ -2,7 +2,7 @@
  * Webhook endpoints in SQL: where an organisation's signed events are posted
  * (Standard Webhooks), and which event types each one wants (a row per type in
  * `webhook_event_types`, `*` for all, matched when an event's deliveries are
- * written: see SqlSmallPorts). The signing secret is stored, sealed (see
+ * written: see SqlEventOutbox). The signing secret is stored, sealed (see
  * SecretBox), because the server signs with it; it is shown once, at creation. One table and one row shape
  * for the API's endpoints (the core's WebhookEndpointStore) and the CLI's.
  */

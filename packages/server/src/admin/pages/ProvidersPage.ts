@@ -30,8 +30,13 @@ const noticeOf = (query: URLSearchParams): string | undefined => {
     (replaced.length === 0 ? "" : ` It replaces ${replaced.join(", ")}, whose settings were removed.`)
 }
 
-/** Form field names: the API base of each form has its own, the rest are the settings' own field names. */
-const formName = (provider: Provider, field: string): string => (field === "apiBase" ? `${provider.name}ApiBase` : field)
+/** How many providers' forms show each field: a field several show is named after its provider in each. */
+const formsShowing = (field: string) =>
+  PROVIDERS.filter((p) => p.fields.some((f) => f.inConsole && f.name === field)).length
+
+/** Form field names (and so element ids): the settings' own, prefixed by the provider where forms share one (`vapiApiBase`). */
+const formName = (provider: Provider, field: string): string =>
+  formsShowing(field) > 1 ? `${provider.name}${capitalised(field)}` : field
 
 const providersView = (session: Session, errors: FieldErrors, values: Readonly<Record<string, string>>, notice: string | undefined) =>
   Effect.gen(function*() {

@@ -9,8 +9,8 @@
  * a listed call or a webhook can be matched to the action.
  *
  * Failures are `RetellCallError`s whose `reason` means what it means for
- * Twilio and Vapi: rejected, auth_failed, rate_limited, unavailable,
- * unknown_outcome. Messages are Retell's own, never the key.
+ * every provider client (providers/Provider.ts, ProviderFailure): rejected,
+ * auth_failed, rate_limited, unavailable, unknown_outcome. Messages are Retell's own, never the key.
  */
 import { Clock, Data, Effect, Option, Schema } from "effect"
 import { exchange, parseJson, type ProviderExchange, retryAfterMs } from "../ProviderExchange.js"

@@ -12,7 +12,7 @@ import type { RetellCallDetails } from "./RetellClient.js"
 import { retellCallStatus, retellEnding } from "./RetellStatuses.js"
 import type { RetellWebhook } from "./RetellWebhooks.js"
 
-/** The same shape as the Vapi adapter's CallReport (what applyProviderReport takes). */
+/** What a webhook reports about a call (what ProviderReports.report takes, with the action). */
 export interface CallReport {
   readonly status: CallStatus
   readonly providerStatus: string

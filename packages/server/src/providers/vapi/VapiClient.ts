@@ -9,9 +9,9 @@
  * properties), but assistant overrides do, and the Call resource returns them,
  * so list results and server messages can be matched to the action.
  *
- * Failures are `VapiCallError`s whose `reason` means what it means for Twilio
- * (see TwilioClient): rejected, auth_failed, rate_limited, unavailable,
- * unknown_outcome. Messages are Vapi's own, never the key.
+ * Failures are `VapiCallError`s whose `reason` means what it means for every
+ * provider client (providers/Provider.ts, ProviderFailure): rejected,
+ * auth_failed, rate_limited, unavailable, unknown_outcome. Messages are Vapi's own, never the key.
  */
 import { createHmac } from "node:crypto"
 import { Clock, Data, Effect, Either, Option, type ParseResult, Schema } from "effect"

@@ -2,11 +2,10 @@
  * The embedded SQLite store's SqlClient: one better-sqlite3 connection behind
  * `@effect/sql`'s client (the repositories' SQL, transactions and migrations
  * are the library's), plus the connection itself as `SqliteHandle` for the
- * few reads on every request that are served from memory (SettingsCache) and
- * the hot fixed statements of the write path, which run as prepared
- * statements in one synchronous step each (through the client each statement
- * pays compilation, a span and a scope, several times the statement itself;
- * docs/benchmarks.md).
+ * SQLite adapter's fast paths in this folder (the settings cache, direct
+ * reads, the creation's inserts, idempotency records, the dispatcher's
+ * queue), which run prepared statements in one synchronous step each instead
+ * of through the client (why: docs/benchmarks.md, "Store adapters").
  *
  * Why not `@effect/sql-sqlite-node`: its connection keeps prepared statements
  * in an Effect `Cache` with a time to live, a clock read and a hash-map
@@ -161,9 +160,8 @@ const make = (filename: string) =>
     )
     db.pragma("journal_mode = WAL")
     // A checkpoint (copying the WAL into the database, two fsyncs) runs inside whichever commit crosses the
-    // threshold and holds the event loop meanwhile; every 4,000 pages instead of SQLite's 1,000 there are
-    // a quarter as many, and pages written again and again between two are copied once. The WAL grows to
-    // ~16 MB between checkpoints (docs/benchmarks.md).
+    // threshold and holds the event loop meanwhile; with a larger threshold there are fewer, and pages written
+    // again and again between two are copied once (the WAL's size between checkpoints: docs/benchmarks.md).
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`)
     let statements = 0
     let commits = 0
@@ -185,8 +183,10 @@ const make = (filename: string) =>
     const connection = makeConnection(db, prepare, counter)
     // One connection: statements take turns, and a transaction holds it from BEGIN to COMMIT.
     const semaphore = yield* Effect.makeSemaphore(1)
-    const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+    // A statement holds the permit until its scope closes, after it has run: released as soon as the
+    // connection is handed over, another fiber could BEGIN before the statement runs, which would then
+    // commit or roll back with that fiber's transaction.
+    const acquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(
           restore(semaphore.take(1)),
@@ -197,7 +197,7 @@ const make = (filename: string) =>
     )
     const client = yield* SqlClient.make({
       acquirer,
-      transactionAcquirer,
+      transactionAcquirer: acquirer,
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
@@ -266,20 +266,6 @@ const make = (filename: string) =>
       })
     )
   })
-
-/**
- * How the repositories open a transaction: the SqlClient's, or on the embedded store the connection's
- * lighter one (`SqliteHandle.withTransaction`); both are the same transaction to the statements inside.
- */
-export const transactions: Effect.Effect<
-  <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>,
-  never,
-  SqlClient.SqlClient
-> = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const handle = yield* Effect.serviceOption(SqliteHandle)
-  return Option.isSome(handle) ? handle.value.withTransaction : sql.withTransaction
-})
 
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHandle> =>
   Layer.scopedContext(make(filename)).pipe(Layer.provide(Reactivity.layer))

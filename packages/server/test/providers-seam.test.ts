@@ -1,0 +1,174 @@
+/**
+ * The provider seam (issue 24), on both stores: a provider's name appears in the server's sources only
+ * in its folder, the registry and the migrations; the console's Providers page is derived from the
+ * registered providers' settings (Retell's form among them) and, like `parley providers set`, replaces
+ * the provider of the same kind, saying so; and an AI call whose hand-over to Vapi may have reached Vapi
+ * is never placed again through Retell once the organisation switched: it fails, saying why.
+ */
+import { readdirSync, readFileSync } from "node:fs"
+import { join, relative, sep } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { PROVIDER_NAMES } from "../src/providers/Registry.js"
+import { consoleGet, consolePost, setPasswordFromLink, signIn } from "./support/console.js"
+import { RetellFake } from "./support/fakes/RetellFake.js"
+import { VapiFake } from "./support/fakes/VapiFake.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+import { readUntil } from "./support/wire.js"
+
+const HEAVY = 180_000
+const PN1 = "PN00000000000000000000000000000001"
+const LINE = "+14155550100"
+const VAPI_PHONE = "3f1c9a2e-5b7d-4e61-9c3a-0d2b8e7f6a51"
+const ASSISTANT = "a1b2c3d4-0000-4000-8000-00000000a551"
+const AGENT = "agent_0123456789abcdef01234567"
+const PASSWORD = "a long passphrase for the seam"
+const FINAL = new Set(["Completed", "No Answer", "Busy", "Failed"])
+
+const SRC = fileURLToPath(new URL("../src", import.meta.url))
+/** A provider's own values that name another provider: Vapi's endedReason for a call its carrier ended. */
+const PROVIDER_DATA = ["call.in-progress.twilio-completed-call"]
+
+const sources = (dir: string): ReadonlyArray<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    return entry.isDirectory() ? sources(path) : entry.name.endsWith(".ts") ? [path] : []
+  })
+
+describe("one seam: where a provider's name may appear", () => {
+  it("outside providers/<name>/, only the registry and the migrations name a provider", () => {
+    // Migrations keep the names they were written with; everything else asks the registry.
+    const allowed = (file: string, name: string) =>
+      file.startsWith(`providers${sep}${name}${sep}`) ||
+      file === `providers${sep}Registry.ts` ||
+      file === `store${sep}migrations.ts`
+    const offenders = sources(SRC).flatMap((path) => {
+      const file = relative(SRC, path)
+      const text = PROVIDER_DATA.reduce((left, value) => left.split(value).join(""), readFileSync(path, "utf8"))
+      return PROVIDER_NAMES.filter((name) => !allowed(file, name) && new RegExp(`\\b${name}\\b`, "i").test(text))
+        .map((name) => `${file}: ${name}`)
+    })
+    expect(PROVIDER_NAMES).toEqual(["twilio", "vapi", "retell"])
+    expect(offenders).toEqual([])
+  })
+})
+
+describe("providers, one per kind", () => {
+  let server: TestServer
+  let demo: DemoSummary
+  let vapi: VapiFake
+  let retell: RetellFake
+  let counter = 0
+
+  const cliOk = async (args: ReadonlyArray<string>) => {
+    const result = await server.admin(args)
+    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
+    return result
+  }
+  const useVapi = () =>
+    cliOk([
+      "providers", "set", "--org", demo.orgId, "--kind", "vapi", "--api-key", vapi.apiKey,
+      "--webhook-secret", "vapi-secret-for-the-seam", "--api-base", vapi.url
+    ])
+  const useRetell = () =>
+    cliOk(["providers", "set", "--org", demo.orgId, "--kind", "retell", "--api-key", retell.apiKey, "--api-base", retell.url])
+  const accountKinds = async () =>
+    (await server.db.query<{ kind: string }>("SELECT kind FROM provider_accounts WHERE org_id = ? ORDER BY kind", [
+      demo.orgId
+    ])).map((r) => r.kind)
+
+  beforeAll(async () => {
+    vapi = await VapiFake.start({ stepMs: 30 })
+    retell = await RetellFake.start({ stepMs: 30, agents: [AGENT], numbers: [{ number: LINE }] })
+    server = await TestServer.start({
+      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "2000" }
+    })
+    demo = await server.demo()
+    await cliOk([
+      "numbers", "add", "--org", demo.orgId, "--sid", PN1, "--phone", LINE, "--name", "Sales line",
+      "--voice-bot", "bot_sales", "--provider-id", VAPI_PHONE
+    ])
+    // The same bot id serves both providers here: the agent and the assistant are the provider's business.
+    await cliOk(["bots", "add", "--org", demo.orgId, "--id", "bot_sales", "--name", "Sales qualifier", "--provider-id", ASSISTANT])
+    const invited = await server.adminJson<{ link: string }>(["admins", "create", demo.orgId, "--email", "seam@a.example"])
+    await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD)
+  }, HEAVY)
+  afterAll(async () => {
+    await server?.dispose()
+    await vapi?.stop()
+    await retell?.stop()
+  })
+
+  it("the console's Providers page offers Retell's form, refuses it without a key, and replaces Vapi with it, saying so", async () => {
+    await useVapi()
+    const session = await signIn(server.baseUrl, "seam@a.example", PASSWORD)
+    const page = await (await consoleGet(server.baseUrl, session, "/admin/providers")).text()
+    expect(page).toContain("Set Retell (AI calls)")
+    expect(page).toContain(`name="retellApiBase"`)
+    // Fields two forms share are told apart (ids are unique on the page).
+    expect(page).toContain(`name="retellApiKey"`)
+    expect(page).toContain(`name="vapiApiKey"`)
+    const ids = [...page.matchAll(/ id="([^"]+)"/g)].map((m) => m[1])
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([])
+    expect(page).toContain("Saving replaces Vapi for AI calls.")
+
+    const refused = await consolePost(server.baseUrl, session, "/admin/providers/set", {
+      csrf: session.csrf,
+      kind: "retell",
+      retellApiKey: "",
+      retellApiBase: retell.url
+    })
+    expect(refused.status).toBe(400)
+    expect(await refused.text()).toContain("Is required for Retell.")
+    expect(await accountKinds()).toEqual(["vapi"])
+
+    const saved = await consolePost(server.baseUrl, session, "/admin/providers/set", {
+      csrf: session.csrf,
+      kind: "retell",
+      retellApiKey: retell.apiKey,
+      retellApiBase: retell.url
+    })
+    expect(saved.status).toBe(303)
+    const location = saved.headers.get("location") ?? ""
+    expect(location).toBe("/admin/providers?done=retell&replaced=vapi")
+    const after = await (await consoleGet(server.baseUrl, session, location)).text()
+    expect(after).toContain("Retell is set: the organisation&#39;s AI calls go through it. It replaces Vapi")
+    expect(after).not.toContain(retell.apiKey)
+    expect(await accountKinds()).toEqual(["retell"])
+    const shown = await server.adminJson<{ aiCalls: string; setup: ReadonlyArray<string> }>([
+      "providers", "show", "--org", demo.orgId
+    ])
+    expect(shown.aiCalls).toBe("retell")
+    expect(shown.setup.join("\n")).toContain(`/providers/retell/events?org=${demo.orgId}`)
+  }, HEAVY)
+
+  it("a call whose hand-over to Vapi may have reached Vapi is not placed through Retell after the switch: it fails, saying so", async () => {
+    await useVapi()
+    const to = "+14155550371"
+    // Vapi makes the call but the answer is lost, and its server messages are refused: Parley cannot know.
+    vapi.dropNextAfterAccept()
+    vapi.tweakNextCallbacks({ signature: "none" })
+    const response = await server.fetch("/api/v1/ai-calls", {
+      key: demo.keys.live,
+      method: "POST",
+      headers: { "idempotency-key": `seam-${Date.now()}-${++counter}` },
+      body: JSON.stringify({ to, fromNumberSid: PN1, botId: "bot_sales", mode: "follow_script" })
+    })
+    expect(response.status).toBe(202)
+    const { id } = (await response.json()) as { id: string }
+    await readUntil(async () => vapi.calls.filter((c) => c.customer.number === to).length, (n) => n === 1)
+    await useRetell()
+    const record = await readUntil(
+      () =>
+        server.fetch(`/api/v1/ai-calls/${id}`, { key: demo.keys.live }).then((r) =>
+          r.json() as Promise<{ status?: string | null; errorMessage?: string | null }>
+        ),
+      (r) => FINAL.has(r.status ?? ""),
+      60_000
+    )
+    expect(record.status).toBe("Failed")
+    expect(record.errorMessage).toContain("replaced Vapi with Retell")
+    expect(retell.calls.filter((c) => c.resource.to_number === to)).toHaveLength(0)
+    expect(vapi.calls.filter((c) => c.customer.number === to)).toHaveLength(1)
+  }, HEAVY)
+})
