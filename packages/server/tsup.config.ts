@@ -23,7 +23,8 @@ export default defineConfig({
   minifyWhitespace: process.env["PARLEY_BUNDLE_READABLE"] === undefined,
   minifySyntax: process.env["PARLEY_BUNDLE_READABLE"] === undefined,
   sourcemap: true,
-  splitting: false,
+  // One chunk apart: the OpenTelemetry SDK, imported only when traces are exported (Tracing.ts).
+  splitting: true,
   clean: true,
   esbuildOptions: (options) => {
     options.charset = "ascii"

@@ -5,7 +5,7 @@
  * only how set-up is done.
  */
 import { Command } from "@effect/cli"
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Layer, Predicate } from "effect"
 import { AppLive } from "../AppLayer.js"
 import { ServerConfig } from "../config/ServerConfig.js"

@@ -4,7 +4,7 @@
  * environment configures, so it can run beside a live server on the same data.
  */
 import { ValidationError } from "@effect/cli"
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect } from "effect"
 import { cli, describeFailure, MainLive } from "./Program.js"
 

@@ -10,9 +10,6 @@
  * (each captured a stack trace and a dozen attributes), and the request
  * pipeline opens none (docs/benchmarks.md has the request path both ways).
  */
-import { NodeSdk } from "@effect/opentelemetry"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto"
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { TracesExported } from "./TraceLinks.js"
@@ -23,10 +20,10 @@ export const TracingLive: Layer.Layer<never, never, ServerConfig> = Layer.unwrap
       onNone: () => Layer.setTracerEnabled(false),
       onSome: (url) =>
         Layer.merge(
-          Layer.discard(NodeSdk.layer(() => ({
-            resource: { serviceName: config.serviceName },
-            spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 1000 })
-          }))),
+          // Loaded only here: a server that exports no traces never parses the SDK.
+          Layer.unwrapEffect(Effect.promise(() =>
+            import("./TracingExport.js").then(({ exportLayer }) => exportLayer(url, config.serviceName))
+          )),
           Layer.scopedDiscard(Effect.locallyScoped(TracesExported, true))
         )
     }))

@@ -9,7 +9,7 @@
  * reachable at start is retried for a while (a replica may start before it); once running, the pool
  * reconnects by itself and requests answer 503 in the meantime (see ErrorResponses).
  */
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Duration, Effect, Layer, type Redacted, Schedule } from "effect"

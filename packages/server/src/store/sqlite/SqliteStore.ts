@@ -11,7 +11,7 @@
  */
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs"
 import { join } from "node:path"
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
 import { SqliteMigrator } from "@effect/sql-sqlite-node"
 import { RateLimitStore } from "@parley/core/domain"
