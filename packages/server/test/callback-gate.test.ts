@@ -9,7 +9,7 @@
  */
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SOURCE_LIMIT } from "../src/providers/CallbackGate.js"
+import { SOURCE_LIMIT, UNVERIFIED_COST } from "../src/providers/CallbackGate.js"
 import { TestServer } from "./support/server.js"
 
 const HEAVY = 120_000
@@ -67,5 +67,38 @@ describe("callback gate before the body", () => {
     expect(last).toMatch(/\r\nretry-after: 1\r\n/i)
     expect(last).toMatch(/\r\nx-request-id: req_/i)
     expect(JSON.parse(last.slice(last.indexOf("\r\n\r\n") + 4))).toMatchObject({ error: { code: "RATE_LIMITED" } })
+  }, HEAVY)
+})
+
+describe("callbacks that cannot be verified", () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
+    await server.demo()
+  }, HEAVY)
+  afterAll(() => server?.dispose())
+
+  it("cost their address more: a forger gets a fifth of a genuine provider's callbacks looked at", async () => {
+    const sent = 150
+    const started = Date.now()
+    const statuses: Array<number> = []
+    // One after the other, so each refusal is charged before the next callback is admitted.
+    for (let i = 0; i < sent; i++) {
+      const answer = await fetch(`${server.baseUrl}/providers/twilio/status?org=org_demo&action=1`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": "Zm9yZ2Vk" },
+        body: "MessageSid=SMforged&MessageStatus=delivered"
+      })
+      await answer.body?.cancel()
+      statuses.push(answer.status)
+    }
+    const seconds = (Date.now() - started) / 1000
+    const looked = statuses.filter((s) => s === 401).length
+    expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([])
+    // The burst and what refilled meanwhile, each unverifiable callback taking UNVERIFIED_COST tokens.
+    const allowed = (SOURCE_LIMIT.burst + SOURCE_LIMIT.perSecond * seconds) / UNVERIFIED_COST + 1
+    expect(looked).toBeGreaterThan(0)
+    expect(looked, `${looked} of ${sent} looked at in ${seconds.toFixed(2)} s`).toBeLessThanOrEqual(Math.ceil(allowed))
   }, HEAVY)
 })

@@ -21,4 +21,9 @@ export interface PlainRoute {
    * `source` is the peer's address, `url` the request target as sent, `now` epoch ms.
    */
   readonly admit?: (source: string, url: string, now: number) => ApiError | null
+  /**
+   * Told by the pipeline when the route answered 401 (a callback that could not be verified), with the
+   * peer's address: CallbackGate charges that source more, so a forger gets fewer callbacks looked at.
+   */
+  readonly unverified?: (source: string, now: number) => void
 }

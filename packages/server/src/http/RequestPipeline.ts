@@ -233,6 +233,9 @@ export const makeRequestPipeline = <R>(
       Effect.provideService(route.handler, HttpServerRequest.HttpServerRequest, platformRequest(request, text)),
       (response) => {
         const answer = fromPlatformResponse(response)
+        if (response.status === 401 && route.unverified !== undefined) {
+          route.unverified(request.socket.remoteAddress ?? "unknown", Date.now())
+        }
         return answer === null ? unexpected(new Error(`unsupported response body ${response.body._tag}`), requestId) : Effect.succeed(answer)
       }
     )

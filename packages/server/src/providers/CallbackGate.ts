@@ -18,6 +18,8 @@ export interface BucketLimit {
 }
 
 export const SOURCE_LIMIT: BucketLimit = { perSecond: 50, burst: 200 }
+/** Tokens an unverifiable callback costs its source in all (one to be looked at, the rest once refused). */
+export const UNVERIFIED_COST = 5
 export const ORGANISATION_LIMIT: BucketLimit = { perSecond: 100, burst: 500 }
 /** Callbacks doing database work at once in this process, and how many may wait for their turn. */
 export const CONCURRENT_CALLBACKS = 2
@@ -47,6 +49,18 @@ export class Buckets {
     if (bucket.tokens < 1) return false
     bucket.tokens -= 1
     return true
+  }
+
+  /**
+   * Takes `count` more tokens for `key` after the fact, into debt if need be (down to minus the burst):
+   * what a request turned out to cost, paid before its key is admitted again.
+   */
+  charge(key: string, count: number, now: number): void {
+    const bucket = this.buckets.get(key)
+    if (bucket === undefined) return
+    const refilled = Math.min(this.limit.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.limit.perSecond)
+    bucket.tokens = Math.max(-this.limit.burst, refilled - count)
+    bucket.at = now
   }
 
   private forgetIdle(now: number) {
@@ -101,6 +115,12 @@ export const makeCallbackGate = Effect.gen(function*() {
   const admitOrganisation = (orgId: string, now: number): Admission =>
     organisations.take(orgId, now) ? "admitted" : "organisation_limited"
 
+  /**
+   * A callback from `source` could not be verified: it costs the source UNVERIFIED_COST tokens in all, so a
+   * forger's callbacks are looked at a fifth as often as a genuine provider's, whose callbacks all verify.
+   */
+  const unverified = (source: string, now: number): void => sources.charge(source, UNVERIFIED_COST - 1, now)
+
   /** Runs a callback's database work a few at a time; None (nothing run) when too many are waiting already. */
   const run = <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<Gated<A>, E, R> =>
     Effect.suspend((): Effect.Effect<Gated<A>, E, R> => {
@@ -113,7 +133,7 @@ export const makeCallbackGate = Effect.gen(function*() {
       )
     })
 
-  return { admit, admitOrganisation, run }
+  return { admit, admitOrganisation, unverified, run }
 })
 
 export class CallbackGate extends Context.Tag("@parley/server/providers/CallbackGate")<

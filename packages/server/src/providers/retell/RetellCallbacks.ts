@@ -96,6 +96,6 @@ export const retellCallbackRoutes = Effect.gen(function*() {
     admissionError(gate.admit(source, queryOf(url).get("org"), now))
 
   return [
-    { method: "POST", path: RETELL_EVENTS_PATH, body: "json", handler: events, admit }
+    { method: "POST", path: RETELL_EVENTS_PATH, body: "json", handler: events, admit, unverified: gate.unverified }
   ] satisfies ReadonlyArray<PlainRoute>
 })

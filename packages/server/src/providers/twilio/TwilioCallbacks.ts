@@ -95,6 +95,6 @@ export const twilioCallbackRoutes = Effect.gen(function*() {
     admissionError(gate.admit(source, queryOf(url).get("org") ?? "", now))
 
   return [
-    { method: "POST", path: TWILIO_STATUS_PATH, body: "form", handler: twilioStatus, admit }
+    { method: "POST", path: TWILIO_STATUS_PATH, body: "form", handler: twilioStatus, admit, unverified: gate.unverified }
   ] satisfies ReadonlyArray<PlainRoute>
 })

@@ -132,7 +132,7 @@ export const twilioInboundRoutes = Effect.gen(function*() {
   const admit = (source: string, _url: string, now: number) => admissionError(gate.admit(source, "", now))
   // The provider-named path is the one to paste into Twilio's console; the first stays for existing set-ups.
   return [
-    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive, admit },
-    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive, admit }
+    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive, admit, unverified: gate.unverified },
+    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive, admit, unverified: gate.unverified }
   ] satisfies ReadonlyArray<PlainRoute>
 })
