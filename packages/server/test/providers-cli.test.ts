@@ -76,4 +76,14 @@ describe("providers set: where secrets come from", () => {
     expect(both.code).not.toBe(0)
     expect(both.stderr).toContain("only one secret can be read from standard input")
   }, 60_000)
+
+  it("refuses another provider's flag instead of dropping it", async () => {
+    const result = await server.cli([
+      "providers", "set", "--org", demo.orgId, "--kind", "vapi", "--api-key", "k", "--auth-token", "meant-for-twilio"
+    ])
+    expect(result.code).not.toBe(0)
+    expect(result.stderr).toContain("--auth-token is not a setting of Vapi")
+    expect(result.stderr).toContain("--api-key")
+    expect(`${result.stdout}${result.stderr}`).not.toContain("meant-for-twilio")
+  }, 60_000)
 })

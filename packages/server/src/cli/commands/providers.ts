@@ -56,6 +56,20 @@ const set = Command.make(
       yield* requireOrg(input.org)
       const provider = providerNamed(input.kind)
       if (provider === undefined) return yield* fail(`--kind ${input.kind} is not a provider`)
+      // Another provider's flag is a mistake to say, not to drop: its value would be silently lost.
+      const own = new Set(provider.fields.map((f) => f.flag))
+      const foreign = [
+        ...Object.entries(input.plain).filter(([flag, value]) => Option.isSome(value) && !own.has(flag)),
+        ...Object.entries(input.secrets).filter(([flag, secret]) =>
+          (Option.isSome(secret.value) || secret.stdin || Option.isSome(secret.env)) && !own.has(flag)
+        )
+      ].map(([flag]) => `--${flag}`)
+      if (foreign.length > 0) {
+        return yield* fail(
+          `${foreign.join(", ")} ${foreign.length === 1 ? "is not a setting" : "are not settings"} of ${provider.label}; ` +
+            `--kind ${provider.name} takes ${[...own].map((flag) => `--${flag}`).join(", ")}`
+        )
+      }
       const interactive = isInteractive()
       const given = (flag: string): SecretInput => input.secrets[flag] ?? { value: Option.none(), stdin: false, env: Option.none() }
       const secrets = provider.fields.filter((f) => f.secret)
