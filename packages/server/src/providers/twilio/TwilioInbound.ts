@@ -15,9 +15,9 @@
  * the same 401. The URL is PARLEY_PUBLIC_URL + path when set (behind a proxy),
  * else http:// + Host.
  *
- * A media-only message (an MMS with an empty `Body`) is taken: its media URLs
- * are kept in the record's `body`, one line each after the text, so the API
- * shows them. A message taken is answered with TwiML and no reply, as Twilio
+ * A message with media (an MMS, also a media-only one with an empty `Body`) is
+ * taken: its media URLs are kept in the record's `mediaUrls`, apart from the
+ * text in `body`, so the API and events show both. A message taken is answered with TwiML and no reply, as Twilio
  * expects; anything else in the error shape of /api/v1 (`code`, `message`,
  * `requestId`). The request pipeline reads the body first (form-encoded, under
  * the size limit: 413 otherwise), as for /api/v1; CallbackGate bounds the work
@@ -62,9 +62,21 @@ const parse = (address: string) => {
   return { channel: whatsApp ? "WhatsApp" as const : "SMS" as const, number: whatsApp ? address.slice(9) : address }
 }
 
-/** The text a message shows: its body, then one line per media item Twilio stored for it. */
-export const inboundText = (body: string, media: ReadonlyArray<string>): string =>
-  [...(body === "" ? [] : [body]), ...media].join("\n")
+/**
+ * The media URLs of a message, in Twilio's order (`MediaUrl0`…, as many as `NumMedia` says, at most 10). Only
+ * absolute http(s) URLs are kept: the field promises URLs a client may fetch, and a request signed with the
+ * server-wide token, or an unsigned one, could name anything.
+ */
+export const mediaUrls = (field: (name: string) => string): ReadonlyArray<string> => {
+  const count = Math.min(MAX_MEDIA, Number.parseInt(field("NumMedia"), 10) || 0)
+  return Array.from({ length: count }, (_, i) => field(`MediaUrl${i}`)).filter(isWebUrl)
+}
+
+const isWebUrl = (text: string): boolean => {
+  if (!URL.canParse(text)) return false
+  const { protocol } = new URL(text)
+  return protocol === "https:" || protocol === "http:"
+}
 
 export const twilioInboundRoutes = Effect.gen(function*() {
   const config = yield* ServerConfig
@@ -106,14 +118,13 @@ export const twilioInboundRoutes = Effect.gen(function*() {
         return yield* unverified()
       }
       if (line === undefined) return yield* refusal(new NotFound({ message: `${to.number} is not a Parley number.` }))
-      const mediaCount = Math.min(MAX_MEDIA, Number.parseInt(field("NumMedia"), 10) || 0)
-      const media = Array.from({ length: mediaCount }, (_, i) => field(`MediaUrl${i}`)).filter((url) => url !== "")
       const sid = field("MessageSid")
       yield* inbound.receive({
         orgId: line.orgId,
         from: from.number,
         to: to.number,
-        body: inboundText(field("Body"), media),
+        body: field("Body"),
+        mediaUrls: mediaUrls(field),
         channel: to.channel === "WhatsApp" || from.channel === "WhatsApp" ? "WhatsApp" : "SMS",
         sid: sid === "" ? undefined : sid
       })
