@@ -166,11 +166,18 @@ describe("Inbound.receive", () => {
       expect(payloads.map((p) => [p.data.body, p.data.mediaUrls])).toEqual([["", [media(1)]], ["Two photos", [media(2), media(3)]], ["No photos", []]])
     }).pipe(Effect.provide(CoreTestLayer)))
 
-  it.effect("a message with neither text nor media is InboundRejected", () =>
+  it.effect("neither text nor media, a media URL that is not absolute http(s), or over 10 media: InboundRejected", () =>
     Effect.gen(function*() {
       const demo = yield* seedDemo
-      const error = yield* failureOf(receive({ from: ADA, to: SALES_LINE, body: " ", mediaUrls: [], channel: "SMS" }))
-      expect(error._tag).toBe("InboundRejected")
+      const empty = yield* failureOf(receive({ from: ADA, to: SALES_LINE, body: " ", mediaUrls: [], channel: "SMS" }))
+      expect(empty._tag).toBe("InboundRejected")
+      for (const url of ["javascript:alert(1)", "/Media/ME1", "file:///etc/passwd"]) {
+        const error = yield* failureOf(receive({ from: ADA, to: SALES_LINE, body: "hi", mediaUrls: [url], channel: "SMS" }))
+        expect(error.message).toContain(JSON.stringify(url))
+      }
+      const many = Array.from({ length: 11 }, (_, i) => `https://example.com/${i}.jpg`)
+      const tooMany = yield* failureOf(receive({ from: ADA, to: SALES_LINE, body: "hi", mediaUrls: many, channel: "SMS" }))
+      expect(tooMany.message).toContain("at most 10")
       expect(yield* crmActions(demo.orgId)).toEqual([])
     }).pipe(Effect.provide(CoreTestLayer)))
 

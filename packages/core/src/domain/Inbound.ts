@@ -26,6 +26,16 @@ import type { EventOutbox } from "../ports/EventOutbox.js"
 /** The message cannot be accepted as addressed; the message says why in plain words. */
 export class InboundRejected extends Data.TaggedError("InboundRejected")<{ readonly message: string }> {}
 
+/** Carriers number at most this many media items a message (Twilio: `MediaUrl0`…`MediaUrl9`). */
+export const MAX_MEDIA = 10
+
+/** Whether `text` can be kept as a media URL: absolute http(s), which a client reading `mediaUrls` may fetch. */
+export const isMediaUrl = (text: string): boolean => {
+  if (!URL.canParse(text)) return false
+  const { protocol } = new URL(text)
+  return protocol === "https:" || protocol === "http:"
+}
+
 /** Rolls back the transaction of a carrier's retry; the first delivery's action is answered instead. */
 class AlreadyReceived extends Data.TaggedError("AlreadyReceived")<{ readonly actionId: string }> {}
 
@@ -72,6 +82,13 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
         const mediaUrls = message.mediaUrls ?? []
         if (message.body.trim() === "" && mediaUrls.length === 0) {
           return yield* new InboundRejected({ message: "the message has neither text nor media" })
+        }
+        if (mediaUrls.length > MAX_MEDIA) {
+          return yield* new InboundRejected({ message: `a message carries at most ${MAX_MEDIA} media items` })
+        }
+        const notUrl = mediaUrls.find((url) => !isMediaUrl(url))
+        if (notUrl !== undefined) {
+          return yield* new InboundRejected({ message: `media URL ${JSON.stringify(notUrl)} is not an absolute http(s) URL` })
         }
         const record = Option.getOrUndefined(yield* crm.findByPhone(message.orgId, message.from))
         const nowMs = yield* Clock.currentTimeMillis

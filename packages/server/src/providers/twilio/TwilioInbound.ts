@@ -50,9 +50,6 @@ const EMPTY_TWIML = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>
 const E164 = /^\+[1-9]\d{7,14}$/
 /** Twilio delivers messages from short codes (`From=89898`) too. */
 const SHORT_CODE = /^\d{3,8}$/
-/** Twilio sends at most 10 media items a message. */
-const MAX_MEDIA = 10
-
 
 const taken = () => HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
 
@@ -64,18 +61,13 @@ const parse = (address: string) => {
 
 /**
  * The media URLs of a message, in Twilio's order (`MediaUrl0`…, as many as `NumMedia` says, at most 10). Only
- * absolute http(s) URLs are kept: the field promises URLs a client may fetch, and a request signed with the
- * server-wide token, or an unsigned one, could name anything.
+ * absolute http(s) URLs are kept, dropped rather than refused: the field promises URLs a client may fetch, a
+ * request signed with the server-wide token (or an unsigned one) could name anything, and refusing would lose
+ * the message's text with it.
  */
 export const mediaUrls = (field: (name: string) => string): ReadonlyArray<string> => {
-  const count = Math.min(MAX_MEDIA, Number.parseInt(field("NumMedia"), 10) || 0)
-  return Array.from({ length: count }, (_, i) => field(`MediaUrl${i}`)).filter(isWebUrl)
-}
-
-const isWebUrl = (text: string): boolean => {
-  if (!URL.canParse(text)) return false
-  const { protocol } = new URL(text)
-  return protocol === "https:" || protocol === "http:"
+  const count = Math.min(Inbound.MAX_MEDIA, Number.parseInt(field("NumMedia"), 10) || 0)
+  return Array.from({ length: count }, (_, i) => field(`MediaUrl${i}`)).filter(Inbound.isMediaUrl)
 }
 
 export const twilioInboundRoutes = Effect.gen(function*() {
