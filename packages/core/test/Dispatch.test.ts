@@ -30,8 +30,12 @@ const refusing: Providers.ProviderChoice = {
     idempotent: false,
     lookAgainMs: STEP,
     cannotSend: (action) => action.kind === "ai_call" ? "No agent for this bot." : null,
-    send: () =>
-      Effect.fail({ _tag: "RefusingError", reason: "rejected", status: 400, code: 21211, message: "Invalid 'To'", retryAfterMs: null }),
+    send: (action) =>
+      Effect.fail(
+        action.counterpart === "+14155550199"
+          ? { _tag: "RefusingError", reason: "unavailable", status: 503, code: null, message: "Service Unavailable", retryAfterMs: null }
+          : { _tag: "RefusingError", reason: "rejected", status: 400, code: 21211, message: "Invalid 'To'", retryAfterMs: null }
+      ),
     candidates: () => Effect.succeed([]),
     recheck: () => Effect.succeed(Option.none())
   }
@@ -178,10 +182,15 @@ describe("Dispatch (core, embedded)", () => {
       const { call, dispatch, events, status, text } = yield* setup
       const id = yield* text("+14155550123")
       const callId = yield* call("+14155550124")
-      expect(yield* dispatch.runDue).toBe(2)
+      // a 5xx may have sent: with no journal to reconcile it, the embedded dispatcher never tries again
+      const unavailable = yield* text("+14155550199")
+      expect(yield* dispatch.runDue).toBe(3)
       const refused = yield* status("message", id)
       expect(refused.status).toBe("Failed")
-      expect(refused.errorMessage).toBe("The refusing carrier did not accept it (21211: Invalid 'To').")
+      expect(refused.errorMessage).toBe("21211: Invalid 'To'")
+      expect((yield* status("message", unavailable)).errorMessage).toBe(
+        "The refusing carrier did not accept it after 1 attempt (last: Service Unavailable)."
+      )
       expect(yield* events(id)).toEqual(["message.queued", "message.failed"])
       expect((yield* status("ai_call", callId)).errorMessage).toBe("No agent for this bot.")
       // failed, not retried: nothing is due again

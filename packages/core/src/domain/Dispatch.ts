@@ -15,18 +15,21 @@
  * - an action a provider has whose next look is due is rechecked with it
  *   (the simulator's next step, or a real provider's status in case its
  *   reports were lost), and what moved is applied as a report.
- * A refused hand-over fails the action with the provider's message: this
- * dispatcher makes one attempt (it keeps no journal to reconcile an unknown
- * outcome with, so it never retries one that may have been sent).
+ * What an answer does is planned as the server's dispatcher plans it
+ * (DispatchPlan): the same refusals, the same rule for looking again. This
+ * dispatcher makes one attempt per action, though: it keeps no journal to
+ * reconcile an unknown outcome with, so it never retries one that may have
+ * been sent, and a failed attempt fails the action.
  * A due action can never be cancelled (cancellation needs it more than 30
  * seconds ahead), so dispatch and cancellation do not race.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type Action, ActionStore } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
-import { type Change, type ProviderFailure, type ProviderSession, Providers } from "../ports/Providers.js"
+import { type Change, type ProviderSession, Providers } from "../ports/Providers.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { periodOf } from "./AllowancePeriods.js"
+import * as DispatchPlan from "./DispatchPlan.js"
 import { ALLOWANCE_FAILURE, decide, decideDestination } from "./DispatchRules.js"
 import { isFinal, movesForward, ProviderReports } from "./ProviderReports.js"
 import { allowanceUnits } from "./Segments.js"
@@ -71,9 +74,6 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
       const fail = (action: Action, reason: string) =>
         apply(action, { status: "Failed", workAt: null, providerStatus: "failed", errorMessage: reason })
 
-      const refusal = (label: string, error: ProviderFailure) =>
-        `${label} did not accept it (${error.code === undefined || error.code === null ? "" : `${error.code}: `}${error.message}).`
-
       /** Hands the action to the organisation's provider for its kind and applies the answer. */
       const submit = (session: ProviderSession, action: Action, now: number) =>
         Effect.gen(function*() {
@@ -82,12 +82,7 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
           if (refused !== null) return yield* fail(action, refused)
           const change = yield* provider.client.send(action, now).pipe(
             Effect.catchIf(isProviderFailure, (error) =>
-              Effect.succeed<Change>({
-                status: "Failed",
-                workAt: null,
-                providerStatus: "failed",
-                errorMessage: refusal(provider.label, error)
-              }))
+              Effect.succeed(DispatchPlan.refused(provider, action.orgId, error) ?? DispatchPlan.gaveUp(provider, error, 1)))
           )
           yield* apply(action, change)
         })
@@ -117,13 +112,14 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
       const followUp = (session: ProviderSession, action: Action, now: number) =>
         Effect.gen(function*() {
           const provider = yield* session.current(action.orgId, action.kind)
-          const next = now + provider.client.lookAgainMs
           const found = action.sid === null ? Option.none() : yield* provider.client.recheck(action, action.sid, now).pipe(
             Effect.catchIf(isProviderFailure, () => Effect.succeed(Option.none()))
           )
+          // No journal here: looks go on while the action is not final (the simulator's steps end it).
           if (Option.isSome(found) && movesForward(action.kind, action.status, found.value.status)) {
-            return yield* apply(action, { ...found.value, workAt: next })
+            return yield* apply(action, { ...found.value, workAt: now + provider.client.lookAgainMs })
           }
+          const next = DispatchPlan.lookAgainAt(provider.client.lookAgainMs, action.dueAt, now, "nothing new")
           yield* store.lookAgainAt(action.orgId, action.id, isFinal(action.kind, action.status) ? null : next)
         })
 

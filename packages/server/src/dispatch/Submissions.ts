@@ -38,17 +38,17 @@
  * provider accepts, its callbacks drive the action (ProviderReports), with a
  * recheck in case they are lost.
  *
- * What the provider answers:
+ * What the provider answers, planned by the core (DispatchPlan, the same for
+ * the core's own dispatcher):
  * - accepted: the provider's id and status are recorded, the action waits for callbacks;
- * - rejected (invalid number 21211, unsubscribed 21610, region 21408, WhatsApp outside the session 63016…):
- *   Failed, with the provider's code and message;
- * - credentials refused (20003 / 401): Failed at once, saying to fix the organisation's provider settings
- *   (retrying could never succeed);
+ * - rejected (an invalid number, an unsubscribed recipient, a region not allowed, WhatsApp outside the
+ *   session…): Failed, with the provider's code and message;
+ * - credentials refused: Failed at once, saying to fix the organisation's provider settings;
  * - rate limited, unavailable, or unknown: tried again with exponential backoff (honouring Retry-After),
- *   up to MAX_ATTEMPTS, then Failed.
+ *   up to DispatchPlan.MAX_ATTEMPTS, then Failed.
  */
 import { SqlClient } from "@effect/sql"
-import { ProviderReports, Providers, type StorageError } from "@parley/core/domain"
+import { DispatchPlan, ProviderReports, Providers, type StorageError } from "@parley/core/internal"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 import { forProvider } from "../observability/Metrics.js"
@@ -59,21 +59,10 @@ import { transactions } from "../store/Transactions.js"
 import { type Change, type ClaimedRow, handoffOf } from "./ClaimedAction.js"
 import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
 
-/** Attempts before giving up: with the backoff below, about two hours of retrying. */
-export const MAX_ATTEMPTS = 16
-const BASE_BACKOFF_MS = 1_000
-const MAX_BACKOFF_MS = 15 * 60_000
-/** After an unknown outcome, the provider may still be creating the message or call: wait before looking. */
-const UNKNOWN_OUTCOME_WAIT_MS = 30_000
 /** While another action to the same recipient may be mid-request, how long a reconciliation waits before looking again. */
 const RIVAL_WAIT_MS = 5_000
-/** How long Parley keeps asking a provider about an action whose reports stopped: two days. */
-const MAX_TRACKING_MS = 48 * 3_600_000
 /** Requests to one provider at once from one process. */
 const CONCURRENCY = 8
-
-export const backoffMs = (attempts: number, retryAfterMs: number | null): number =>
-  Math.max(retryAfterMs ?? 0, Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1)))
 
 const Journal = Schema.Struct({
   action_id: Schema.String,
@@ -121,12 +110,7 @@ export interface SubmitHooks {
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
-const failed = (errorMessage: string, providerStatus?: string): Change => ({
-  status: "Failed",
-  workAt: null,
-  errorMessage,
-  ...(providerStatus === undefined ? {} : { providerStatus })
-})
+const { failed, mayHaveSent } = DispatchPlan
 
 const labelOf = (name: string) => providerNamed(name)?.label ?? name
 
@@ -244,41 +228,18 @@ export const make = (config: ServerSettings) =>
         work
       ))
 
-    /** Whether a failed attempt may have reached the provider. */
-    const mayHaveSent = (error: Providers.ProviderFailure) =>
-      error.reason === "unknown_outcome" || (error.status !== null && error.status >= 500)
-
-    /** What an unsuccessful answer does to the action. */
+    /** What an unsuccessful answer does to the action (DispatchPlan: the same for every dispatcher). */
     const afterFailure = (
       provider: Providers.ProviderChoice,
       row: ClaimedRow,
       error: Providers.ProviderFailure,
       attempts: number,
       now: number
-    ): Change => {
-      const code = error.code === undefined || error.code === null ? "" : `${error.code}: `
-      switch (error.reason) {
-        case "rejected":
-          return failed(`${code}${error.message}`, "failed")
-        case "auth_failed":
-          return failed(
-            `${provider.label} refused the organisation's credentials (${code}${error.message}); ` +
-              `update them with \`parley providers set --org ${row.org_id} --kind ${provider.name} …\`.`,
-            "failed"
-          )
-        default: {
-          const unknown = mayHaveSent(error)
-          // An attempt that may have sent is never given up on unseen: the next one looks first.
-          if (attempts >= (unknown ? 2 * MAX_ATTEMPTS : MAX_ATTEMPTS)) {
-            return failed(`${provider.label} did not accept it after ${attempts} attempts (last: ${code}${error.message}).`)
-          }
-          const wait = backoffMs(attempts, error.retryAfterMs)
-          // Never later than a recheck would look (PARLEY_PROVIDER_RECHECK_MS, which tests shorten).
-          const unknownWait = Math.min(UNKNOWN_OUTCOME_WAIT_MS, config.providerRecheckMs)
-          return { status: row.status, workAt: now + (unknown ? Math.max(wait, unknownWait) : wait) }
-        }
-      }
-    }
+    ): Change =>
+      DispatchPlan.afterFailure(
+        { provider, orgId: row.org_id, status: row.status, attempts, now, lookAgainMs: config.providerRecheckMs },
+        error
+      )
 
     /** What an attempt came to: an answer to record, or an earlier attempt's message adopted (recorded already). */
     type Submitted = { readonly change: Change; readonly outcome: Outcome } | "adopted"
@@ -464,7 +425,7 @@ export const make = (config: ServerSettings) =>
      * Actions a provider has, due for a look: a real provider's (their attempts are journalled) because its
      * callbacks were lost or late, the simulator's for its next step. Asks the provider that has the action
      * for its status and applies what moves the action on; otherwise looks again later, until the action is
-     * final or MAX_TRACKING_MS old. A real provider's rows are recorded one by one; the simulator's changes
+     * final or DispatchPlan.MAX_TRACKING_MS old. A real provider's rows are recorded one by one; the simulator's changes
      * come back for the dispatcher to apply with the rest of its batch.
      */
     const recheck = (
@@ -509,25 +470,13 @@ export const make = (config: ServerSettings) =>
         return changes
       })
 
-    /**
-     * When to look again at an action the provider has: after the provider's interval, for two days at most
-     * after it was first handed over. A provider that keeps no journal (the simulator) answers the same
-     * every time: once it has nothing new it never will.
-     */
-    const laterFor = (provider: Providers.ProviderChoice, firstAt: number | null, now: number, moved: boolean) =>
-      firstAt === null
-        ? moved ? now + provider.client.lookAgainMs : null
-        : now - firstAt > MAX_TRACKING_MS
-        ? null
-        : now + provider.client.lookAgainMs
-
     const recheckOne = (
       provider: Providers.ProviderChoice,
       row: ClaimedRow,
       firstAt: number | null,
       now: number
     ): Effect.Effect<Change> => {
-      const unchanged: Change = { status: row.status, workAt: laterFor(provider, firstAt, now, false) }
+      const unchanged: Change = { status: row.status, workAt: DispatchPlan.lookAgainAt(provider.client.lookAgainMs, firstAt, now, "nothing new") }
       if (row.sid === null) return Effect.succeed(unchanged)
       return provider.client.recheck(handoffOf(row), row.sid, now).pipe(
         Effect.map((found): Change => {
@@ -536,7 +485,9 @@ export const make = (config: ServerSettings) =>
           if (!ProviderReports.movesForward(row.kind, row.status, status)) return unchanged
           return {
             ...found.value,
-            workAt: ProviderReports.isFinal(row.kind, status) ? null : laterFor(provider, firstAt, now, true)
+            workAt: ProviderReports.isFinal(row.kind, status)
+              ? null
+              : DispatchPlan.lookAgainAt(provider.client.lookAgainMs, firstAt, now, "moved")
           }
         }),
         Effect.orElseSucceed(() => unchanged)
