@@ -40,8 +40,8 @@ const claimedReaders: ColumnReaders<ClaimedRow> = {
 const decodeWithSchema = Schema.decodeUnknown(Schema.Array(ClaimedRow))
 
 /**
- * Claimed rows (value arrays in CLAIMED_COLUMNS order). Through Effect Schema a row of ~35 columns costs
- * tens of microseconds, as much as the claim's SQL; the column readers take about one. A row they do not
+ * Claimed rows (value arrays in CLAIMED_COLUMNS order). Through Effect Schema a row costs about as much as
+ * the claim's SQL; the column readers a small fraction of that (docs/benchmarks.md). A row they do not
  * recognise sends the batch to the schema, which returns the value or names what is wrong.
  */
 export const decodeClaimed = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
