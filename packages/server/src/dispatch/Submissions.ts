@@ -376,13 +376,24 @@ export const make = (config: ServerSettings) =>
         const session = yield* providers.session
         const batched = new Map<Providers.ProviderChoice, Array<ClaimedRow>>()
         const journalledRows: Array<{ row: ClaimedRow; provider: Providers.ProviderChoice }> = []
+        // The provider is the organisation's for the kind: asked once per organisation and kind.
+        const byOrgAndKind = new Map<string, Array<ClaimedRow>>()
         for (const row of rows) {
-          const provider = yield* session.current(row.org_id, row.kind)
-          if (!provider.client.idempotent) journalledRows.push({ row, provider })
-          else {
-            const group = batched.get(provider)
-            if (group === undefined) batched.set(provider, [row])
-            else group.push(row)
+          const key = `${row.org_id}\u0000${row.kind}`
+          const group = byOrgAndKind.get(key)
+          if (group === undefined) byOrgAndKind.set(key, [row])
+          else group.push(row)
+        }
+        for (const group of byOrgAndKind.values()) {
+          const first = group[0]
+          if (first === undefined) continue
+          const provider = yield* session.current(first.org_id, first.kind)
+          if (!provider.client.idempotent) {
+            for (const row of group) journalledRows.push({ row, provider })
+          } else {
+            const same = batched.get(provider)
+            if (same === undefined) batched.set(provider, group)
+            else same.push(...group)
           }
         }
         const orphans = yield* journalled([...batched.values()].flat())
