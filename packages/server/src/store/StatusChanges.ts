@@ -14,7 +14,7 @@
  * - any other field left undefined keeps its value (an error message set to null is cleared).
  * The rows that changed come back as they now are, for the events of the same transaction.
  */
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import type { RecordStatus } from "@parley/core"
 import type { ActionStore } from "@parley/core/internal"
 import { Effect, type ParseResult, Schema } from "effect"
@@ -56,6 +56,8 @@ export interface StatusChangesService {
     changes: ReadonlyArray<StatusChange>,
     options?: WriteOptions
   ) => Effect.Effect<ReadonlyArray<ActionStore.Action>, SqlError.SqlError | ParseResult.ParseError>
+  /** The statement `write` runs (the tests read its query plan). */
+  readonly statement: (changes: ReadonlyArray<StatusChange>, options?: WriteOptions) => Statement.Statement<object>
 }
 
 export const make: Effect.Effect<StatusChangesService, never, SqlClient.SqlClient> = Effect.gen(function*() {
@@ -68,44 +70,46 @@ export const make: Effect.Effect<StatusChangesService, never, SqlClient.SqlClien
     return read === undefined ? decodeRows(valuesToObjects(columns, rows)) : Effect.succeed(read)
   }
 
+  const statement = (changes: ReadonlyArray<StatusChange>, options?: WriteOptions) => {
+    // Casts: Postgres types a VALUES list's parameters as text unless told otherwise. `keep_error` tells a
+    // kept error message (undefined) from a cleared one (null), which the value alone cannot.
+    const values = changes.map((c) =>
+      sql`(CAST(${Number(c.id)} AS BIGINT), ${c.orgId}, ${c.expected}, ${c.status}, CAST(${c.workAt} AS BIGINT),
+           ${c.sid ?? null}, ${c.providerStatus ?? null}, CAST(${c.errorMessage === undefined ? 1 : 0} AS INTEGER),
+           ${c.errorMessage ?? null}, ${c.body ?? null}, ${c.audioFileId ?? null}, ${c.at ?? null}, ${c.modified})`
+    )
+    // `actions.id IN (…)` repeats the join's ids on purpose: without it SQLite's planner scans the whole
+    // actions table once per batch (SCAN actions + a bloom filter on the VALUES list, see EXPLAIN QUERY
+    // PLAN), so each batch cost grew with the table (docs/benchmarks.md). With it both stores look the
+    // rows up by primary key.
+    const ids = changes.map((c) => Number(c.id))
+    const leased = options?.leaseOwner === undefined
+      ? sql.literal("")
+      : sql`AND actions.lease_owner = ${options.leaseOwner}`
+    // The changes' columns are named apart from the table's, so that RETURNING names only the row's.
+    return sql`WITH changes (change_id, change_org, expected_status, new_status, new_work_at, new_sid,
+                             new_provider_status, keep_error, new_error_message, new_body, new_audio_file_id,
+                             new_at, new_modified)
+          AS (VALUES ${sql.csv(values)})
+        UPDATE actions SET status = changes.new_status, work_at = changes.new_work_at,
+          sid = COALESCE(actions.sid, changes.new_sid),
+          provider_status = COALESCE(changes.new_provider_status, actions.provider_status),
+          error_message = CASE WHEN changes.keep_error = 1 THEN actions.error_message
+                               ELSE changes.new_error_message END,
+          body = COALESCE(changes.new_body, actions.body),
+          audio_file_id = COALESCE(changes.new_audio_file_id, actions.audio_file_id),
+          at = COALESCE(changes.new_at, actions.at),
+          modified = changes.new_modified, lease_owner = NULL, lease_until = NULL
+        FROM changes
+        WHERE actions.id = changes.change_id AND actions.org_id = changes.change_org
+          AND actions.status = changes.expected_status ${leased} AND actions.id IN ${sql.in(ids)}
+        RETURNING ${returning}`
+  }
+
   const write: StatusChangesService["write"] = (changes, options) =>
     Effect.gen(function*() {
       if (changes.length === 0) return []
-      // Casts: Postgres types a VALUES list's parameters as text unless told otherwise. `keep_error` tells a
-      // kept error message (undefined) from a cleared one (null), which the value alone cannot.
-      const values = changes.map((c) =>
-        sql`(CAST(${Number(c.id)} AS BIGINT), ${c.orgId}, ${c.expected}, ${c.status}, CAST(${c.workAt} AS BIGINT),
-             ${c.sid ?? null}, ${c.providerStatus ?? null}, CAST(${c.errorMessage === undefined ? 1 : 0} AS INTEGER),
-             ${c.errorMessage ?? null}, ${c.body ?? null}, ${c.audioFileId ?? null}, ${c.at ?? null}, ${c.modified})`
-      )
-      // `actions.id IN (…)` repeats the join's ids on purpose: without it SQLite's planner scans the whole
-      // actions table once per batch (SCAN actions + a bloom filter on the VALUES list, see EXPLAIN QUERY
-      // PLAN), so each batch cost grew with the table (docs/benchmarks.md). With it both stores look the
-      // rows up by primary key.
-      const ids = changes.map((c) => Number(c.id))
-      const leased = options?.leaseOwner === undefined
-        ? sql.literal("")
-        : sql`AND actions.lease_owner = ${options.leaseOwner}`
-      // The changes' columns are named apart from the table's, so that RETURNING names only the row's.
-      const rows = yield* readRows(
-        yield* sql`WITH changes (change_id, change_org, expected_status, new_status, new_work_at, new_sid,
-                                 new_provider_status, keep_error, new_error_message, new_body, new_audio_file_id,
-                                 new_at, new_modified)
-              AS (VALUES ${sql.csv(values)})
-            UPDATE actions SET status = changes.new_status, work_at = changes.new_work_at,
-              sid = COALESCE(actions.sid, changes.new_sid),
-              provider_status = COALESCE(changes.new_provider_status, actions.provider_status),
-              error_message = CASE WHEN changes.keep_error = 1 THEN actions.error_message
-                                   ELSE changes.new_error_message END,
-              body = COALESCE(changes.new_body, actions.body),
-              audio_file_id = COALESCE(changes.new_audio_file_id, actions.audio_file_id),
-              at = COALESCE(changes.new_at, actions.at),
-              modified = changes.new_modified, lease_owner = NULL, lease_until = NULL
-            FROM changes
-            WHERE actions.id = changes.change_id AND actions.org_id = changes.change_org
-              AND actions.status = changes.expected_status ${leased} AND actions.id IN ${sql.in(ids)}
-            RETURNING ${returning}`.values
-      )
+      const rows = yield* readRows(yield* statement(changes, options).values)
       // RETURNING gives no order; the callers' events follow their changes' order.
       const changed = new Map(rows.map((row) => [String(row.id), row]))
       return changes.flatMap((c) => {
@@ -114,5 +118,5 @@ export const make: Effect.Effect<StatusChangesService, never, SqlClient.SqlClien
       })
     })
 
-  return { write }
+  return { write, statement }
 })
