@@ -72,7 +72,8 @@ export const make = Effect.gen(function*() {
   const apply = (worker: string, transitions: ReadonlyArray<Transition>) =>
     Effect.gen(function*() {
       if (transitions.length === 0) return
-      // `after` holds every field as this worker means the row to be, so none is left to keep.
+      // `after` is the row as this worker means it to be: under its lease, a field the transition did not
+      // change is what the row already holds.
       const changed = yield* statusChanges.write(
         transitions.map(({ after, before, workAt }) => ({
           orgId: after.org_id,
