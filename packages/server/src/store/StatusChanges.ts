@@ -11,7 +11,7 @@
  *   the queue's, at work_at, or a provider's report);
  * - the provider's id is recorded only when the action has none yet (a report can beat the send's answer,
  *   and a provider's id for an action never changes);
- * - any other field left undefined keeps its value (an error message set to null is cleared).
+ * - any other field left undefined or null keeps its value, but for the error message, which null clears.
  * The rows that changed come back as they now are, for the events of the same transaction.
  */
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
