@@ -87,7 +87,8 @@ export const make = Effect.gen(function*() {
           errorMessage: after.error_message,
           body: after.body,
           audioFileId: after.audio_file_id,
-          at: after.at
+          at: after.at,
+          held: before
         })),
         { leaseOwner: worker }
       )
