@@ -4,12 +4,11 @@
  * core's ActionStore port, as ProviderReports calls it) and the dispatcher's leased batches. Whoever writes,
  * a change applies only while the row shows the status it was decided from (and, for the dispatcher, while
  * the worker's lease holds), records the provider's id only once, keeps what it leaves undefined, releases
- * the lease, and comes back as the row now is (read back, or derived from the row a worker holds under its
- * lease).
+ * the lease, and comes back as the row now is.
  */
 import { SqlClient } from "@effect/sql"
 import { ActionStore } from "@parley/core/domain"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Option, Schema } from "effect"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.js"
 import { DatabaseLive } from "../src/store/Database.js"
@@ -143,32 +142,6 @@ describe("the one status writer", () => {
     expect(changed[1]).toMatchObject({ sid: `SM_${first.id}`, errorMessage: "21211: Invalid 'To' phone number" })
     expect(await row(lapsed.id)).toMatchObject({ status: "Sending", lease_owner: "worker_b" })
     for (const a of mine) expect((await row(a.id))?.lease_owner).toBeNull()
-  })
-
-  it("derives a leased row's changed action from the row its worker holds exactly as the database changed it", async () => {
-    const held = [await sending({ sid: "SM_held" }, "worker_a"), await sending({ body: "Held body" }, "worker_a")]
-    const rows = await db.query<Record<string, unknown>>(
-      `SELECT ${Object.keys(SqlActionStore.ActionRow.fields).join(", ")} FROM actions WHERE id IN (?, ?) ORDER BY id`,
-      held.map((a) => Number(a.id))
-    )
-    const status = await writer()
-    const changes = rows.map((r, i) => ({
-      orgId: ORG,
-      id: String(r["id"]),
-      expected: "Sending" as const,
-      status: i === 0 ? "Sent" as const : "Failed" as const,
-      workAt: null,
-      modified: MODIFIED,
-      sid: "SM_answer",
-      errorMessage: i === 0 ? null : "30003: Unreachable destination handset",
-      at: i === 0 ? "2026-02-01T10:00:01.000Z" : undefined,
-      held: Schema.decodeUnknownSync(SqlActionStore.ActionRow)(r)
-    }))
-    const derived = await run(status.write(changes, { leaseOwner: "worker_a" }))
-    const stored = await run(Effect.forEach(held, (a) =>
-      Effect.map(Effect.flatMap(ActionStore.ActionStore, (store) => store.findAction(ORG, a.id)), Option.getOrThrow)))
-    expect(derived).toEqual(stored)
-    expect(derived.map((a) => a.sid)).toEqual(["SM_held", "SM_answer"])
   })
 
   it.skipIf(testStore !== "sqlite")("looks the changed rows up by primary key on SQLite, never by scanning actions", async () => {

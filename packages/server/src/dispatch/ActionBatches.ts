@@ -87,8 +87,7 @@ export const make = Effect.gen(function*() {
           errorMessage: after.error_message,
           body: after.body,
           audioFileId: after.audio_file_id,
-          at: after.at,
-          held: before
+          at: after.at
         })),
         { leaseOwner: worker }
       )

@@ -40,29 +40,7 @@ export interface StatusChange {
   readonly body?: string | undefined
   readonly audioFileId?: string | null | undefined
   readonly at?: string | undefined
-  /**
-   * The row as its writer holds it under its lease (`leaseOwner`: the dispatcher's claimed row). A leased row
-   * changes only through its worker or with its status (a report, a cancellation), which the statement
-   * checks, so the action it becomes is derived from it as the statement changes it, rather than returned
-   * and read back: every column of every row of a batch, garbage the dispatcher's rate pays for
-   * (docs/benchmarks.md, "One status writer").
-   */
-  readonly held?: ActionRowValue | undefined
 }
-
-type ActionRowValue = typeof ActionRow.Type
-
-/** What the statement makes of a row, as the statement does it (status-changes.test.ts compares the two). */
-const appliedTo = (row: ActionRowValue, c: StatusChange): ActionRowValue => ({
-  ...row,
-  status: c.status,
-  sid: row.sid ?? c.sid ?? null,
-  error_message: c.errorMessage === undefined ? row.error_message : c.errorMessage,
-  body: c.body ?? row.body,
-  audio_file_id: c.audioFileId ?? row.audio_file_id,
-  at: c.at ?? row.at,
-  modified: c.modified
-})
 
 export interface WriteOptions {
   /** Apply only to rows this worker still leases (the dispatcher's changes). */
@@ -85,16 +63,12 @@ export interface StatusChangesService {
 export const make: Effect.Effect<StatusChangesService, never, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const columns = Object.keys(ActionRow.fields) as ReadonlyArray<ActionColumn>
-  const everyColumn = sql.literal(columns.join(", "))
+  const returning = sql.literal(columns.join(", "))
   const decodeRows = Schema.decodeUnknown(Schema.Array(ActionRow))
   const readRows = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
     const read = readActionValues(columns, rows)
     return read === undefined ? decodeRows(valuesToObjects(columns, rows)) : Effect.succeed(read)
   }
-
-  /** Whether the changed actions are derived from the rows held under the lease, rather than read back. */
-  const derived = (changes: ReadonlyArray<StatusChange>, options: WriteOptions | undefined) =>
-    options?.leaseOwner !== undefined && changes.every((c) => c.held !== undefined)
 
   const statement = (changes: ReadonlyArray<StatusChange>, options?: WriteOptions) => {
     // Casts: Postgres types a VALUES list's parameters as text unless told otherwise. `keep_error` tells a
@@ -112,7 +86,6 @@ export const make: Effect.Effect<StatusChangesService, never, SqlClient.SqlClien
     const leased = options?.leaseOwner === undefined
       ? sql.literal("")
       : sql`AND actions.lease_owner = ${options.leaseOwner}`
-    const returning = derived(changes, options) ? sql.literal("id") : everyColumn
     // The changes' columns are named apart from the table's, so that RETURNING names only the row's.
     return sql`WITH changes (change_id, change_org, expected_status, new_status, new_work_at, new_sid,
                              new_provider_status, keep_error, new_error_message, new_body, new_audio_file_id,
@@ -136,16 +109,8 @@ export const make: Effect.Effect<StatusChangesService, never, SqlClient.SqlClien
   const write: StatusChangesService["write"] = (changes, options) =>
     Effect.gen(function*() {
       if (changes.length === 0) return []
-      const derive = derived(changes, options)
-      const returned = yield* statement(changes, options).values
+      const rows = yield* readRows(yield* statement(changes, options).values)
       // RETURNING gives no order; the callers' events follow their changes' order.
-      if (derive) {
-        const ids = new Set(returned.map((values) => String(values[0])))
-        return changes.flatMap((c) =>
-          c.held === undefined || !ids.has(String(Number(c.id))) ? [] : [toAction(appliedTo(c.held, c))]
-        )
-      }
-      const rows = yield* readRows(returned)
       const changed = new Map(rows.map((row) => [String(row.id), row]))
       return changes.flatMap((c) => {
         const row = changed.get(String(Number(c.id)))
