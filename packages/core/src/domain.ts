@@ -1,7 +1,7 @@
 /**
  * `@parley/core/domain` — Parley's engine for hosts that run it themselves:
  * the domain services (each a `Context.Tag` with its layer), the ports they
- * need from the outside world (CRM, carrier, AI-call provider, storage), and
+ * need from the outside world (CRM, providers, storage), and
  * `DomainLayer`, which assembles the services over whatever port layers the
  * host provides. The in-memory port layers are at `@parley/core/testing`.
  */
@@ -22,16 +22,19 @@ export * as RecordLists from "./domain/RecordLists.js"
 export * as WebhookEndpoints from "./domain/WebhookEndpoints.js"
 
 export * as ActionStore from "./ports/ActionStore.js"
-export * as AiCallProvider from "./ports/AiCallProvider.js"
 export * as ApiKeyStore from "./ports/ApiKeyStore.js"
-export * as Carrier from "./ports/Carrier.js"
 export * as Crm from "./ports/Crm.js"
 export * as EventOutbox from "./ports/EventOutbox.js"
 export * as IdempotencyStore from "./ports/IdempotencyStore.js"
 export * as Organisations from "./ports/Organisations.js"
+export * as Providers from "./ports/Providers.js"
 export * as RateLimitStore from "./ports/RateLimitStore.js"
 export * from "./ports/StorageError.js"
 export * as UnitOfWork from "./ports/UnitOfWork.js"
 export * as WebhookEndpointStore from "./ports/WebhookEndpointStore.js"
+
+// The simulator: the provider an organisation has until it connects one, over its memory of sends.
+export * as Simulator from "./simulator/Simulator.js"
+export * as SimulatorMemory from "./simulator/SimulatorMemory.js"
 
 export { DomainLayer } from "./layers.js"

@@ -16,9 +16,7 @@ import * as RateLimiter from "./domain/RateLimiter.js"
 import * as RecordLists from "./domain/RecordLists.js"
 import * as WebhookEndpoints from "./domain/WebhookEndpoints.js"
 import * as ActionStore from "./ports/ActionStore.js"
-import * as AiCallProvider from "./ports/AiCallProvider.js"
 import * as ApiKeyStore from "./ports/ApiKeyStore.js"
-import * as Carrier from "./ports/Carrier.js"
 import * as Crm from "./ports/Crm.js"
 import * as EventOutbox from "./ports/EventOutbox.js"
 import * as IdempotencyStore from "./ports/IdempotencyStore.js"
@@ -26,6 +24,7 @@ import * as Organisations from "./ports/Organisations.js"
 import * as RateLimitStore from "./ports/RateLimitStore.js"
 import * as UnitOfWork from "./ports/UnitOfWork.js"
 import * as WebhookEndpointStore from "./ports/WebhookEndpointStore.js"
+import * as SimulatorMemory from "./simulator/SimulatorMemory.js"
 
 /** Every domain service; needs the storage ports, a RateLimitConfig and a CursorSigner. */
 export const DomainLayer = Layer.mergeAll(
@@ -51,7 +50,6 @@ export const MemoryPortsLayer = Layer.mergeAll(
   ActionStore.layerMemory,
   EventOutbox.layerMemory,
   UnitOfWork.layerMemory,
-  Carrier.layerMemory,
-  AiCallProvider.layerMemory,
+  SimulatorMemory.layerMemory,
   WebhookEndpointStore.layerMemory
 )

@@ -7,4 +7,5 @@
  */
 export { MemoryPortsLayer } from "./layers.js"
 export { DEMO_ORG_ID, type DemoSummary, seedDemo } from "./admin/Demo.js"
-export * as SimulatedProviders from "./simulator/SimulatedProviders.js"
+// The simulator, which embedding with the memory ports usually wants (also in `@parley/core/domain`).
+export { Simulator, SimulatorMemory } from "./domain.js"

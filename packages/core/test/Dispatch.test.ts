@@ -1,23 +1,50 @@
-// The core's own dispatch over the memory ports and the simulated providers: live actions due now meet the
-// organisation's rules and allowance, are handed to the Carrier / AiCallProvider ports, and then move only by
-// what the providers report (ProviderReports), one simulated step at a time on the TestClock.
+// The core's own dispatch over the memory ports and the simulator: live actions due now meet the organisation's
+// rules and allowance, are handed to the organisation's provider (the Providers port; the simulator here), and
+// then move by what a look at the provider finds (ProviderReports), one simulated step per step delay.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer, Option, TestClock } from "effect"
 import * as Actions from "../src/domain/Actions.js"
 import * as Dispatch from "../src/domain/Dispatch.js"
 import * as DispatchRules from "../src/domain/DispatchRules.js"
 import * as ProviderReports from "../src/domain/ProviderReports.js"
 import * as EventOutbox from "../src/ports/EventOutbox.js"
 import * as Organisations from "../src/ports/Organisations.js"
-import * as SimulatedProviders from "../src/simulator/SimulatedProviders.js"
+import * as Providers from "../src/ports/Providers.js"
+import * as Simulator from "../src/simulator/Simulator.js"
 import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
 
 const STEP = 1_000
 
 const DispatchTestLayer = Dispatch.layer.pipe(
-  Layer.provideMerge(SimulatedProviders.layer),
+  Layer.provideMerge(Simulator.layerProviders),
   Layer.provideMerge(ProviderReports.layer),
-  Layer.provideMerge(SimulatedProviders.SimulatorStep.layer(STEP)),
+  Layer.provideMerge(Simulator.SimulatorStep.layer(STEP)),
+  Layer.provideMerge(CoreTestLayer)
+)
+
+/** A provider that refuses every text as a real one would refuse an invalid number, and has nothing to recheck. */
+const refusing: Providers.ProviderChoice = {
+  name: "refusing",
+  label: "The refusing carrier",
+  client: {
+    idempotent: false,
+    lookAgainMs: STEP,
+    cannotSend: (action) => action.kind === "ai_call" ? "No agent for this bot." : null,
+    send: (action) =>
+      Effect.fail(
+        action.counterpart === "+14155550199"
+          ? { _tag: "RefusingError", reason: "unavailable", status: 503, code: null, message: "Service Unavailable", retryAfterMs: null }
+          : { _tag: "RefusingError", reason: "rejected", status: 400, code: 21211, message: "Invalid 'To'", retryAfterMs: null }
+      ),
+    candidates: () => Effect.succeed([]),
+    recheck: () => Effect.succeed(Option.none())
+  }
+}
+const RefusingTestLayer = Dispatch.layer.pipe(
+  Layer.provideMerge(Layer.succeed(Providers.Providers, {
+    session: Effect.succeed({ current: () => Effect.succeed(refusing), named: () => Effect.succeed(Option.none()) })
+  })),
+  Layer.provideMerge(ProviderReports.layer),
   Layer.provideMerge(CoreTestLayer)
 )
 
@@ -63,8 +90,15 @@ describe("Dispatch (core, embedded)", () => {
       expect(sent.sid).toBe(`SM${id.padStart(32, "0")}`)
       // nothing due any more: a second run works nothing and sends nothing twice
       expect(yield* dispatch.runDue).toBe(0)
-      yield* TestClock.adjust(STEP)
+      yield* TestClock.adjust(STEP - 1)
+      expect(yield* dispatch.runDue).toBe(0)
+      yield* TestClock.adjust(1)
+      // one step after it was sent, a look at the simulator finds it delivered
+      expect(yield* dispatch.runDue).toBe(1)
       expect((yield* status("message", id)).status).toBe("Delivered")
+      // final: never looked at again
+      yield* TestClock.adjust(10 * STEP)
+      expect(yield* dispatch.runDue).toBe(0)
       expect(yield* events(id)).toEqual(["message.queued", "message.sent", "message.delivered"])
     }).pipe(Effect.provide(DispatchTestLayer)))
 
@@ -77,6 +111,7 @@ describe("Dispatch (core, embedded)", () => {
       expect((yield* status("message", failed)).status).toBe("Failed")
       expect((yield* status("message", failed)).errorMessage).toContain("21211")
       yield* TestClock.adjust(STEP)
+      yield* dispatch.runDue
       expect((yield* status("message", undelivered)).status).toBe("Undelivered")
     }).pipe(Effect.provide(DispatchTestLayer)))
 
@@ -87,8 +122,10 @@ describe("Dispatch (core, embedded)", () => {
       yield* dispatch.runDue
       expect((yield* status("ai_call", id)).status).toBe("Ringing")
       yield* TestClock.adjust(STEP)
+      yield* dispatch.runDue
       expect((yield* status("ai_call", id)).status).toBe("In Progress")
       yield* TestClock.adjust(STEP)
+      yield* dispatch.runDue
       const done = yield* status("ai_call", id)
       expect(done.status).toBe("Completed")
       expect(done.body).toContain("Confirm at 10")
@@ -138,5 +175,54 @@ describe("Dispatch (core, embedded)", () => {
       expect(yield* events(ukText)).toEqual(["message.queued", "message.failed"])
       expect((yield* status("ai_call", ukCall)).status).toBe("Failed")
       expect((yield* status("message", usText)).status).toBe("Sent")
+    }).pipe(Effect.provide(DispatchTestLayer)))
+
+  it.effect("a provider's refusal fails the action with its message; a client's cannotSend fails it before any request", () =>
+    Effect.gen(function*() {
+      const { call, dispatch, events, status, text } = yield* setup
+      const id = yield* text("+14155550123")
+      const callId = yield* call("+14155550124")
+      // a 5xx may have sent: with no journal to reconcile it, the embedded dispatcher never tries again
+      const unavailable = yield* text("+14155550199")
+      expect(yield* dispatch.runDue).toBe(3)
+      const refused = yield* status("message", id)
+      expect(refused.status).toBe("Failed")
+      expect(refused.errorMessage).toBe("21211: Invalid 'To'")
+      expect((yield* status("message", unavailable)).errorMessage).toBe(
+        "The refusing carrier did not accept it after 1 attempt (last: Service Unavailable)."
+      )
+      expect(yield* events(id)).toEqual(["message.queued", "message.failed"])
+      expect((yield* status("ai_call", callId)).errorMessage).toBe("No agent for this bot.")
+      // failed, not retried: nothing is due again
+      yield* TestClock.adjust(10 * STEP)
+      expect(yield* dispatch.runDue).toBe(0)
+    }).pipe(Effect.provide(RefusingTestLayer)))
+
+  it.effect("the simulator answers a repeated action id with its first outcome and sends nothing again", () =>
+    Effect.gen(function*() {
+      const { demo } = yield* setup
+      const simulator = yield* Effect.provide(Simulator.client, Simulator.SimulatorStep.layer(STEP))
+      const action: Providers.Handoff = {
+        id: "4242",
+        orgId: demo.orgId,
+        kind: "message",
+        type: "SMS",
+        status: "Sending",
+        line: demo.numbers[0]!.phoneNumber,
+        counterpart: "+15005550001",
+        body: "hello",
+        botId: null,
+        mode: null,
+        purposeMessage: null,
+        whatsAppContentSid: null,
+        whatsAppContentVariables: null,
+        sid: null,
+        at: new Date(0).toISOString()
+      }
+      const first = yield* simulator.send(action, 0)
+      // the same action id later, with a recipient the simulator would have sent to: still the first answer
+      const again = yield* simulator.send({ ...action, counterpart: "+14155550123" }, 5_000)
+      expect(first).toMatchObject({ status: "Failed", sid: `SM${"4242".padStart(32, "0")}`, workAt: null })
+      expect(again).toEqual(first)
     }).pipe(Effect.provide(DispatchTestLayer)))
 })

@@ -2,12 +2,13 @@
  * The whole application, assembled: the core's domain over the SQL ports on
  * the configured database. The HTTP server and every CLI command share it.
  */
-import { AiCallProvider, Carrier, DomainLayer, RateLimiter } from "@parley/core/domain"
+import { DomainLayer, RateLimiter } from "@parley/core/domain"
 import { Effect, Layer } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
 import * as ZohoConnections from "./crm/zoho/ZohoConnections.js"
 import * as ZohoCrm from "./crm/zoho/ZohoCrm.js"
 import * as ZohoExternalCrm from "./crm/zoho/ZohoExternalCrm.js"
+import * as ProvidersLive from "./providers/ProvidersLive.js"
 import { DatabaseLive } from "./store/Database.js"
 import * as KeyUsage from "./store/KeyUsage.js"
 import * as SecretBox from "./store/SecretBox.js"
@@ -18,6 +19,7 @@ import * as SqlEventOutbox from "./store/SqlEventOutbox.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
 import * as SqlProviderAccounts from "./store/SqlProviderAccounts.js"
 import * as SqlProviderHandoffs from "./store/SqlProviderHandoffs.js"
+import * as SqlSimulatorMemory from "./store/SqlSimulatorMemory.js"
 import * as SqlUnitOfWork from "./store/SqlUnitOfWork.js"
 import * as SqlWebhooks from "./store/SqlWebhooks.js"
 
@@ -33,7 +35,7 @@ const RateLimitConfigLive = Layer.effect(
  */
 const StoreLive = SecretBox.layer.pipe(Layer.provideMerge(DatabaseLive))
 
-/** Every storage port on SQL, plus the simulated carrier and AI-call provider (the embedded defaults). */
+/** Every storage port on SQL, and the providers (each organisation's, or the simulator) over them. */
 export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
   SqlApiKeyStore.layer,
@@ -48,12 +50,14 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlProviderAccounts.layer,
   SqlProviderHandoffs.layer,
   KeyUsage.layer,
-  Carrier.layerMemory,
-  AiCallProvider.layerMemory
+  SqlSimulatorMemory.layer
 ).pipe(Layer.provideMerge(StoreLive))
+
+/** The core's Providers port: the organisation's provider for a kind (Registry.ts), or the simulator. */
+const ProvidersLayer = ProvidersLive.layer.pipe(Layer.provideMerge(SqlPortsLive))
 
 /** The domain services and the ports they run on; needs only ServerConfig. */
 export const AppLive = DomainLayer.pipe(
-  Layer.provideMerge(SqlPortsLive),
+  Layer.provideMerge(ProvidersLayer),
   Layer.provideMerge(RateLimitConfigLive)
 )

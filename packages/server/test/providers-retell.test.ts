@@ -15,28 +15,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { symmetric } from "retell-sdk/lib/webhook_auth"
+import { AiCallSuite, FINAL, LINE as FROM, PN1, RETELL, RETELL_AGENT as AGENT } from "./support/aiCallSuite.js"
 import { RetellFake } from "./support/fakes/RetellFake.js"
-import { type CliResult, type DemoSummary, TestServer } from "./support/server.js"
+import type { CliResult, DemoSummary, TestServer } from "./support/server.js"
 import { readUntil } from "./support/wire.js"
 
 const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
-const FROM = "+14155550100"
-const AGENT = "agent_0123456789abcdef01234567"
 const FIVE_MINUTES = 5 * 60_000
 
-interface ActionRecord {
-  readonly id: string
-  readonly status?: string | null
-  readonly sid?: string | null
-  readonly body: string
-  readonly audioFileId?: string | null
-  readonly errorMessage?: string | null
-}
-
-let counter = 0
-const idem = () => `retell-${Date.now()}-${++counter}`
-const FINAL = new Set(["Completed", "No Answer", "Busy", "Failed"])
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** Retell counts any 2xx as delivered (its own example answers 204). */
 const accepted = (answered: number | null) => answered !== null && answered >= 200 && answered < 300
@@ -45,47 +31,14 @@ describe("Retell", () => {
   let retell: RetellFake
   let server: TestServer
   let demo: DemoSummary
-
-  // Set-up runs the CLI's commands in this process (test/support/admin.ts); the CLI itself is not under test here.
-  const cliOk = async (args: ReadonlyArray<string>): Promise<CliResult> => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
-  const connectRetell = () =>
-    cliOk(["providers", "set", "--org", demo.orgId, "--kind", "retell", "--api-key", retell.apiKey, "--api-base", retell.url])
-  const events = (orgId = demo.orgId) => `${server.baseUrl}/providers/retell/events?org=${orgId}`
-  const call = async (to: string, extra: Record<string, unknown> = {}): Promise<string> => {
-    const response = await server.fetch("/api/v1/ai-calls", {
-      key: demo.keys.live,
-      method: "POST",
-      headers: { "idempotency-key": idem() },
-      body: JSON.stringify({
-        to,
-        fromNumberSid: PN1,
-        botId: "bot_sales",
-        mode: "deliver_specific_message",
-        purposeMessage: "Confirm tomorrow at 10",
-        ...extra
-      })
-    })
-    const text = await response.text()
-    expect(response.status, text).toBe(202)
-    return (JSON.parse(text) as { id: string }).id
-  }
-  const read = (id: string) =>
-    server.fetch(`/api/v1/ai-calls/${id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>)
-  const settle = (id: string) => readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""))
+  const suite = new AiCallSuite(RETELL, { recheckMs: 5_000 })
+  const { call, cliOk, connect: connectRetell, eventsOf, eventsUrl: events, idem, read, settle } = suite
   const placedTo = (to: string) => retell.calls.filter((c) => c.resource.to_number === to)
   const callIdFor = (to: string) => placedTo(to)[0]?.resource.call_id ?? ""
   const createsFor = (to: string) =>
     retell.requests.filter((r) =>
       r.method === "POST" && r.path === "/v2/create-phone-call" && JSON.stringify(r.body).includes(to)
     )
-  const eventsOf = async (id: string) =>
-    (await server.db.query<{ type: string }>("SELECT type FROM events WHERE payload LIKE ? ORDER BY seq", [
-      `%"id":"${id}"%`
-    ])).map((e) => e.type)
   /** A record that has Retell's call id but whose webhooks were all refused is still where the 201 left it. */
   const refusedAll = async (to: string, id: string) => {
     await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
@@ -97,25 +50,12 @@ describe("Retell", () => {
   }
 
   beforeAll(async () => {
-    retell = await RetellFake.start({ stepMs: 30, agents: [AGENT], numbers: [{ number: FROM }] })
-    // Polling many records a second would meet the per-key rate limit; it is not under test here.
-    server = await TestServer.start({
-      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "5000" }
-    })
-    demo = await server.demo()
-    await connectRetell()
-    // A Retell number is its E.164 number: no --provider-id.
-    await cliOk([
-      "numbers", "add", "--org", demo.orgId, "--sid", PN1, "--phone", FROM, "--name", "Sales line", "--voice-bot", "bot_sales"
-    ])
-    await cliOk(["bots", "add", "--org", demo.orgId, "--id", "bot_sales", "--name", "Sales qualifier", "--provider-id", AGENT])
-    // Retell sets the webhook URL per agent, not per call.
-    retell.setWebhook(events(), AGENT)
+    const started = await suite.start()
+    retell = started.fake
+    server = started.server
+    demo = started.demo
   }, HEAVY)
-  afterAll(async () => {
-    await server?.dispose()
-    await retell?.stop()
-  })
+  afterAll(suite.dispose)
 
   it("tells the administrator the webhook URL to paste into the Retell agent", async () => {
     const shown = await cliOk(["providers", "show", "--org", demo.orgId])

@@ -53,6 +53,33 @@ describe("one seam: where a provider's name may appear", () => {
   })
 })
 
+/** Source without its comments: documentation may cite a provider's behaviour, code may not depend on one. */
+const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1")
+
+describe("one seam: the core's provider port", () => {
+  const CORE = fileURLToPath(new URL("../../core/src", import.meta.url))
+
+  it("the core names no provider: statuses, tables and clients live in the providers' folders", () => {
+    const offenders = sources(CORE).flatMap((path) =>
+      PROVIDER_NAMES.filter((name) => new RegExp(`\\b${name}\\b`, "i").test(code(readFileSync(path, "utf8"))))
+        .map((name) => `${relative(CORE, path)}: ${name}`)
+    )
+    expect(offenders).toEqual([])
+  })
+
+  it("the dispatcher meets the simulator only through the Providers port, as one provider among the others", () => {
+    const dispatch = sources(join(SRC, "dispatch"))
+    expect(dispatch.length).toBeGreaterThan(3)
+    const offenders = dispatch.flatMap((path) => {
+      const imports = readFileSync(path, "utf8").split("\n").filter((line) => /^import\b/.test(line))
+      return imports
+        .filter((line) => /Simulat(ion|or|ed)|SqlSimulatorMemory|providers\/(?!Registry)/.test(line))
+        .map((line) => `${relative(SRC, path)}: ${line}`)
+    })
+    expect(offenders).toEqual([])
+  })
+})
+
 describe("providers, one per kind", () => {
   let server: TestServer
   let demo: DemoSummary

@@ -11,93 +11,49 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createHmac } from "node:crypto"
+import {
+  AiCallSuite,
+  FINAL,
+  PN1,
+  VAPI,
+  VAPI_ASSISTANT as ASSISTANT,
+  VAPI_PHONE,
+  VAPI_SECRET as SECRET
+} from "./support/aiCallSuite.js"
 import { VapiFake } from "./support/fakes/VapiFake.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import type { DemoSummary, TestServer } from "./support/server.js"
 import { readUntil } from "./support/wire.js"
 
 const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
-const VAPI_PHONE = "3f1c9a2e-5b7d-4e61-9c3a-0d2b8e7f6a51"
-const ASSISTANT = "a1b2c3d4-0000-4000-8000-00000000a551"
-const SECRET = "vapi-server-secret-for-tests"
-
-interface ActionRecord {
-  readonly id: string
-  readonly status?: string | null
-  readonly sid?: string | null
-  readonly body: string
-  readonly audioFileId?: string | null
-  readonly errorMessage?: string | null
-}
-
-let counter = 0
-const idem = () => `vapi-${Date.now()}-${++counter}`
-const FINAL = new Set(["Completed", "No Answer", "Busy", "Failed"])
-
 
 describe("Vapi", () => {
   let vapi: VapiFake
   let server: TestServer
   let demo: DemoSummary
-
-  // Set-up runs the CLI's commands in this process (test/support/admin.ts); the CLI itself is not under test here.
-  const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
-  const call = async (to: string, extra: Record<string, unknown> = {}): Promise<string> => {
-    const response = await server.fetch("/api/v1/ai-calls", {
-      key: demo.keys.live,
-      method: "POST",
-      headers: { "idempotency-key": idem() },
-      body: JSON.stringify({
-        to,
-        fromNumberSid: PN1,
-        botId: "bot_sales",
-        mode: "deliver_specific_message",
-        purposeMessage: "Confirm tomorrow at 10",
-        ...extra
-      })
-    })
-    const text = await response.text()
-    expect(response.status, text).toBe(202)
-    return (JSON.parse(text) as { id: string }).id
-  }
-  const read = (id: string) =>
-    server.fetch(`/api/v1/ai-calls/${id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>)
-  const settle = (id: string) => readUntil(() => read(id), (r) => FINAL.has(r.status ?? ""))
+  const suite = new AiCallSuite(VAPI, { recheckMs: 5_000 })
+  const { call, eventsOf, idem, read, settle } = suite
   const createsFor = (to: string) =>
     vapi.requests.filter((r) =>
       r.method === "POST" && typeof r.body === "object" && r.body !== null && JSON.stringify(r.body).includes(to)
     )
-  const eventsOf = async (id: string) =>
-    (await server.db.query<{ type: string }>("SELECT type FROM events WHERE payload LIKE ? ORDER BY seq", [
-      `%"id":"${id}"%`
-    ])).map((e) => e.type)
+  /** A record that has Vapi's call id but whose server messages were all refused is still where the 201 left it. */
+  const refusedAll = async (to: string, id: string) => {
+    await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
+    await vapi.settled()
+    const placed = vapi.calls.find((c) => c.customer.number === to)
+    const deliveries = vapi.deliveriesFor(placed?.id ?? "")
+    expect(deliveries.length).toBeGreaterThan(0)
+    expect(deliveries.every((d) => d.delivery.answered === 401)).toBe(true)
+    expect((await read(id)).status).toBe("Queued")
+  }
 
   beforeAll(async () => {
-    vapi = await VapiFake.start({ stepMs: 30 })
-    // Polling many records a second would meet the per-key rate limit; it is not under test here.
-    server = await TestServer.start({
-      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "5000" }
-    })
-    demo = await server.demo()
-    await cliOk([
-      "providers", "set", "--org", demo.orgId, "--kind", "vapi", "--api-key", vapi.apiKey, "--webhook-secret", SECRET,
-      "--api-base", vapi.url
-    ])
-    await cliOk([
-      "numbers", "add", "--org", demo.orgId, "--sid", PN1, "--phone", "+14155550100", "--name", "Sales line",
-      "--voice-bot", "bot_sales", "--provider-id", VAPI_PHONE
-    ])
-    await cliOk(["bots", "add", "--org", demo.orgId, "--id", "bot_sales", "--name", "Sales qualifier", "--provider-id", ASSISTANT])
-    vapi.setServer(`${server.baseUrl}/providers/vapi/events?org=${demo.orgId}`, SECRET)
+    const started = await suite.start()
+    vapi = started.fake
+    server = started.server
+    demo = started.demo
   }, HEAVY)
-  afterAll(async () => {
-    await server?.dispose()
-    await vapi?.stop()
-  })
+  afterAll(suite.dispose)
 
   it("places the call with the bot's assistant and the number's Vapi id, and completes it with transcript and recording", async () => {
     const to = "+14155550201"
@@ -138,14 +94,7 @@ describe("Vapi", () => {
   it.each(["none", "wrong"] as const)("refuses server messages with secret %s, changing nothing", async (signature) => {
     vapi.tweakNextCallbacks({ signature })
     const to = signature === "none" ? "+14155550202" : "+14155550203"
-    const id = await call(to)
-    await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
-    await vapi.settled()
-    const placed = vapi.calls.find((c) => c.customer.number === to)
-    const deliveries = vapi.deliveriesFor(placed?.id ?? "")
-    expect(deliveries.length).toBeGreaterThan(0)
-    expect(deliveries.every((d) => d.delivery.answered === 401)).toBe(true)
-    expect((await read(id)).status).toBe("Queued")
+    await refusedAll(to, await call(to))
   }, HEAVY)
 
   it("ignores duplicated and reordered server messages: a completed call stays completed", async () => {
@@ -212,12 +161,7 @@ describe("Vapi", () => {
     expect(createsFor("+14155550207")).toHaveLength(0)
   }, HEAVY)
   describe("against Vapi's official API (issue 24)", () => {
-    const events = () => `${server.baseUrl}/providers/vapi/events?org=${demo.orgId}`
-    const connect = (...extra: ReadonlyArray<string>) =>
-      cliOk([
-        "providers", "set", "--org", demo.orgId, "--kind", "vapi", "--api-key", vapi.apiKey, "--webhook-secret", SECRET,
-        "--api-base", vapi.url, ...extra
-      ])
+    const { connect, eventsUrl: events } = suite
 
     it.each([
       ["assistant-not-valid", "+14155550211"],
@@ -284,14 +228,7 @@ describe("Vapi", () => {
       vapi.setServer(events(), SECRET, "hmac", { timestampOffsetMs: -6 * 60_000 })
       try {
         const to = "+14155550218"
-        const id = await call(to)
-        await readUntil(() => read(id), (r) => r.sid !== null && r.sid !== undefined)
-        await vapi.settled()
-        const placed = vapi.calls.find((c) => c.customer.number === to)
-        const deliveries = vapi.deliveriesFor(placed?.id ?? "")
-        expect(deliveries.length).toBeGreaterThan(0)
-        expect(deliveries.every((d) => d.delivery.answered === 401)).toBe(true)
-        expect((await read(id)).status).toBe("Queued")
+        await refusedAll(to, await call(to))
       } finally {
         vapi.setServer(events(), SECRET)
       }

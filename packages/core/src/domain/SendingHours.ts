@@ -102,7 +102,7 @@ const formatterFor = (timezone: string): Intl.DateTimeFormat => {
 
 // The canonical spelling of each valid zone asked about ("europe/berlin" → "Europe/Berlin"). The
 // dispatcher parses an organisation's sending hours every round, and building the formatter that checks
-// a zone cost ~1 ms a round. Only valid zones are kept: there are a few hundred, so the map stays small
+// a zone each time was a visible share of a round (docs/benchmarks.md). Only valid zones are kept: there are a few hundred, so the map stays small
 // whatever strings callers send.
 const canonicalZones = new Map<string, string>()
 

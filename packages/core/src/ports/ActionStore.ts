@@ -135,6 +135,13 @@ export interface ActionStoreService {
   readonly findByPublicId: (orgId: string, id: string) => Effect.Effect<Option.Option<Action>, StorageError>
   /** Outbound actions still Queued and not yet handed to a provider whose time has come, earliest first. */
   readonly dueActions: (now: number, limit: number) => Effect.Effect<ReadonlyArray<Action>, StorageError>
+  /**
+   * Actions a provider has whose next look is due (the `workAt` of their last change: a recheck, in case
+   * reports were lost, or the simulator's next step), earliest first.
+   */
+  readonly followUps: (now: number, limit: number) => Effect.Effect<ReadonlyArray<Action>, StorageError>
+  /** When the dispatcher looks at the action again (epoch ms); null: only reports move it now. */
+  readonly lookAgainAt: (orgId: string, id: string, at: number | null) => Effect.Effect<void, StorageError>
   readonly queryActions: (query: ActionQuery) => Effect.Effect<ReadonlyArray<Action>, StorageError>
   /** The same actions as `queryActions`, only the fields a conversation list reads. */
   readonly queryConversationEntries: (
@@ -207,6 +214,15 @@ export const layerMemory: Layer.Layer<ActionStore> = Layer.effect(
     const actions = yield* Ref.make(new Map<string, Action>())
     const nextId = yield* Ref.make(1000)
     const inboundSids = yield* Ref.make(new Map<string, string>())
+    // When each action handed to a provider is looked at again (the SQL stores' work_at).
+    const workAts = yield* Ref.make(new Map<string, number>())
+    const setWorkAt = (id: string, at: number | null) =>
+      Ref.update(workAts, (m) => {
+        const next = new Map(m)
+        if (at === null) next.delete(id)
+        else next.set(id, at)
+        return next
+      })
     const queryActions = (query: ActionQuery) =>
       Effect.map(Ref.get(actions), (m) =>
         [...m.values()]
@@ -235,6 +251,18 @@ export const layerMemory: Layer.Layer<ActionStore> = Layer.effect(
             .filter((a) => a.direction === "Outbound" && a.status === "Queued" && a.sid === null && a.dueAt <= now)
             .sort((a, b) => a.dueAt - b.dueAt)
             .slice(0, limit)),
+      followUps: (now, limit) =>
+        Effect.map(Effect.zip(Ref.get(actions), Ref.get(workAts)), ([m, at]) =>
+          [...at.entries()]
+            .filter(([, workAt]) => workAt <= now)
+            .sort((a, b) => a[1] - b[1])
+            .flatMap(([id]) => {
+              const action = m.get(id)
+              return action === undefined || action.sid === null ? [] : [action]
+            })
+            .slice(0, limit)),
+      lookAgainAt: (orgId, id, at) =>
+        Effect.flatMap(Ref.get(actions), (m) => m.get(id)?.orgId === orgId ? setWorkAt(id, at) : Effect.void),
       cancelAction: (orgId, kind, id, notBefore, at) =>
         Ref.modify(actions, (m): [CancelOutcome, Map<string, Action>] => {
           const action = m.get(id)
@@ -257,7 +285,7 @@ export const layerMemory: Layer.Layer<ActionStore> = Layer.effect(
             modified: change.modified
           }
           return [Option.some(changed), new Map(m).set(id, changed)]
-        }),
+        }).pipe(Effect.tap((applied) => Option.isSome(applied) ? setWorkAt(id, change.workAt) : Effect.void)),
       claimInboundSid: (orgId, carrierSid, actionId) =>
         Ref.modify(inboundSids, (m): [Option.Option<string>, Map<string, string>] => {
           const key = `${orgId}\u0000${carrierSid}`

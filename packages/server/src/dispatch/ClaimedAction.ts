@@ -8,7 +8,7 @@
  * dispatcher update re-checks the status it expects), so the row it claimed
  * plus its own changes is exactly what the database holds.
  */
-import type { RecordStatus } from "@parley/core"
+import type { Providers } from "@parley/core/domain"
 import { Effect, Schema } from "effect"
 import {
   actionColumnReaders,
@@ -40,8 +40,8 @@ const claimedReaders: ColumnReaders<ClaimedRow> = {
 const decodeWithSchema = Schema.decodeUnknown(Schema.Array(ClaimedRow))
 
 /**
- * Claimed rows (value arrays in CLAIMED_COLUMNS order). Through Effect Schema a row of ~35 columns costs
- * tens of microseconds, as much as the claim's SQL; the column readers take about one. A row they do not
+ * Claimed rows (value arrays in CLAIMED_COLUMNS order). Through Effect Schema a row costs about as much as
+ * the claim's SQL; the column readers a small fraction of that (docs/benchmarks.md). A row they do not
  * recognise sends the batch to the schema, which returns the value or names what is wrong.
  */
 export const decodeClaimed = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
@@ -49,17 +49,27 @@ export const decodeClaimed = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
   return read === undefined ? decodeWithSchema(valuesToObjects(CLAIMED_COLUMNS, rows)) : Effect.succeed(read)
 }
 
-/** A status change; a field left undefined keeps its value. */
-export interface Change {
-  readonly status: RecordStatus
-  readonly workAt: number | null
-  readonly sid?: string | undefined
-  readonly providerStatus?: string | undefined
-  readonly errorMessage?: string | null | undefined
-  readonly body?: string | undefined
-  readonly audioFileId?: string | undefined
-  readonly at?: string | undefined
-}
+/** A status change (the core's provider port's): a field left undefined keeps its value. */
+export type Change = Providers.Change
+
+/** The row as its provider is given it (the core's Handoff). */
+export const handoffOf = (row: ClaimedRow): Providers.Handoff => ({
+  id: String(row.id),
+  orgId: row.org_id,
+  kind: row.kind,
+  type: row.type,
+  status: row.status,
+  line: row.line,
+  counterpart: row.counterpart,
+  body: row.body,
+  botId: row.bot_id,
+  mode: row.mode,
+  purposeMessage: row.purpose_message,
+  whatsAppContentSid: row.wa_content_sid,
+  whatsAppContentVariables: row.wa_content_variables,
+  sid: row.sid,
+  at: row.at
+})
 
 export interface Transition {
   /** The row as this worker holds it; the update only applies while the database still shows its status. */

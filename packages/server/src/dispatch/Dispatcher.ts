@@ -9,9 +9,10 @@
  *   text:  Sending ─▶ Sent ─▶ Delivered │ Undelivered      (Failed at send)
  *   call:  Ringing ─▶ In Progress ─▶ Completed │ No Answer │ Busy   (Failed at start)
  *
- * Submission goes to the organisation's real providers when it has connected
- * them (RealProviders: the organisation's provider for the kind), whose callbacks then drive the action,
- * and otherwise to the simulator, whose steps the loop times.
+ * Submission goes to the organisation's provider for the kind, through the
+ * core's Providers port (Submissions): a real provider it connected, whose
+ * callbacks then drive the action (with a recheck in case they are lost), or
+ * else the simulator, whose next step each later look finds.
  *
  * A claimed batch is worked set-wise, not action by action (ActionBatches):
  * the rules are decided once per organisation and kind, the due actions are
@@ -23,7 +24,7 @@
  * waits on a real provider); another process (or the same one restarted)
  * redoes the step: the simulator answers a repeated action id with its first
  * outcome, and a real provider's attempt that may have reached it is
- * reconciled with the provider before anything is sent again (RealProviders),
+ * reconciled with the provider before anything is sent again (Submissions),
  * so a redone submission never sends twice. Nothing is
  * kept in memory per action: 100,000 scheduled actions cost 100,000 rows.
  */
@@ -40,9 +41,8 @@ import { WorkQueue } from "../store/WorkQueue.js"
 import * as ActionBatches from "./ActionBatches.js"
 import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
 import { LEASE_MS } from "./Lease.js"
-import { advance, afterSubmit, needsBot, type Phase, phaseOf } from "./Lifecycle.js"
-import * as RealProviders from "./RealProviders.js"
-import * as SimulatedProviders from "./SimulatedProviders.js"
+import { type Phase, phaseOf } from "./Lifecycle.js"
+import * as Submissions from "./Submissions.js"
 import { yieldToEventLoop } from "./yieldToEventLoop.js"
 
 /** Rows per claim: large enough to amortise each statement, small enough that one step of a batch stays a few ms. */
@@ -78,9 +78,8 @@ export const DispatcherLive = Layer.scopedDiscard(
     const sql = yield* SqlClient.SqlClient
     const config = yield* ServerConfig
     const organisations = yield* Organisations.Organisations
-    const providers = yield* SimulatedProviders.SimulatedProviders
     const batches = yield* ActionBatches.make
-    const realProviders = yield* RealProviders.make(config)
+    const submissions = yield* Submissions.make(config)
     const worker = Crypto.newId("worker")
     const metrics = yield* Effect.serviceOption(Metrics)
     const links = yield* TraceLinks.make
@@ -125,16 +124,6 @@ export const DispatcherLive = Layer.scopedDiscard(
         }
       })
 
-    /** Bot names for the calls about to complete (their transcript names the bot). */
-    const botNames = (rows: ReadonlyArray<ClaimedRow>) =>
-      Effect.gen(function*() {
-        const names = new Map<string, string>()
-        for (const orgId of new Set(rows.filter(needsBot).map((r) => r.org_id))) {
-          for (const bot of yield* organisations.listBots(orgId)) names.set(`${orgId} ${bot.id}`, bot.name)
-        }
-        return (row: ClaimedRow) => names.get(`${row.org_id} ${row.bot_id}`)
-      })
-
     /** Queued and uncommitted: apply the rules, then commit what may be sent. Returns the rows to submit. */
     const commitDue = (rows: ReadonlyArray<ClaimedRow>, now: number, modified: string) =>
       Effect.gen(function*() {
@@ -163,7 +152,7 @@ export const DispatcherLive = Layer.scopedDiscard(
       })
 
     /** A real provider's row: its lease renewed while its request lasts, its answer recorded the moment it comes. */
-    const hooks = (modified: string): RealProviders.SubmitHooks => ({
+    const hooks = (modified: string): Submissions.SubmitHooks => ({
       hold: (row, until) =>
         storage("dispatch.hold")(Effect.map(
           sql`UPDATE actions SET lease_until = ${until}
@@ -188,23 +177,12 @@ export const DispatcherLive = Layer.scopedDiscard(
         }
         // While traces are exported, each hand-over is a span under the request that created the action.
         const parents = yield* links.actionParents(toSubmit.map((r) => r.id))
-        // Real providers' rows are sent and recorded one by one (hooks); the rest goes to the simulator as a batch.
-        const toSimulate = yield* realProviders.submit(toSubmit, now, { ...hooks(modified), traced: dispatchSpan(parents) })
-        const receipts = yield* providers.submit(
-          toSimulate.map((r) => ({ actionId: String(r.id), kind: r.kind, to: r.counterpart }))
-        )
-        yield* Effect.forEach(toSimulate, (row) => dispatchSpan(parents)(row, "simulator")(Effect.void), { discard: true })
+        // Real providers' rows are sent and recorded one by one (hooks); the simulator's come back as changes.
+        const submitted = yield* submissions.submit(toSubmit, now, { ...hooks(modified), traced: dispatchSpan(parents) })
         yield* yieldToEventLoop
-        // What a real provider has is rechecked with it; the rest is the simulator's next step.
-        const toAdvance = yield* realProviders.recheck(phase("advance"), now, hooks(modified))
-        const botName = yield* botNames(toAdvance)
-        const transitions = [
-          ...toSimulate.flatMap((row) => {
-            const receipt = receipts.get(String(row.id))
-            return receipt === undefined ? [] : [transition(row, afterSubmit(row, receipt, now, config.simStepMs), modified)]
-          }),
-          ...toAdvance.map((row) => transition(row, advance(row, now, config.simStepMs, botName(row)), modified))
-        ]
+        // Each provider is asked again about what it has: a real one's status, the simulator's next step.
+        const followed = yield* submissions.recheck(phase("advance"), now, hooks(modified))
+        const transitions = [...submitted, ...followed].map(([row, change]) => transition(row, change, modified))
         yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions))).pipe(
           forProvider("simulator")
         )
@@ -256,4 +234,4 @@ export const DispatcherLive = Layer.scopedDiscard(
 
     yield* Effect.forkScoped(loop)
   })
-).pipe(Layer.provide(SimulatedProviders.layer))
+)

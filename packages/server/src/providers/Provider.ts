@@ -9,10 +9,9 @@
  * leases, backoff); a client only says how to send, how to list what may already have been sent, and how
  * to read an action's status again.
  */
-import type { Organisations, StorageError } from "@parley/core/domain"
-import { type Effect, Either, type Option } from "effect"
+import type { Organisations, Providers, StorageError } from "@parley/core/domain"
+import { Effect, Either } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
-import type { Change, ClaimedRow } from "../dispatch/ClaimedAction.js"
 import type { PlainRoute } from "../http/PlainRoutes.js"
 
 /** The kinds of action a provider can serve; an organisation has at most one provider per kind. */
@@ -55,47 +54,14 @@ export interface StoredSettings {
   readonly sealed: Readonly<Record<string, unknown>>
 }
 
-/** A request failure, as every provider client reports it. */
-export interface ProviderFailure {
-  readonly _tag: string
-  /** rejected: Failed; auth_failed: Failed, saying to fix the settings; the rest are tried again. */
-  readonly reason: "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
-  /** The HTTP status, when there was an answer. */
-  readonly status: number | null
-  /** The provider's own error code, when it has one. */
-  readonly code?: number | null | undefined
-  /** The provider's message; never a secret. */
-  readonly message: string
-  readonly retryAfterMs: number | null
-}
-
-/** Something at the provider that may be the action's, found while reconciling an unknown outcome. */
-export interface Candidate {
-  /** The provider's id for it. */
-  readonly id: string
-  /** The Parley action id the provider keeps with it (metadata); null when it keeps none. */
-  readonly owner: string | null
-  /** What adopting it does to the action. */
-  readonly change: Change
-}
-
-/** What an action's status is at the provider now, read again when its callbacks may have been lost. */
-export type Recheck = Omit<Change, "workAt">
-
-/** An organisation's client of one provider, for one dispatch batch. */
-export interface ProviderClient {
-  /** Why this action cannot be handed over at all (a provider id missing from the directory); null when it can. */
-  readonly cannotSend: (row: ClaimedRow) => string | null
-  /**
-   * Every message or call at the provider that may be this action's, after an attempt whose outcome is
-   * unknown: all of them (every page), never "probably none". Fails when the provider cannot tell.
-   */
-  readonly candidates: (row: ClaimedRow, since: number, now: number) => Effect.Effect<ReadonlyArray<Candidate>, ProviderFailure>
-  /** Sends the action; the change its acceptance makes (a `body` in it is written at once: it is what was sent). */
-  readonly send: (row: ClaimedRow, now: number) => Effect.Effect<Change, ProviderFailure>
-  /** The action's status at the provider (its id is `sid`); None when the provider has nothing to say. */
-  readonly recheck: (row: ClaimedRow, sid: string, now: number) => Effect.Effect<Option.Option<Recheck>, ProviderFailure>
-}
+/**
+ * What a provider's folder implements of the core's provider port (Providers.ProviderClient): how to send,
+ * how to list what may already have been sent, how to read an action's status again. `defineProvider`
+ * adds what is the same for every real provider: sends are not idempotent (the dispatcher journals them
+ * and reconciles before any resend), and an action is looked at again every PARLEY_PROVIDER_RECHECK_MS.
+ */
+export type ProviderClient = Omit<Providers.ProviderClient, "idempotent" | "lookAgainMs" | "sendAll">
+export type Recheck = Providers.Recheck
 
 /** What a client is made with besides the settings. */
 export interface ClientContext {
@@ -146,7 +112,7 @@ export interface Provider<R = unknown> {
   readonly fields: ReadonlyArray<SettingField>
   readonly check: (input: SettingsInput, apiBase: string) => Either.Either<StoredSettings, SettingsRefusal>
   readonly client: (stored: StoredSettings, context: ClientContext) => Effect.Effect<
-    ProviderClient,
+    Providers.ProviderClient,
     StorageError,
     Organisations.Organisations
   >
@@ -162,7 +128,12 @@ export const defineProvider = <S, R>(definition: ProviderDefinition<S, R>): Prov
   defaultApiBase: definition.defaultApiBase,
   fields: definition.fields,
   check: (input, apiBase) => Either.map(definition.check(input, apiBase), definition.store),
-  client: (stored, context) => definition.client(definition.read(stored), context),
+  client: (stored, context) =>
+    Effect.map(definition.client(definition.read(stored), context), (client): Providers.ProviderClient => ({
+      ...client,
+      idempotent: false,
+      lookAgainMs: context.config.providerRecheckMs
+    })),
   routes: definition.routes,
   setup: definition.setup ?? (() => [])
 })

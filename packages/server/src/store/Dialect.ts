@@ -18,7 +18,7 @@ export const autoIncrementKey = (sql: SqlClient.SqlClient): Fragment =>
 /**
  * Locks the rows a SELECT reads until the transaction ends (Postgres).
  * @deprecated Lock an organisation with the store's RowLocks port (`lockOrganisation`); this stays only
- * until dispatch/RealProviders.ts takes it.
+ * until dispatch/Submissions.ts takes it.
  */
 export const forUpdate = (sql: SqlClient.SqlClient): Fragment =>
   sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })

@@ -304,6 +304,17 @@ export const layer = Layer.effect(
                 AND due_at <= ${now} ORDER BY due_at LIMIT ${limit}`,
           (rows) => Effect.map(decodeActions(rows), (decoded) => decoded.map(toAction))
         )),
+      // As dueActions: for embedded hosts; the server's dispatcher claims these rows itself (phase "advance").
+      followUps: (now, limit) =>
+        storage("crm.followUps")(Effect.flatMap(
+          sql`SELECT * FROM actions WHERE work_at <= ${now} AND sid IS NOT NULL AND direction = 'Outbound'
+                ORDER BY work_at LIMIT ${limit}`,
+          (rows) => Effect.map(decodeActions(rows), (decoded) => decoded.map(toAction))
+        )),
+      lookAgainAt: (orgId, id, at) =>
+        storage("crm.lookAgainAt")(
+          Effect.asVoid(sql`UPDATE actions SET work_at = ${at} WHERE org_id = ${orgId} AND id = ${Number(id)}`)
+        ),
       queryActions: (q) =>
         storage("crm.queryActions")(
           Effect.map(Effect.flatMap(direct.statement(page(q, actionColumns)), readActions), (rows) => rows.map(toAction))

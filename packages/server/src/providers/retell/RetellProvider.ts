@@ -5,10 +5,9 @@
  * webhook route, whose URL `providers show` prints for the agent's webhook setting. A Retell number is
  * its E.164 number: numbers need no provider id here.
  */
-import { Organisations, ProviderReports } from "@parley/core/domain"
+import { Organisations, ProviderReports, type Providers } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import type { ServerSettings } from "../../config/ServerConfig.js"
-import type { Change, ClaimedRow } from "../../dispatch/ClaimedAction.js"
 import { defineProvider, type ProviderClient, type Recheck } from "../Provider.js"
 import { API_BASE_FIELD } from "../ProviderSettings.js"
 import { RETELL, RETELL_EVENTS_PATH, retellCallbackRoutes } from "./RetellCallbacks.js"
@@ -18,7 +17,7 @@ import { checkRetellSettings, readRetellSettings, RETELL_FIELDS, type RetellSett
 import { retellCallStatus } from "./RetellStatuses.js"
 
 /** What a call Retell answered with (or listed) does to the action; how it ended is the webhooks' or a recheck's. */
-const callChange = (call: Retell.RetellCall, now: number, recheckMs: number): Change => {
+const callChange = (call: Retell.RetellCall, now: number, recheckMs: number): Providers.Change => {
   const status = (call.status === null ? null : retellCallStatus(call.status)) ?? "Queued"
   return {
     status,
@@ -36,16 +35,16 @@ const retellClient = (
   bots: ReadonlyArray<Organisations.BotRow>,
   config: ServerSettings
 ): ProviderClient => {
-  const agentId = (row: ClaimedRow) => bots.find((b) => b.id === row.bot_id)?.providerId ?? undefined
+  const agentId = (action: Providers.Handoff) => bots.find((b) => b.id === action.botId)?.providerId ?? undefined
   return {
-    cannotSend: (row) =>
-      agentId(row) === undefined
-        ? `The bot ${row.bot_id ?? ""} has no Retell agent id: add it with ` +
-          `\`parley bots add --org ${row.org_id} --id ${row.bot_id ?? "BOT"} … --provider-id <Retell agent id>\`.`
+    cannotSend: (action) =>
+      agentId(action) === undefined
+        ? `The bot ${action.botId ?? ""} has no Retell agent id: add it with ` +
+          `\`parley bots add --org ${action.orgId} --id ${action.botId ?? "BOT"} … --provider-id <Retell agent id>\`.`
         : null,
-    candidates: (row, since, now) =>
+    candidates: (action, since, now) =>
       Effect.map(
-        Retell.findCalls(settings, { fromNumber: row.line, toNumber: row.counterpart, since }),
+        Retell.findCalls(settings, { fromNumber: action.line, toNumber: action.counterpart, since }),
         (found) =>
           found.map((f) => ({
             id: f.call.id,
@@ -53,17 +52,17 @@ const retellClient = (
             change: callChange(f.call, now, config.providerRecheckMs)
           }))
       ),
-    send: (row, now) =>
+    send: (action, now) =>
       Effect.map(
         Retell.createPhoneCall(settings, {
-          agentId: agentId(row) ?? "",
-          fromNumber: row.line,
-          toNumber: row.counterpart,
+          agentId: agentId(action) ?? "",
+          fromNumber: action.line,
+          toNumber: action.counterpart,
           dynamicVariables: {
-            mode: row.mode ?? "follow_script",
-            ...(row.purpose_message === null ? {} : { purposeMessage: row.purpose_message })
+            mode: action.mode ?? "follow_script",
+            ...(action.purposeMessage === null ? {} : { purposeMessage: action.purposeMessage })
           },
-          metadata: { parleyActionId: String(row.id), parleyOrgId: row.org_id }
+          metadata: { parleyActionId: action.id, parleyOrgId: action.orgId }
         }),
         (call) => callChange(call, now, config.providerRecheckMs)
       ),

@@ -7,20 +7,10 @@
  * the same report, so a lost or late `call_ended` still ends the call, and a
  * repeat changes nothing (reports only move an action forward).
  */
-import type { CallStatus } from "@parley/core"
+import type { CallbackReport } from "../ProviderCallbacks.js"
 import type { RetellCallDetails } from "./RetellClient.js"
 import { retellCallStatus, retellEnding } from "./RetellStatuses.js"
 import type { RetellWebhook } from "./RetellWebhooks.js"
-
-/** What a webhook reports about a call (what ProviderReports.report takes, with the action). */
-export interface CallReport {
-  readonly status: CallStatus
-  readonly providerStatus: string
-  readonly sid: string
-  readonly errorMessage?: string | undefined
-  readonly body?: string | undefined
-  readonly audioFileId?: string | undefined
-}
 
 /** The call's metadata (Parley puts the action and organisation there when it starts the call). */
 export const callMetadata = (webhook: RetellWebhook): Readonly<Record<string, string>> =>
@@ -32,7 +22,7 @@ const ended = (
   reason: string | null,
   transcript: string | null,
   recordingUrl: string | null
-): CallReport => {
+): CallbackReport => {
   const { errorMessage, status } = retellEnding(reason ?? "")
   return status === "Completed"
     ? {
@@ -46,7 +36,7 @@ const ended = (
 }
 
 /** The report a webhook makes, or null when it says nothing about the call's status. */
-export const toCallReport = (webhook: RetellWebhook): CallReport | null => {
+export const toCallReport = (webhook: RetellWebhook): CallbackReport | null => {
   if (webhook._tag === "Other") return null
   switch (webhook.event) {
     case "call_started":
@@ -62,7 +52,7 @@ export const toCallReport = (webhook: RetellWebhook): CallReport | null => {
  * Parley missed: the ended report once Retell gives a reason, else the status
  * so far (null when that says nothing yet).
  */
-export const callDetailsReport = (call: RetellCallDetails): CallReport | null => {
+export const callDetailsReport = (call: RetellCallDetails): CallbackReport | null => {
   if (call.disconnectionReason !== null) {
     return ended(call.id, call.disconnectionReason, call.transcript, call.recordingUrl)
   }

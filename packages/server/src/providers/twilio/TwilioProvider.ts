@@ -3,10 +3,9 @@
  * message; list the messages an attempt with an unknown outcome may have sent; read a message again),
  * and its callback routes (status callbacks, inbound messages).
  */
-import { ProviderReports } from "@parley/core/domain"
+import { ProviderReports, type Providers } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import type { ServerSettings } from "../../config/ServerConfig.js"
-import type { Change, ClaimedRow } from "../../dispatch/ClaimedAction.js"
 import { publicBase } from "../CallbackUrls.js"
 import { defineProvider, type ProviderClient } from "../Provider.js"
 import { API_BASE_FIELD } from "../ProviderSettings.js"
@@ -20,10 +19,10 @@ import { twilioMessageStatus } from "./TwilioStatuses.js"
 const statusCallback = (config: ServerSettings, orgId: string, actionId: string): string =>
   `${publicBase(config)}${TWILIO_STATUS_PATH}?org=${encodeURIComponent(orgId)}&action=${encodeURIComponent(actionId)}`
 
-const address = (row: ClaimedRow, number: string) => row.type === "WhatsApp" ? `whatsapp:${number}` : number
+const address = (action: Providers.Handoff, number: string) => action.type === "WhatsApp" ? `whatsapp:${number}` : number
 
 /** What a message Twilio answered with does to the action. */
-const textChange = (message: Twilio.TwilioMessage, now: number, recheckMs: number): Change => {
+const textChange = (message: Twilio.TwilioMessage, now: number, recheckMs: number): Providers.Change => {
   const status = twilioMessageStatus(message.status) ?? "Sending"
   return {
     status,
@@ -42,19 +41,19 @@ const textChange = (message: Twilio.TwilioMessage, now: number, recheckMs: numbe
 const twilioClient = (settings: TwilioSettings, config: ServerSettings): ProviderClient => {
   // Through a Messaging Service, From still names the action's number: without it Twilio would pick any
   // number of the service's pool while the record names the chosen one.
-  const sender = (row: ClaimedRow) =>
-    settings.messagingServiceSid !== undefined && row.type !== "WhatsApp"
-      ? { messagingServiceSid: settings.messagingServiceSid, from: row.line }
-      : { from: address(row, row.line) }
+  const sender = (action: Providers.Handoff) =>
+    settings.messagingServiceSid !== undefined && action.type !== "WhatsApp"
+      ? { messagingServiceSid: settings.messagingServiceSid, from: action.line }
+      : { from: address(action, action.line) }
   return {
     cannotSend: () => null,
-    candidates: (row, since, now) =>
+    candidates: (action, since, now) =>
       Effect.map(
         Twilio.findMessages(settings, {
-          to: address(row, row.counterpart),
-          ...sender(row),
+          to: address(action, action.counterpart),
+          ...sender(action),
           since,
-          ...(row.wa_content_sid === null ? { body: row.body } : { contentSid: row.wa_content_sid })
+          ...(action.whatsAppContentSid === null ? { body: action.body } : { contentSid: action.whatsAppContentSid })
         }),
         (found) =>
           found.flatMap((f) =>
@@ -63,34 +62,34 @@ const twilioClient = (settings: TwilioSettings, config: ServerSettings): Provide
               : [{ id: f.message.sid, owner: null, change: textChange(f.message, now, config.providerRecheckMs) }]
           )
       ),
-    send: (row, now) =>
+    send: (action, now) =>
       Effect.gen(function*() {
         const sent = yield* Twilio.sendMessage(settings, {
-          to: address(row, row.counterpart),
-          ...sender(row),
-          ...(row.wa_content_sid === null
-            ? { body: row.body }
+          to: address(action, action.counterpart),
+          ...sender(action),
+          ...(action.whatsAppContentSid === null
+            ? { body: action.body }
             : {
-              contentSid: row.wa_content_sid,
-              ...(row.wa_content_variables === null ? {} : { contentVariables: row.wa_content_variables })
+              contentSid: action.whatsAppContentSid,
+              ...(action.whatsAppContentVariables === null ? {} : { contentVariables: action.whatsAppContentVariables })
             }),
-          statusCallback: statusCallback(config, row.org_id, String(row.id))
+          statusCallback: statusCallback(config, action.orgId, action.id)
         })
         const change = textChange(sent, now, config.providerRecheckMs)
-        if (row.wa_content_sid === null) return change
+        if (action.whatsAppContentSid === null) return change
         // A content-template message records what the recipient saw — the template's text with its
         // variables (Twilio's Content API), or a placeholder naming both — not the text sent beside it.
-        const variables = row.wa_content_variables ?? {}
-        const rendered = yield* Twilio.renderContent(settings, row.wa_content_sid, variables)
-        const body = Option.getOrElse(rendered, () => Twilio.contentPlaceholder(row.wa_content_sid ?? "", variables))
-        return { ...change, body } satisfies Change
+        const variables = action.whatsAppContentVariables ?? {}
+        const rendered = yield* Twilio.renderContent(settings, action.whatsAppContentSid, variables)
+        const body = Option.getOrElse(rendered, () => Twilio.contentPlaceholder(action.whatsAppContentSid ?? "", variables))
+        return { ...change, body } satisfies Providers.Change
       }),
-    recheck: (row, sid, now) =>
+    recheck: (action, sid, now) =>
       Effect.map(Twilio.fetchMessage(settings, sid), (found) =>
         Option.flatMap(found, (message) =>
           twilioMessageStatus(message.status) === null
             ? Option.none()
-            : Option.some({ ...textChange(message, now, config.providerRecheckMs), at: row.at })))
+            : Option.some({ ...textChange(message, now, config.providerRecheckMs), at: action.at })))
   }
 }
 

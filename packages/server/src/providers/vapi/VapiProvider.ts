@@ -3,10 +3,9 @@
  * number's Vapi id with the bot's assistant; list the calls an attempt with an unknown outcome may have
  * made; read a call again), and its server-message route.
  */
-import { Organisations, ProviderReports } from "@parley/core/domain"
+import { Organisations, ProviderReports, type Providers } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import type { ServerSettings } from "../../config/ServerConfig.js"
-import type { Change, ClaimedRow } from "../../dispatch/ClaimedAction.js"
 import { defineProvider, type ProviderClient, type Recheck } from "../Provider.js"
 import { API_BASE_FIELD } from "../ProviderSettings.js"
 import { VAPI_EVENTS_PATH, vapiCallbackRoutes } from "./VapiCallbacks.js"
@@ -20,7 +19,7 @@ interface Directory {
   readonly bots: ReadonlyArray<Organisations.BotRow>
 }
 
-const callChange = (call: Vapi.VapiCall, now: number, recheckMs: number): Change => {
+const callChange = (call: Vapi.VapiCall, now: number, recheckMs: number): Providers.Change => {
   const status = (call.status === null ? null : vapiCallStatus(call.status)) ?? "Queued"
   return {
     status,
@@ -53,25 +52,25 @@ const recheckOf = (call: Vapi.VapiCallDetails): Option.Option<Recheck> => {
 }
 
 const vapiClient = (settings: VapiSettings, directory: Directory, config: ServerSettings): ProviderClient => {
-  const phoneNumberId = (row: ClaimedRow) =>
-    directory.numbers.find((n) => n.phoneNumber === row.line)?.providerIds?.find((p) => !p.startsWith("PN"))
-  const assistantId = (row: ClaimedRow) => directory.bots.find((b) => b.id === row.bot_id)?.providerId ?? undefined
+  const phoneNumberId = (action: Providers.Handoff) =>
+    directory.numbers.find((n) => n.phoneNumber === action.line)?.providerIds?.find((p) => !p.startsWith("PN"))
+  const assistantId = (action: Providers.Handoff) => directory.bots.find((b) => b.id === action.botId)?.providerId ?? undefined
   return {
-    cannotSend: (row) => {
-      if (phoneNumberId(row) === undefined) {
-        const number = directory.numbers.find((n) => n.phoneNumber === row.line)
-        return `The number ${row.line} has no Vapi phone number id: add it with ` +
-          `\`parley numbers add --org ${row.org_id} --sid ${number?.sid ?? "SID"} … --provider-id <Vapi phone number id>\`.`
+    cannotSend: (action) => {
+      if (phoneNumberId(action) === undefined) {
+        const number = directory.numbers.find((n) => n.phoneNumber === action.line)
+        return `The number ${action.line} has no Vapi phone number id: add it with ` +
+          `\`parley numbers add --org ${action.orgId} --sid ${number?.sid ?? "SID"} … --provider-id <Vapi phone number id>\`.`
       }
-      if (assistantId(row) === undefined) {
-        return `The bot ${row.bot_id ?? ""} has no Vapi assistant id: add it with ` +
-          `\`parley bots add --org ${row.org_id} --id ${row.bot_id ?? "BOT"} … --provider-id <Vapi assistant id>\`.`
+      if (assistantId(action) === undefined) {
+        return `The bot ${action.botId ?? ""} has no Vapi assistant id: add it with ` +
+          `\`parley bots add --org ${action.orgId} --id ${action.botId ?? "BOT"} … --provider-id <Vapi assistant id>\`.`
       }
       return null
     },
-    candidates: (row, since, now) =>
+    candidates: (action, since, now) =>
       Effect.map(
-        Vapi.findCalls(settings, { phoneNumberId: phoneNumberId(row) ?? "", customerNumber: row.counterpart, since }),
+        Vapi.findCalls(settings, { phoneNumberId: phoneNumberId(action) ?? "", customerNumber: action.counterpart, since }),
         (found) =>
           found.map((f) => ({
             id: f.call.id,
@@ -79,17 +78,17 @@ const vapiClient = (settings: VapiSettings, directory: Directory, config: Server
             change: callChange(f.call, now, config.providerRecheckMs)
           }))
       ),
-    send: (row, now) =>
+    send: (action, now) =>
       Effect.map(
         Vapi.createCall(settings, {
-          assistantId: assistantId(row) ?? "",
-          phoneNumberId: phoneNumberId(row) ?? "",
-          customerNumber: row.counterpart,
+          assistantId: assistantId(action) ?? "",
+          phoneNumberId: phoneNumberId(action) ?? "",
+          customerNumber: action.counterpart,
           variableValues: {
-            mode: row.mode ?? "follow_script",
-            ...(row.purpose_message === null ? {} : { purposeMessage: row.purpose_message })
+            mode: action.mode ?? "follow_script",
+            ...(action.purposeMessage === null ? {} : { purposeMessage: action.purposeMessage })
           },
-          metadata: { parleyActionId: String(row.id), parleyOrgId: row.org_id }
+          metadata: { parleyActionId: action.id, parleyOrgId: action.orgId }
         }),
         (call) => callChange(call, now, config.providerRecheckMs)
       ),

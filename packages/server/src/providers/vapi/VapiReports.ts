@@ -5,25 +5,16 @@
  * the recording in `audioFileId`, or No Answer, Busy, Failed with Vapi's
  * `endedReason` in `errorMessage` (VapiStatuses).
  */
-import type { RecordStatus } from "@parley/core"
+import type { CallbackReport } from "../ProviderCallbacks.js"
 import type { VapiServerMessage } from "./VapiClient.js"
 import { vapiCallStatus, vapiEnding } from "./VapiStatuses.js"
-
-export interface CallReport {
-  readonly status: RecordStatus
-  readonly providerStatus: string
-  readonly sid: string
-  readonly errorMessage?: string | undefined
-  readonly body?: string | undefined
-  readonly audioFileId?: string | undefined
-}
 
 /** The call's metadata (Parley puts the action and organisation there when it starts the call). */
 export const callMetadata = (message: VapiServerMessage): Readonly<Record<string, string>> =>
   message._tag === "Other" ? {} : message.metadata
 
 /** The report a message makes, or null when it says nothing about the call's status. */
-export const toCallReport = (message: VapiServerMessage): CallReport | null => {
+export const toCallReport = (message: VapiServerMessage): CallbackReport | null => {
   switch (message._tag) {
     case "StatusUpdate": {
       const status = vapiCallStatus(message.status)

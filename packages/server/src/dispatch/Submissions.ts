@@ -1,9 +1,15 @@
 /**
- * Submission to real providers, whichever they are: for each claimed action,
- * the organisation's provider for that kind of action (`parley providers
- * set`; the modules are listed in providers/Registry.ts), or else the
- * simulator. What a provider does is its client's (providers/Provider.ts);
- * what follows is the same for every provider.
+ * Handing claimed actions to their providers, whichever they are: for each
+ * action, the organisation's provider for that kind through the core's
+ * Providers port (providers/ProvidersLive.ts: the one it set, or else the
+ * simulator). What a provider does is its client's; what follows is the same
+ * for every provider.
+ *
+ * A provider whose sends are idempotent (the simulator keeps them by action
+ * id) is handed its rows in one request, and their changes go back to the
+ * dispatcher, which applies them with the rest of its batch: a redone
+ * submission answers the first outcome, so no journal is needed. Every other
+ * provider goes through the journal below.
  *
  * Never twice. A submission is journalled (provider_submissions) before each
  * attempt, and its outcome is committed together with what the answer does to
@@ -32,45 +38,31 @@
  * provider accepts, its callbacks drive the action (ProviderReports), with a
  * recheck in case they are lost.
  *
- * What the provider answers:
+ * What the provider answers, planned by the core (DispatchPlan, the same for
+ * the core's own dispatcher):
  * - accepted: the provider's id and status are recorded, the action waits for callbacks;
- * - rejected (invalid number 21211, unsubscribed 21610, region 21408, WhatsApp outside the session 63016…):
- *   Failed, with the provider's code and message;
- * - credentials refused (20003 / 401): Failed at once, saying to fix the organisation's provider settings
- *   (retrying could never succeed);
+ * - rejected (an invalid number, an unsubscribed recipient, a region not allowed, WhatsApp outside the
+ *   session…): Failed, with the provider's code and message;
+ * - credentials refused: Failed at once, saying to fix the organisation's provider settings;
  * - rate limited, unavailable, or unknown: tried again with exponential backoff (honouring Retry-After),
- *   up to MAX_ATTEMPTS, then Failed.
+ *   up to DispatchPlan.MAX_ATTEMPTS, then Failed.
  */
 import { SqlClient } from "@effect/sql"
-import type { RecordStatus } from "@parley/core"
-import { type Organisations, ProviderReports, type StorageError } from "@parley/core/domain"
+import { DispatchPlan, ProviderReports, Providers, type StorageError } from "@parley/core/internal"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 import { forProvider } from "../observability/Metrics.js"
-import type { Provider, ProviderClient, ProviderFailure } from "../providers/Provider.js"
-import { providerNamed, providersFor } from "../providers/Registry.js"
+import { providerNamed } from "../providers/Registry.js"
 import { forUpdate } from "../store/Dialect.js"
 import { DbInt, storage } from "../store/rows.js"
-import { type ProviderAccount, ProviderAccounts } from "../store/SqlProviderAccounts.js"
 import { transactions } from "../store/Transactions.js"
-import type { Change, ClaimedRow } from "./ClaimedAction.js"
+import { type Change, type ClaimedRow, handoffOf } from "./ClaimedAction.js"
 import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
 
-/** Attempts before giving up: with the backoff below, about two hours of retrying. */
-export const MAX_ATTEMPTS = 16
-const BASE_BACKOFF_MS = 1_000
-const MAX_BACKOFF_MS = 15 * 60_000
-/** After an unknown outcome, the provider may still be creating the message or call: wait before looking. */
-const UNKNOWN_OUTCOME_WAIT_MS = 30_000
 /** While another action to the same recipient may be mid-request, how long a reconciliation waits before looking again. */
 const RIVAL_WAIT_MS = 5_000
-/** How long Parley keeps asking a provider about an action whose reports stopped: two days. */
-const MAX_TRACKING_MS = 48 * 3_600_000
 /** Requests to one provider at once from one process. */
 const CONCURRENCY = 8
-
-export const backoffMs = (attempts: number, retryAfterMs: number | null): number =>
-  Math.max(retryAfterMs ?? 0, Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1)))
 
 const Journal = Schema.Struct({
   action_id: Schema.String,
@@ -118,35 +110,15 @@ export interface SubmitHooks {
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
-const failed = (errorMessage: string, providerStatus?: string): Change => ({
-  status: "Failed",
-  workAt: null,
-  errorMessage,
-  ...(providerStatus === undefined ? {} : { providerStatus })
-})
+const { failed, mayHaveSent } = DispatchPlan
 
 const labelOf = (name: string) => providerNamed(name)?.label ?? name
-
-/**
- * The organisation's provider for a kind of action, among its accounts: the one whose module serves that
- * kind (setting one replaces another of the same kind; were there two, the one set last).
- */
-const accountFor = (accounts: ReadonlyArray<ProviderAccount>, kind: "message" | "ai_call") => {
-  const serving = providersFor(kind)
-  return accounts
-    .flatMap((account) => {
-      const provider = serving.find((p) => p.name === account.provider)
-      return provider === undefined ? [] : [{ account, provider }]
-    })
-    .sort((a, b) => b.account.updatedAt.localeCompare(a.account.updatedAt))[0]
-}
 
 export const make = (config: ServerSettings) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const accounts = yield* ProviderAccounts
+    const providers = yield* Providers.Providers
     const transaction = yield* transactions
-    const context = yield* Effect.context<Organisations.Organisations>()
 
     /**
      * Counts an attempt before it is made; answers the attempt with what the earlier ones left. Every
@@ -256,45 +228,22 @@ export const make = (config: ServerSettings) =>
         work
       ))
 
-    /** Whether a failed attempt may have reached the provider. */
-    const mayHaveSent = (error: ProviderFailure) =>
-      error.reason === "unknown_outcome" || (error.status !== null && error.status >= 500)
-
-    /** What an unsuccessful answer does to the action. */
+    /** What an unsuccessful answer does to the action (DispatchPlan: the same for every dispatcher). */
     const afterFailure = (
-      provider: Provider,
+      provider: Providers.ProviderChoice,
       row: ClaimedRow,
-      error: ProviderFailure,
+      error: Providers.ProviderFailure,
       attempts: number,
       now: number
-    ): Change => {
-      const code = error.code === undefined || error.code === null ? "" : `${error.code}: `
-      switch (error.reason) {
-        case "rejected":
-          return failed(`${code}${error.message}`, "failed")
-        case "auth_failed":
-          return failed(
-            `${provider.label} refused the organisation's credentials (${code}${error.message}); ` +
-              `update them with \`parley providers set --org ${row.org_id} --kind ${provider.name} …\`.`,
-            "failed"
-          )
-        default: {
-          const unknown = mayHaveSent(error)
-          // An attempt that may have sent is never given up on unseen: the next one looks first.
-          if (attempts >= (unknown ? 2 * MAX_ATTEMPTS : MAX_ATTEMPTS)) {
-            return failed(`${provider.label} did not accept it after ${attempts} attempts (last: ${code}${error.message}).`)
-          }
-          const wait = backoffMs(attempts, error.retryAfterMs)
-          // Never later than a recheck would look (PARLEY_PROVIDER_RECHECK_MS, which tests shorten).
-          const unknownWait = Math.min(UNKNOWN_OUTCOME_WAIT_MS, config.providerRecheckMs)
-          return { status: row.status, workAt: now + (unknown ? Math.max(wait, unknownWait) : wait) }
-        }
-      }
-    }
+    ): Change =>
+      DispatchPlan.afterFailure(
+        { provider, orgId: row.org_id, status: row.status, attempts, now, lookAgainMs: config.providerRecheckMs },
+        error
+      )
 
     /** What an attempt came to: an answer to record, or an earlier attempt's message adopted (recorded already). */
     type Submitted = { readonly change: Change; readonly outcome: Outcome } | "adopted"
-    const answered = (change: Change, error: ProviderFailure, attempt: Attempt): Submitted => ({
+    const answered = (change: Change, error: Providers.ProviderFailure, attempt: Attempt): Submitted => ({
       change,
       // Once an attempt may have sent, every later one looks first, whatever the later ones met.
       outcome: mayHaveSent(error) || attempt.reconcile ? "unknown" : "not_sent"
@@ -313,8 +262,7 @@ export const make = (config: ServerSettings) =>
      * the status: its callbacks may already have moved the action on, and the change then no longer applies.
      */
     const attemptOne = (
-      provider: Provider,
-      client: ProviderClient,
+      provider: Providers.ProviderChoice,
       row: ClaimedRow,
       attempt: Attempt,
       now: number,
@@ -329,16 +277,18 @@ export const make = (config: ServerSettings) =>
           outcome: "unknown"
         })
       }
-      const refused = client.cannotSend(row)
+      const { client } = provider
+      const action = handoffOf(row)
+      const refused = client.cannotSend(action)
       if (refused !== null) return Effect.succeed(notSent(refused))
       return Effect.gen(function*() {
         if (attempt.reconcile) {
-          const found = yield* client.candidates(row, attempt.firstAt, now)
+          const found = yield* client.candidates(action, attempt.firstAt, now)
           const decision = yield* adoptOrSend(row, found, hooks)
           if (decision === "adopted") return decision
           if (decision === "wait") return waiting(row, now)
         }
-        const change = yield* client.send(row, now)
+        const change = yield* client.send(action, now)
         if (change.body !== undefined) {
           yield* storage("providers.sentText")(
             sql`UPDATE actions SET body = ${change.body} WHERE id = ${Number(row.id)} AND org_id = ${row.org_id}`
@@ -347,7 +297,7 @@ export const make = (config: ServerSettings) =>
         return { change, outcome: "accepted" } satisfies Submitted
       }).pipe(
         Effect.catchIf(
-          (error): error is ProviderFailure => error._tag !== "StorageError",
+          (error): error is Providers.ProviderFailure => error._tag !== "StorageError",
           (error) => Effect.succeed(answered(afterFailure(provider, row, error, attempt.attempts, now), error, attempt))
         )
       )
@@ -370,61 +320,91 @@ export const make = (config: ServerSettings) =>
           (found) => new Map(found.map((j) => [j.action_id, j]))
         ))
 
-    /** Each organisation's accounts, once per batch. */
-    const accountsOf = (rows: ReadonlyArray<ClaimedRow>) =>
+    /** A row's change, for the dispatcher to apply with the rest of its batch. */
+    type Batched = readonly [ClaimedRow, Change]
+
+    /** Rows handed to an idempotent provider (the simulator) in one request per provider. */
+    const sendAll = (
+      groups: ReadonlyMap<Providers.ProviderChoice, ReadonlyArray<ClaimedRow>>,
+      now: number,
+      hooks: SubmitHooks
+    ) =>
       Effect.gen(function*() {
-        const byOrg = new Map<string, ReadonlyArray<ProviderAccount>>()
-        for (const row of rows) if (!byOrg.has(row.org_id)) byOrg.set(row.org_id, yield* accounts.open(row.org_id))
-        return byOrg
+        const changes: Array<Batched> = []
+        for (const [provider, rows] of groups) {
+          const { client } = provider
+          const answered = yield* (client.sendAll ?? ((actions, at) =>
+            Effect.map(
+              Effect.forEach(actions, (action) => Effect.map(client.send(action, at), (change) => [action.id, change] as const)),
+              (pairs) => new Map(pairs)
+            )))(rows.map(handoffOf), now).pipe(
+              // An idempotent provider that fails is asked again when the leases lapse: it answers the first outcome.
+              Effect.catchIf(
+                (error): error is Providers.ProviderFailure => error._tag !== "StorageError",
+                (error) =>
+                  Effect.as(
+                    Effect.annotateLogs(Effect.logWarning("provider did not answer; the batch will be redone"), {
+                      provider: provider.name,
+                      cause: error.message
+                    }),
+                    new Map<string, Change>()
+                  )
+              )
+            )
+          for (const row of rows) {
+            const change = answered.get(String(row.id))
+            if (change !== undefined) changes.push([row, change])
+          }
+          yield* Effect.forEach(rows, (row) => hooks.traced(row, provider.name)(Effect.void), { discard: true })
+        }
+        return changes
       })
 
-    /** Each organisation's client of each provider, made once per batch (a client may read the directory). */
-    const clients = () => {
-      const made = new Map<string, ProviderClient>()
-      return (provider: Provider, account: ProviderAccount) =>
-        Effect.gen(function*() {
-          const key = `${account.orgId}\u0000${provider.name}`
-          const known = made.get(key)
-          if (known !== undefined) return known
-          const client = yield* Effect.provide(provider.client(account, { config, orgId: account.orgId }), context)
-          made.set(key, client)
-          return client
-        })
-    }
-
     /**
-     * Sends what goes to real providers, recording each answer as it comes; answers the rows that stay with
-     * the simulator. A row whose organisation removed its account after an attempt (the outcome unknown to
-     * Parley) fails, saying so, rather than being simulated.
+     * Hands each row to the organisation's provider for its kind. Rows of idempotent providers (the
+     * simulator) go in one request each and their changes come back for the dispatcher to apply; every
+     * other row's answer is recorded the moment it comes. A row that an earlier attempt handed to a real
+     * provider the organisation has since removed fails, saying so, rather than being simulated.
      */
-    const submit = (rows: ReadonlyArray<ClaimedRow>, now: number, hooks: SubmitHooks) =>
+    const submit = (
+      rows: ReadonlyArray<ClaimedRow>,
+      now: number,
+      hooks: SubmitHooks
+    ): Effect.Effect<ReadonlyArray<Batched>, StorageError> =>
       Effect.gen(function*() {
-        if (rows.length === 0) return rows
-        const byOrg = yield* accountsOf(rows)
-        const clientFor = clients()
-        const simulated: Array<ClaimedRow> = []
-        const real: Array<{ row: ClaimedRow; provider: Provider; client: ProviderClient }> = []
+        if (rows.length === 0) return []
+        const session = yield* providers.session
+        const batched = new Map<Providers.ProviderChoice, Array<ClaimedRow>>()
+        const journalledRows: Array<{ row: ClaimedRow; provider: Providers.ProviderChoice }> = []
         for (const row of rows) {
-          const found = accountFor(byOrg.get(row.org_id) ?? [], row.kind)
-          if (found === undefined) simulated.push(row)
-          else real.push({ row, provider: found.provider, client: yield* clientFor(found.provider, found.account) })
+          const provider = yield* session.current(row.org_id, row.kind)
+          if (!provider.client.idempotent) journalledRows.push({ row, provider })
+          else {
+            const group = batched.get(provider)
+            if (group === undefined) batched.set(provider, [row])
+            else group.push(row)
+          }
         }
-        const orphans = yield* journalled(simulated)
-        for (const row of simulated) {
-          const orphan = orphans.get(String(row.id))
-          if (orphan === undefined) continue
+        const orphans = yield* journalled([...batched.values()].flat())
+        for (const [provider, group] of batched) {
+          const kept = group.filter((row) => !orphans.has(String(row.id)))
+          if (kept.length < group.length) batched.set(provider, kept)
+        }
+        for (const orphan of orphans.values()) {
+          const row = rows.find((r) => String(r.id) === orphan.action_id)
+          if (row === undefined) continue
           yield* record(row, hooks, failed(
             `The organisation's ${labelOf(orphan.provider)} account was removed after Parley handed ` +
               "this to it; whether it was sent is unknown to Parley."
           ))
         }
-        yield* Effect.forEach(real, ({ client, provider, row }) =>
+        yield* Effect.forEach(journalledRows, ({ provider, row }) =>
           Effect.gen(function*() {
             // Renewed while the request lasts; a row another worker (or a callback) took is left to it.
             if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
             yield* keepingLease(row, hooks, Effect.gen(function*() {
               const attempt = yield* journal(String(row.id), provider.name, now)
-              const submitted = yield* attemptOne(provider, client, row, attempt, now, hooks)
+              const submitted = yield* attemptOne(provider, row, attempt, now, hooks)
               if (submitted !== "adopted") yield* settle(row, submitted.outcome, submitted.change, hooks)
             }))
           }).pipe(
@@ -438,35 +418,36 @@ export const make = (config: ServerSettings) =>
               })
             )
           ), { concurrency: CONCURRENCY, discard: true })
-        return simulated.filter((r) => !orphans.has(String(r.id)))
+        return yield* sendAll(batched, now, hooks)
       })
 
     /**
-     * Actions a real provider has (their attempts are journalled), due for a recheck: their callbacks were
-     * lost or late. Asks the provider for the status and applies it if it moves the action on; otherwise
-     * looks again later, until the action is final or MAX_TRACKING_MS old.
+     * Actions a provider has, due for a look: a real provider's (their attempts are journalled) because its
+     * callbacks were lost or late, the simulator's for its next step. Asks the provider that has the action
+     * for its status and applies what moves the action on; otherwise looks again later, until the action is
+     * final or DispatchPlan.MAX_TRACKING_MS old. A real provider's rows are recorded one by one; the simulator's changes
+     * come back for the dispatcher to apply with the rest of its batch.
      */
-    const recheckAll = (rows: ReadonlyArray<ClaimedRow>, now: number, hooks: SubmitHooks) =>
+    const recheck = (
+      rows: ReadonlyArray<ClaimedRow>,
+      now: number,
+      hooks: SubmitHooks
+    ): Effect.Effect<ReadonlyArray<Batched>, StorageError> =>
       Effect.gen(function*() {
-        if (rows.length === 0) return rows
+        if (rows.length === 0) return []
+        const session = yield* providers.session
         const known = yield* journalled(rows)
         const tracked = rows.filter((r) => known.has(String(r.id)))
-        const byOrg = yield* accountsOf(tracked)
-        const clientFor = clients()
         yield* Effect.forEach(tracked, (row) => {
           const entry = known.get(String(row.id))
           const name = entry?.provider ?? ""
           return Effect.gen(function*() {
             if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
-            const provider = providerNamed(name)
-            const account = (byOrg.get(row.org_id) ?? []).find((a) => a.provider === name)
             // The organisation no longer has that provider: nobody can say more about the action.
-            const client = provider === undefined || account === undefined
-              ? null
-              : yield* clientFor(provider, account)
-            const change = client === null
+            const provider = yield* session.named(row.org_id, name)
+            const change = Option.isNone(provider)
               ? { status: row.status, workAt: null }
-              : yield* keepingLease(row, hooks, recheckOne(client, row, entry?.first_attempt_at ?? now, now))
+              : yield* keepingLease(row, hooks, recheckOne(provider.value, row, entry?.first_attempt_at ?? now, now))
             yield* record(row, hooks, change)
           }).pipe(
             forProvider(name),
@@ -478,26 +459,40 @@ export const make = (config: ServerSettings) =>
             )
           )
         }, { concurrency: CONCURRENCY, discard: true })
-        return rows.filter((r) => !known.has(String(r.id)))
+        // Handed over without a journal: the simulator has them.
+        const changes: Array<Batched> = []
+        for (const row of rows) {
+          if (known.has(String(row.id))) continue
+          const simulator = yield* session.named(row.org_id, Providers.SIMULATOR)
+          if (Option.isNone(simulator)) continue
+          changes.push([row, yield* recheckOne(simulator.value, row, null, now)])
+        }
+        return changes
       })
 
-    /** When to look again at an action the provider has: after the recheck interval, for two days at most. */
-    const laterFor = (firstAt: number, now: number) => now - firstAt > MAX_TRACKING_MS ? null : now + config.providerRecheckMs
-
-    const recheckOne = (client: ProviderClient, row: ClaimedRow, firstAt: number, now: number): Effect.Effect<Change> => {
-      const later = laterFor(firstAt, now)
-      const unchanged: Change = { status: row.status, workAt: later }
+    const recheckOne = (
+      provider: Providers.ProviderChoice,
+      row: ClaimedRow,
+      firstAt: number | null,
+      now: number
+    ): Effect.Effect<Change> => {
+      const unchanged: Change = { status: row.status, workAt: DispatchPlan.lookAgainAt(provider.client.lookAgainMs, firstAt, now, "nothing new") }
       if (row.sid === null) return Effect.succeed(unchanged)
-      return client.recheck(row, row.sid, now).pipe(
+      return provider.client.recheck(handoffOf(row), row.sid, now).pipe(
         Effect.map((found): Change => {
           if (Option.isNone(found)) return unchanged
-          const status: RecordStatus = found.value.status
+          const status = found.value.status
           if (!ProviderReports.movesForward(row.kind, row.status, status)) return unchanged
-          return { ...found.value, workAt: ProviderReports.isFinal(row.kind, status) ? null : later }
+          return {
+            ...found.value,
+            workAt: ProviderReports.isFinal(row.kind, status)
+              ? null
+              : DispatchPlan.lookAgainAt(provider.client.lookAgainMs, firstAt, now, "moved")
+          }
         }),
         Effect.orElseSucceed(() => unchanged)
       )
     }
 
-    return { submit, recheck: recheckAll }
+    return { submit, recheck }
   })
