@@ -104,6 +104,7 @@ const inboundWhatsApp = (orgId: string, line: string, counterpart: string, at: s
   counterpart,
   fromNumberSid: null,
   body: "Hi, any news?",
+  mediaUrls: [],
   botId: null,
   mode: null,
   purposeMessage: null,

@@ -17,6 +17,7 @@ interface JsonSchema {
   readonly enum?: ReadonlyArray<unknown>
   readonly required?: ReadonlyArray<string>
   readonly properties?: Readonly<Record<string, JsonSchema>>
+  readonly items?: JsonSchema
   readonly maxLength?: number
   readonly description?: string
 }
@@ -295,6 +296,22 @@ describe("OpenAPI document", () => {
     expect([...(call.required ?? [])].sort()).toEqual(["botId", "fromNumberSid", "mode", "to"])
     expect(resolveRef(message.properties?.["channel"] ?? {}).enum).toEqual(["SMS", "WhatsApp"])
     expect(resolveRef(call.properties?.["mode"] ?? {}).enum).toEqual(["follow_script", "deliver_specific_message"])
+  })
+
+  it("shows mediaUrls, an array of URL strings with its description, on every message record and event", () => {
+    const success = (path: string) => resolveRef(doc.paths[path]?.["get"]?.responses["200"]?.content?.["application/json"]?.schema ?? {})
+    const itemOf = (page: JsonSchema) => resolveRef(resolveRef(page.properties?.["items"] ?? {}).items ?? {})
+    const records = {
+      "GET /messages/{id}": success("/api/v1/messages/{id}"),
+      "GET /messages": itemOf(success("/api/v1/messages")),
+      "GET /conversations/{id}": itemOf(success("/api/v1/conversations/{id}")),
+      "event data": resolveRef(resolveRef({ $ref: "#/components/schemas/EventPayload" }).properties?.["data"] ?? {})
+    }
+    for (const [where, record] of Object.entries(records)) {
+      const field = resolveRef(record.properties?.["mediaUrls"] ?? {})
+      expect({ where, type: field.type, items: field.items?.type }).toEqual({ where, type: "array", items: "string" })
+      expect(field.description, where).toMatch(/MediaUrl0.*empty array/s)
+    }
   })
 
   it("every error schema in the document has the {error: {code, message, requestId}} shape and a description", () => {

@@ -48,6 +48,7 @@ const newAction = (orgId: string, m: Msg): ActionStore.NewAction => {
     counterpart: m.counterpart,
     fromNumberSid: null,
     body: m.body,
+    mediaUrls: [],
     botId: kind === "ai_call" ? "bot_sales" : null,
     mode: kind === "ai_call" ? "follow_script" : null,
     purposeMessage: null,

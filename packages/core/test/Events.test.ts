@@ -102,6 +102,7 @@ const inboundText: Action = {
   direction: "Inbound",
   status: "Received",
   body: "Thanks!",
+  mediaUrls: ["https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MM1/Media/ME1"],
   read: null,
   owner: null,
   sentBy: null,
@@ -160,7 +161,17 @@ describe("emit", () => {
         owner: { id: "crm_user_demo", name: "Dana Demo" },
         record: { id: "5001", name: "Ada Lovelace" }
       })
-      expect(inn!.data).toMatchObject({ id: "1003", from: "+447700900001", to: "+14155550100", read: null, status: "Received" })
+      expect(inn!.data).toMatchObject({
+        id: "1003",
+        from: "+447700900001",
+        to: "+14155550100",
+        read: null,
+        status: "Received",
+        body: "Thanks!",
+        mediaUrls: ["https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MM1/Media/ME1"]
+      })
+      // Every record carries the field: an outbound text's is empty.
+      expect(out!.data["mediaUrls"]).toEqual([])
       expect(inn!.data).toEqual(wire(inboundText))
       expect(failed!.data).toMatchObject({ status: "Undelivered", errorMessage: "30003: Unreachable destination handset" })
       expect(failed!.data).toEqual(wire(failedText))

@@ -146,6 +146,41 @@ describe("Inbound.receive", () => {
       })
     }).pipe(Effect.provide(CoreTestLayer)))
 
+  it.effect("keeps media apart from the text: a media-only message (empty text) and text with two media items", () =>
+    Effect.gen(function*() {
+      const demo = yield* seedDemo
+      const caller = yield* callerFor(demo.keys.live)
+      const media = (n: number) => `https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MM1/Media/ME${n}`
+      const only = yield* receive({ from: ADA, to: SALES_LINE, body: "", mediaUrls: [media(1)], channel: "SMS" })
+      const both = yield* receive({ from: ADA, to: SALES_LINE, body: "Two photos", mediaUrls: [media(2), media(3)], channel: "SMS" })
+      const plain = yield* receive({ from: ADA, to: SALES_LINE, body: "No photos", channel: "SMS" })
+      expect([only, both, plain].map((a) => ({ body: a.body, mediaUrls: a.mediaUrls }))).toEqual([
+        { body: "", mediaUrls: [media(1)] },
+        { body: "Two photos", mediaUrls: [media(2), media(3)] },
+        { body: "No photos", mediaUrls: [] }
+      ])
+      const actions = yield* Actions.Actions
+      expect(yield* actions.get(caller, "message", only.id)).toMatchObject({ body: "", mediaUrls: [media(1)] })
+      expect(yield* actions.get(caller, "message", both.id)).toMatchObject({ body: "Two photos", mediaUrls: [media(2), media(3)] })
+      const payloads = (yield* events(demo.orgId)).slice(-3).map((e) => JSON.parse(e.payload) as { data: { body: string; mediaUrls: unknown } })
+      expect(payloads.map((p) => [p.data.body, p.data.mediaUrls])).toEqual([["", [media(1)]], ["Two photos", [media(2), media(3)]], ["No photos", []]])
+    }).pipe(Effect.provide(CoreTestLayer)))
+
+  it.effect("neither text nor media, a media URL that is not absolute http(s), or over 10 media: InboundRejected", () =>
+    Effect.gen(function*() {
+      const demo = yield* seedDemo
+      const empty = yield* failureOf(receive({ from: ADA, to: SALES_LINE, body: " ", mediaUrls: [], channel: "SMS" }))
+      expect(empty._tag).toBe("InboundRejected")
+      for (const url of ["javascript:alert(1)", "/Media/ME1", "file:///etc/passwd"]) {
+        const error = yield* failureOf(receive({ from: ADA, to: SALES_LINE, body: "hi", mediaUrls: [url], channel: "SMS" }))
+        expect(error.message).toContain(JSON.stringify(url))
+      }
+      const many = Array.from({ length: 11 }, (_, i) => `https://example.com/${i}.jpg`)
+      const tooMany = yield* failureOf(receive({ from: ADA, to: SALES_LINE, body: "hi", mediaUrls: many, channel: "SMS" }))
+      expect(tooMany.message).toContain("at most 10")
+      expect(yield* crmActions(demo.orgId)).toEqual([])
+    }).pipe(Effect.provide(CoreTestLayer)))
+
   it.effect("shows in Conversations.list as unread, unreadCount 1", () =>
     Effect.gen(function*() {
       const demo = yield* seedDemo

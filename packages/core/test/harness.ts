@@ -42,6 +42,7 @@ export const sampleText: Action = {
   counterpart: "+447700900001",
   fromNumberSid: "PN00000000000000000000000000000001",
   body: "Hi Ada, see you tomorrow.",
+  mediaUrls: [],
   botId: null,
   mode: null,
   purposeMessage: null,

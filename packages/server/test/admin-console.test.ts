@@ -146,6 +146,20 @@ describe("admin console security", () => {
     expect(endpoints.items.find((w) => w.id === webhookOfA)?.status).toBe("enabled")
   })
 
+  it("a conversation's page says how many media a message carries (a media-only one has no text)", async () => {
+    const a = await signIn(server.baseUrl, "ada@a.example", PASSWORD_A)
+    await server.adminJson([
+      "inbound", "--org", demo.orgId, "--from", "+447700900077", "--to", demo.numbers[0]?.phoneNumber ?? "", "--body", "",
+      "--media-url", "https://example.com/1.jpg", "--media-url", "https://example.com/2.jpg"
+    ])
+    const page = (await (await server.fetch("/api/v1/conversations", { key: keyOfA.key })).json()) as {
+      items: ReadonlyArray<{ id: string; phone: string }>
+    }
+    const conversation = page.items.find((c) => c.phone === "+447700900077")
+    const shown = await (await consoleGet(server.baseUrl, a, `/admin/activity/conversation?id=${encodeURIComponent(conversation?.id ?? "")}`)).text()
+    expect(shown).toContain("<td>Inbound</td><td>Received</td><td> [2 media]</td>")
+  })
+
   it("a state-changing request without the session's CSRF token is refused (403) and changes nothing", async () => {
     const a = await signIn(server.baseUrl, "ada@a.example", PASSWORD_A)
     const key = await server.adminJson<{ id: string; key: string }>([

@@ -280,12 +280,20 @@ describe("parley admin CLI", () => {
     expect(conversation).toMatchObject({ unread: true, unreadCount: 1, line: SMS_LINE })
     expect(conversation?.linkedRecords).toEqual([expect.objectContaining({ module: "Leads", id: "5001" })])
 
-    const [whatsApp, notOurs] = await Promise.all([
+    const photo = (n: number) => `https://example.com/mms/${n}.jpg`
+    const [whatsApp, notOurs, mediaOnly, notUrl] = await Promise.all([
       server.cli(["inbound", "--org", org.id, "--from", ADA, "--to", SMS_LINE, "--body", "x", "--channel", "WhatsApp"]),
-      server.cli(["inbound", "--org", org.id, "--from", ADA, "--to", "+14155550177", "--body", "x", "--json"])
+      server.cli(["inbound", "--org", org.id, "--from", ADA, "--to", "+14155550177", "--body", "x", "--json"]),
+      json<{ body: string; mediaUrls: ReadonlyArray<string> }>([
+        "inbound", "--org", org.id, "--from", "+447700900099", "--to", SMS_LINE, "--body", "",
+        "--media-url", photo(1), "--media-url", photo(2)
+      ]),
+      server.cli(["inbound", "--org", org.id, "--from", ADA, "--to", SMS_LINE, "--body", "x", "--media-url", "photo.jpg"])
     ])
     expectFailure(whatsApp, /not connected to WhatsApp/)
     expectFailure(notOurs, /\+14155550177 is not a number of/)
+    expect(mediaOnly).toMatchObject({ body: "", mediaUrls: [photo(1), photo(2)] })
+    expectFailure(notUrl, /"photo\.jpg" is not an absolute http\(s\) URL/)
   })
 
   it("crm connect with another account switches the owner of new actions for existing keys", async () => {

@@ -41,6 +41,7 @@ const action = (i: number): ActionStore.NewAction => {
     record: i % 10 === 0 ? { module: "Leads", id: `lead_${i}`, name: `Lead ${i}` } : null,
     linkedRecords: i % 10 === 0 ? [{ module: "Leads", id: `lead_${i}`, name: `Lead ${i}` }] : [],
     sid: inbound ? `SM${i}` : null,
+    mediaUrls: inbound && i % 3 === 0 ? [`https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MM${i}/Media/ME${i}`] : [],
     sentBy: inbound ? null : "API key key_1",
     apiKeyId: inbound ? null : "key_1"
   })
@@ -152,7 +153,8 @@ describe("conversation pages in the store", () => {
     const columns = Object.keys(SqlActionStore.ActionRow.fields) as ReadonlyArray<keyof typeof SqlActionStore.ActionRow.Type>
     const row: Record<string, unknown> = {
       id: 12, org_id: ORG, kind: "message", type: "SMS", direction: "Outbound", status: "Delivered",
-      line: LINES[0], counterpart: COUNTERPARTS[0], from_number_sid: "PN1", body: "Hi", bot_id: null, mode: null,
+      line: LINES[0], counterpart: COUNTERPARTS[0], from_number_sid: "PN1", body: "Hi",
+      media_urls: `["https://example.com/a.jpg","https://example.com/b.png"]`, bot_id: null, mode: null,
       purpose_message: null, template_id: null, wa_content_sid: "HX1", wa_content_variables: `{"1":"Ada","2":"x"}`,
       read_at: null, at: "2026-01-01T00:00:00.000Z", scheduled_for: null, due_at: "1767225600000",
       owner_id: "crm_user_a", owner_name: "A", record_module: "Leads", record_id: "lead_1", record_name: "Lead",
@@ -163,7 +165,8 @@ describe("conversation pages in the store", () => {
     const values = columns.map((c) => row[c])
     const decoded = Schema.decodeUnknownSync(SqlActionStore.ActionRow)(row)
     expect(readActionValues(columns, [values])).toEqual([decoded])
-    for (const [column, bad] of [["status", "Lost"], ["due_at", "12x"], ["linked_records", "{"], ["body", null]] as const) {
+    for (const [column, bad] of [["status", "Lost"], ["due_at", "12x"], ["linked_records", "{"], ["body", null],
+      ["media_urls", "[1]"], ["media_urls", null]] as const) {
       const broken = columns.map((c) => (c === column ? bad : row[c]))
       expect(readActionValues(columns, [broken]), column).toBeUndefined()
     }

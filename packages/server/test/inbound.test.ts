@@ -2,6 +2,8 @@
 import twilioSdk from "twilio"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { twilioSignature } from "../src/providers/twilio/TwilioSignature.js"
+import { CallbackReceiver } from "./support/fakes/CallbackReceiver.js"
+import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const TOKEN = "carrier-test-token"
@@ -9,12 +11,18 @@ const TOKEN = "carrier-test-token"
 describe("carrier inbound webhook", () => {
   let server: TestServer
   let demo: DemoSummary
+  let events: CallbackReceiver
 
   beforeAll(async () => {
     server = await TestServer.start({ env: { PARLEY_CARRIER_AUTH_TOKEN: TOKEN, PARLEY_SIM_STEP_MS: "50" } })
     demo = await server.demo()
+    events = await CallbackReceiver.start()
+    await server.adminJson(["webhooks", "add", "--org", demo.orgId, "--url", events.at("/events"), "--events", "message.received"])
   })
-  afterAll(() => server.dispose())
+  afterAll(async () => {
+    await server.dispose()
+    await events.stop()
+  })
 
   const post = (fields: Record<string, string>, signature?: string) => {
     const body = new URLSearchParams(fields).toString()
@@ -67,14 +75,89 @@ describe("carrier inbound webhook", () => {
     expect((await post({ From: "nobody", To: "+14155550100", Body: "hi" })).status).toBe(400)
   })
 
-  it("takes a media-only MMS (Body empty), keeping its media URLs on the record the API shows", async () => {
-    const media = "https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MM1/Media/ME1"
-    const response = await post({ From: "+447700900003", To: "+14155550100", Body: "", NumMedia: "1", MediaUrl0: media, MessageSid: "MMinbound1" })
-    expect(response.status).toBe(200)
-    const list = (await (await server.fetch("/api/v1/messages?status=Received", { key: demo.keys.live })).json()) as {
-      items: ReadonlyArray<{ body: string; sid?: string | null }>
+  describe("MMS: media URLs in mediaUrls, apart from the text in body", () => {
+    interface Message { readonly id: string; readonly body: string; readonly mediaUrls?: ReadonlyArray<string>; readonly sid?: string | null }
+    const media = (sid: string, n: number) => `https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/${sid}/Media/ME${n}`
+    const received = async (sid: string): Promise<Message> => {
+      const list = (await (await server.fetch("/api/v1/messages?status=Received", { key: demo.keys.live })).json()) as {
+        items: ReadonlyArray<Message>
+      }
+      const found = list.items.find((m) => m.sid === sid)
+      if (found === undefined) throw new Error(`no received message ${sid}`)
+      return found
     }
-    expect(list.items.find((m) => m.sid === "MMinbound1")?.body).toBe(media)
+    /** What every reader shows for the message: the list, GET /messages/{id}, its conversation and its event. */
+    const everyView = async (sid: string, phone: string) => {
+      const listed = await received(sid)
+      const read = (await (await server.fetch(`/api/v1/messages/${listed.id}`, { key: demo.keys.live })).json()) as Message
+      const conversations = (await (await server.fetch("/api/v1/conversations", { key: demo.keys.live })).json()) as {
+        items: ReadonlyArray<{ id: string; phone: string }>
+      }
+      const conversation = conversations.items.find((c) => c.phone === phone)
+      const page = (await (await server.fetch(`/api/v1/conversations/${conversation?.id ?? "none"}`, { key: demo.keys.live })).json()) as {
+        items: ReadonlyArray<Message>
+      }
+      const inConversation = page.items.find((m) => m.id === listed.id)
+      const event = await until(async () =>
+        events.received
+          .map((e) => JSON.parse(e.body) as { type: string; data: Message })
+          .find((e) => e.type === "message.received" && e.data.sid === sid))
+      return [listed, read, inConversation, event.data].map((m) => ({ body: m?.body, mediaUrls: m?.mediaUrls }))
+    }
+
+    it("takes a media-only MMS (Body empty): body is empty, the URL is in mediaUrls everywhere", async () => {
+      const response = await post({ From: "+447700900003", To: "+14155550100", Body: "", NumMedia: "1", MediaUrl0: media("MMinbound1", 0), MessageSid: "MMinbound1" })
+      expect(response.status).toBe(200)
+      const views = await everyView("MMinbound1", "+447700900003")
+      for (const view of views) expect(view).toEqual({ body: "", mediaUrls: [media("MMinbound1", 0)] })
+    })
+
+    it("takes text with two media items (a third that is not an http(s) URL is dropped); a retry stores nothing", async () => {
+      const fields = {
+        From: "+447700900005",
+        To: "+14155550100",
+        Body: "Here are the photos",
+        NumMedia: "3",
+        MediaUrl0: media("MMinbound2", 0),
+        MediaContentType0: "image/jpeg",
+        MediaUrl1: media("MMinbound2", 1),
+        MediaContentType1: "image/png",
+        MediaUrl2: "javascript:alert(1)",
+        MessageSid: "MMinbound2"
+      }
+      expect((await post(fields)).status).toBe(200)
+      const views = await everyView("MMinbound2", "+447700900005")
+      for (const view of views) {
+        expect(view).toEqual({ body: "Here are the photos", mediaUrls: [media("MMinbound2", 0), media("MMinbound2", 1)] })
+      }
+      // Twilio's retry of the same message: answered 200, stored and announced once.
+      const first = await received("MMinbound2")
+      expect((await post(fields)).status).toBe(200)
+      const list = (await (await server.fetch("/api/v1/messages?status=Received", { key: demo.keys.live })).json()) as {
+        items: ReadonlyArray<Message>
+      }
+      expect(list.items.filter((m) => m.sid === "MMinbound2").map((m) => m.id)).toEqual([first.id])
+      // Events are delivered in the background: once a later message's event has arrived, a second one for the
+      // retry would have been written before it.
+      expect((await post({ From: "+447700900005", To: "+14155550100", Body: "after the retry", MessageSid: "SMinbound7" })).status).toBe(200)
+      await until(async () => events.received.find((e) => e.body.includes(`"sid":"SMinbound7"`)))
+      expect(events.received.filter((e) => e.body.includes(`"sid":"MMinbound2"`))).toHaveLength(1)
+    })
+
+    it("shows an empty mediaUrls on a text without media and on outbound messages", async () => {
+      expect((await post({ From: "+447700900006", To: "+14155550100", Body: "just text", MessageSid: "SMinbound6" })).status).toBe(200)
+      expect(await received("SMinbound6")).toMatchObject({ body: "just text", mediaUrls: [] })
+      const sent = await server.fetch("/api/v1/messages", {
+        method: "POST",
+        key: demo.keys.live,
+        headers: { "idempotency-key": `media-outbound-${Date.now()}` },
+        body: JSON.stringify({ to: "+447700900006", fromNumberSid: demo.numbers[0]!.sid, body: "a reply" })
+      })
+      expect(sent.status).toBe(202)
+      const { id } = (await sent.json()) as { id: string }
+      const outbound = (await (await server.fetch(`/api/v1/messages/${id}`, { key: demo.keys.live })).json()) as Message
+      expect(outbound).toMatchObject({ body: "a reply", mediaUrls: [] })
+    })
   })
 
   it("takes a message from a short code, and lists its conversation (phone E.164 or short code)", async () => {

@@ -272,6 +272,26 @@ describe("Zoho CRM", () => {
     expect(listed.items.map((m) => m.id)).toContain(record?.id)
   }, HEAVY)
 
+  it("an inbound MMS: Zoho's one text field lists the media URLs after the text; Parley's record keeps them apart", async () => {
+    const photo = (n: number) => `https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MMzoho/Media/ME${n}`
+    const response = await server.fetch("/carrier/inbound", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        From: "+14155550123", To: demo.numbers[0]?.phoneNumber ?? "", Body: "Photos attached", NumMedia: "2",
+        MediaUrl0: photo(0), MediaUrl1: photo(1), MessageSid: "MMzoho0123456789abcdef0123456789ab"
+      }).toString()
+    })
+    expect(response.status, await response.text()).toBe(200)
+    const record = messages().find((m) => String(m["Body"] ?? "").startsWith("Photos attached"))
+    expect(record?.["Body"]).toBe(`Photos attached\n${photo(0)}\n${photo(1)}`)
+    const read = (await server.fetch(`/api/v1/messages/${record?.id ?? "none"}`, { key: demo.keys.live }).then((r) => r.json())) as {
+      body: string
+      mediaUrls: ReadonlyArray<string>
+    }
+    expect(read).toMatchObject({ body: "Photos attached", mediaUrls: [photo(0), photo(1)] })
+  }, HEAVY)
+
   it("a scheduled text is read and cancelled by its Zoho id; the cancellation reaches Zoho", async () => {
     const scheduledFor = new Date(Date.now() + 3_600_000).toISOString()
     const created = await send(demo.keys.live, { body: "later", scheduledFor })

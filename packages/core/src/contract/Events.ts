@@ -38,7 +38,7 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "message.delivered": "The handset confirmed the text.",
   "message.failed": "The text could not be sent (Failed) or delivered (Undelivered); see errorMessage.",
   "message.cancelled": "A scheduled text was cancelled.",
-  "message.received": "An inbound text arrived.",
+  "message.received": "An inbound message arrived: its text in data.body, its media (an MMS) as URLs in data.mediaUrls.",
   "ai_call.queued": "An AI call was accepted (202) by a live key.",
   "ai_call.started": "The AI call was answered and is in progress.",
   "ai_call.completed": "The AI call ended; the transcript is in data.body, the recording id in data.audioFileId.",

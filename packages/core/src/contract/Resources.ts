@@ -69,7 +69,16 @@ export class ActionRecord extends Schema.Class<ActionRecord>("ActionRecord")({
   from: Schema.optional(NullableString),
   to: Schema.optional(NullableString),
   direction: Schema.optional(Schema.NullOr(Direction)),
-  body: Schema.String.annotations({ description: "Message text; for an AI call, the call transcript." }),
+  body: Schema.String.annotations({
+    description: "Message text; for an AI call, the call transcript. Empty for a media-only message (see mediaUrls)."
+  }),
+  // Parley's addition, so optional as the contract's optional fields are: a client decoding a record without it
+  // (another implementation of the contract, an older Parley) gets [] rather than a decoding error.
+  mediaUrls: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }).annotations({
+    description: "Parley's addition: the media of an inbound MMS or WhatsApp message, as the absolute URLs the carrier " +
+      "stores each item at (Twilio's MediaUrl0, MediaUrl1…, in that order; at most 10). Parley always writes it: an " +
+      "empty array when there is no media, as for every outbound message and AI call. The text stays in body."
+  }),
   status: Schema.optional(Schema.NullOr(RecordStatus)).annotations({
     description: "One of MessageStatus for texts, CallStatus for AI calls."
   }),

@@ -39,6 +39,7 @@ export const toActionRecord = (action: Action, readable?: ReadonlyArray<CrmModul
     to: outbound ? action.counterpart : action.line,
     direction: action.direction,
     body: action.body,
+    mediaUrls: action.mediaUrls,
     status: action.status,
     type: action.type,
     botId: action.botId,

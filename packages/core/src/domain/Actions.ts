@@ -167,6 +167,8 @@ export const layer: Layer.Layer<
       owner: { id: caller.account.id, name: caller.account.name },
       record: record === null ? null : { module: record.module, id: record.id, name: record.name },
       linkedRecords: record === null ? [] : [{ module: record.module, id: record.id, name: record.name }],
+      // Parley sends no media (yet): the field is there, empty, as on every record.
+      mediaUrls: [],
       sid: null,
       audioFileId: null,
       errorMessage: null,

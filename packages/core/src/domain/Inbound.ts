@@ -5,6 +5,9 @@
  * atomically. An inbound WhatsApp message opens the 24-hour session with its
  * sender. The carrier's inbound webhook and `parley inbound` both come here.
  *
+ * A message may carry media (an MMS, a WhatsApp image): its URLs are kept
+ * apart from the text, which may then be empty.
+ *
  * Carriers retry a webhook they think failed (Twilio: on a timeout or a 5xx),
  * so a message the carrier identified is stored once per carrier id: a retry
  * answers the action stored the first time and emits nothing.
@@ -23,6 +26,16 @@ import type { EventOutbox } from "../ports/EventOutbox.js"
 /** The message cannot be accepted as addressed; the message says why in plain words. */
 export class InboundRejected extends Data.TaggedError("InboundRejected")<{ readonly message: string }> {}
 
+/** Carriers number at most this many media items a message (Twilio: `MediaUrl0`…`MediaUrl9`). */
+export const MAX_MEDIA = 10
+
+/** Whether `text` can be kept as a media URL: absolute http(s), which a client reading `mediaUrls` may fetch. */
+export const isMediaUrl = (text: string): boolean => {
+  if (!URL.canParse(text)) return false
+  const { protocol } = new URL(text)
+  return protocol === "https:" || protocol === "http:"
+}
+
 /** Rolls back the transaction of a carrier's retry; the first delivery's action is answered instead. */
 class AlreadyReceived extends Data.TaggedError("AlreadyReceived")<{ readonly actionId: string }> {}
 
@@ -30,7 +43,10 @@ export interface InboundMessage {
   readonly orgId: string
   readonly from: string
   readonly to: string
+  /** The text; may be empty when the message carries media. */
   readonly body: string
+  /** The carrier's URLs of the message's media, in its order; absent or empty for a text alone. */
+  readonly mediaUrls?: ReadonlyArray<string> | undefined
   readonly channel: Channel
   /** The carrier's id for it, when a carrier reported it. */
   readonly sid?: string | undefined
@@ -63,7 +79,17 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
         if (message.channel === "WhatsApp" && !line.whatsApp) {
           return yield* new InboundRejected({ message: `${message.to} is not connected to WhatsApp` })
         }
-        if (message.body.trim() === "") return yield* new InboundRejected({ message: "the message body is empty" })
+        const mediaUrls = message.mediaUrls ?? []
+        if (message.body.trim() === "" && mediaUrls.length === 0) {
+          return yield* new InboundRejected({ message: "the message has neither text nor media" })
+        }
+        if (mediaUrls.length > MAX_MEDIA) {
+          return yield* new InboundRejected({ message: `a message carries at most ${MAX_MEDIA} media items` })
+        }
+        const notUrl = mediaUrls.find((url) => !isMediaUrl(url))
+        if (notUrl !== undefined) {
+          return yield* new InboundRejected({ message: `media URL ${JSON.stringify(notUrl)} is not an absolute http(s) URL` })
+        }
         const record = Option.getOrUndefined(yield* crm.findByPhone(message.orgId, message.from))
         const nowMs = yield* Clock.currentTimeMillis
         const now = new Date(nowMs).toISOString()
@@ -80,6 +106,7 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
           line: message.to,
           counterpart: message.from,
           body: message.body,
+          mediaUrls,
           at: now,
           scheduledFor: null,
           botId: null,
@@ -97,6 +124,7 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
             counterpart: message.from,
             fromNumberSid: line.sid,
             body: message.body,
+            mediaUrls,
             botId: null,
             mode: null,
             purposeMessage: null,

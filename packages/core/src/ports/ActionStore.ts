@@ -27,7 +27,10 @@ export interface Action {
   /** The other party's number. */
   readonly counterpart: string
   readonly fromNumberSid: string | null
+  /** The text alone: empty for a media-only message. */
   readonly body: string
+  /** The media an inbound message carried, as the carrier's URLs in its order; empty for everything else. */
+  readonly mediaUrls: ReadonlyArray<string>
   readonly botId: string | null
   readonly mode: CallMode | null
   readonly purposeMessage: string | null

@@ -41,6 +41,8 @@ export interface CrmActionDraft {
   readonly line: string
   readonly counterpart: string
   readonly body: string
+  /** An inbound message's media URLs (see Action); a CRM with no place for them shows them as it can. */
+  readonly mediaUrls?: ReadonlyArray<string> | undefined
   readonly at: string
   readonly scheduledFor: string | null
   readonly botId: string | null

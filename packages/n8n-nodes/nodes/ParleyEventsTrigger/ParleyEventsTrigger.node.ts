@@ -39,7 +39,10 @@ const EVENTS: Record<EventType, { name: string; description: string }> = {
 		description: 'The text could not be sent (Failed) or delivered (Undelivered); see errorMessage',
 	},
 	'message.cancelled': { name: 'Message Cancelled', description: 'A scheduled text was cancelled' },
-	'message.received': { name: 'Message Received', description: 'An inbound text arrived' },
+	'message.received': {
+		name: 'Message Received',
+		description: 'An inbound message arrived: its text in body, its media (an MMS) as URLs in mediaUrls',
+	},
 	'ai_call.queued': { name: 'AI Call Queued', description: 'An AI call was accepted by a live key' },
 	'ai_call.started': { name: 'AI Call Started', description: 'The AI call was answered and is in progress' },
 	'ai_call.completed': {

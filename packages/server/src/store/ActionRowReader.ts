@@ -74,6 +74,15 @@ const linkedRecords = (u: unknown): Row["linked_records"] => {
   })
 }
 
+/** `media_urls`: JSON array of strings. */
+const stringArray = (u: unknown): ReadonlyArray<string> => {
+  // Only inbound messages with media have any; skip parsing the common case.
+  if (u === "[]") return []
+  const parsed = json(u)
+  if (!Array.isArray(parsed) || !parsed.every((item: unknown): item is string => typeof item === "string")) throw new Unreadable()
+  return parsed
+}
+
 /** `wa_content_variables`: JSON object of strings, copied as the schema's record decoding does. */
 const variables = (u: unknown): Readonly<Record<string, string>> => {
   const parsed = json(u)
@@ -104,6 +113,7 @@ export const actionColumnReaders: ColumnReaders<Row> = {
   counterpart: string,
   from_number_sid: nullableString,
   body: string,
+  media_urls: stringArray,
   bot_id: nullableString,
   mode: nullable(oneOf(CallMode.literals)),
   purpose_message: nullableString,

@@ -12,7 +12,7 @@ import { type ActionColumn, readActionValues, valuesToObjects } from "./ActionRo
 import { CreationWrites } from "./CreationWrites.js"
 import * as TraceLinks from "../observability/TraceLinks.js"
 import { DirectReads } from "./DirectReads.js"
-import { DbInt, DbJson, NullableString, storage } from "./rows.js"
+import { DbInt, DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
 import * as StatusChanges from "./StatusChanges.js"
 
 export const ActionRow = Schema.Struct({
@@ -26,6 +26,7 @@ export const ActionRow = Schema.Struct({
   counterpart: Schema.String,
   from_number_sid: NullableString,
   body: Schema.String,
+  media_urls: StringArrayJson,
   bot_id: NullableString,
   mode: Schema.NullOr(CallMode),
   purpose_message: NullableString,
@@ -72,6 +73,7 @@ export const toAction = (r: ActionRowType): ActionStore.Action => ({
   counterpart: r.counterpart,
   fromNumberSid: r.from_number_sid,
   body: r.body,
+  mediaUrls: r.media_urls,
   botId: r.bot_id,
   mode: r.mode,
   purposeMessage: r.purpose_message,
@@ -104,6 +106,7 @@ export const fromAction = (a: ActionStore.NewAction) => ({
   counterpart: a.counterpart,
   from_number_sid: a.fromNumberSid,
   body: a.body,
+  media_urls: JSON.stringify(a.mediaUrls),
   bot_id: a.botId,
   mode: a.mode,
   purpose_message: a.purposeMessage,
@@ -192,7 +195,7 @@ type InsertedRow = ReturnType<typeof fromAction>
 /** The columns an insert writes: every key of `fromAction`'s row (the compiler names any missing or extra). */
 const INSERTED: { readonly [K in keyof InsertedRow]: true } = {
   org_id: true, kind: true, type: true, direction: true, status: true, line: true, counterpart: true,
-  from_number_sid: true, body: true, bot_id: true, mode: true, purpose_message: true, template_id: true,
+  from_number_sid: true, body: true, media_urls: true, bot_id: true, mode: true, purpose_message: true, template_id: true,
   wa_content_sid: true, wa_content_variables: true, read_at: true, at: true, scheduled_for: true, due_at: true,
   owner_id: true, owner_name: true, record_module: true, record_id: true, record_name: true, linked_records: true,
   sid: true, audio_file_id: true, error_message: true, sent_by: true, modified: true, api_key_id: true, crm_id: true, work_at: true

@@ -549,6 +549,17 @@ const allowancePeriods = Effect.gen(function*() {
   })
 })
 
+/**
+ * The media of inbound messages (MMS, WhatsApp images) in a column of their own, a JSON array of URLs, instead
+ * of lines appended to `body`. Every existing row reads as no media: rows stored before keep the URLs in their
+ * body, as they were shown and sent in events (telling a media line from a URL someone typed cannot be done
+ * from the text alone, and rewriting bodies would also rewrite what a hosted CRM holds).
+ */
+const mediaUrls = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE actions ADD COLUMN media_urls TEXT NOT NULL DEFAULT '[]'`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -563,5 +574,6 @@ export const migrations = {
   "0014_admin_console": adminConsole,
   "0015_trace_links": traceLinks,
   "0016_key_usage": keyUsage,
-  "0021_allowance_periods": allowancePeriods
+  "0021_allowance_periods": allowancePeriods,
+  "0022_media_urls": mediaUrls
 }

@@ -20,6 +20,7 @@ export const storedText = (
     counterpart: `+1503555${String(1000 + i)}`,
     fromNumberSid: "PN1",
     body: `Message ${i}`,
+    mediaUrls: [],
     botId: null,
     mode: null,
     purposeMessage: null,

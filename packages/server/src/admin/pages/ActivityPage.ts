@@ -167,6 +167,9 @@ export const conversationPage = (request: ConsoleRequest, session: Session) =>
         messages.length === 0 ? emptyRow(5, "No messages.") : messages.map((m) =>
           html`<tr><td><a href="/admin/activity/record?kind=${m.type === "Call" ? "ai_call" : "message"}&amp;id=${m.id}">${m.id}</a></td><td>${m.direction}</td><td>${m.status}</td><td>${
             m.body ?? ""
+          }${
+            // A media-only message has no text; its URLs are on the record's page.
+            m.mediaUrls.length === 0 ? "" : ` [${m.mediaUrls.length} media]`
           }</td><td>${m.modified}</td></tr>`
         )
       }</tbody></table></section>

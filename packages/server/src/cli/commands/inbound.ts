@@ -17,7 +17,11 @@ export const inbound = Command.make(
     org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
     from: Options.text("from").pipe(Options.withDescription("The sender, in E.164")),
     to: Options.text("to").pipe(Options.withDescription("One of the organisation's numbers, in E.164")),
-    body: Options.text("body").pipe(Options.withDescription("The message text")),
+    body: Options.text("body").pipe(Options.withDescription("The message text (may be empty with --media-url)")),
+    mediaUrls: Options.text("media-url").pipe(
+      Options.repeated,
+      Options.withDescription("A media item's URL, as an MMS carries it (repeat for several, at most 10)")
+    ),
     channel: Options.choice("channel", ["SMS", "WhatsApp"]).pipe(
       Options.withDescription("SMS (default) or WhatsApp (needs a WhatsApp-connected number)"),
       Options.withDefault("SMS" as const)
@@ -30,7 +34,7 @@ export const inbound = Command.make(
       const to = yield* e164("--to", input.to.trim())
       const inboundService = yield* Inbound.Inbound
       const action = yield* inboundService
-        .receive({ orgId: input.org, from, to, body: input.body, channel: input.channel })
+        .receive({ orgId: input.org, from, to, body: input.body, mediaUrls: input.mediaUrls, channel: input.channel })
         .pipe(Effect.catchTag("InboundRejected", (rejected) => fail(rejected.message)))
       const view = ActionRecords.toActionRecord(action)
       yield* print(input.json, view, () =>
@@ -39,7 +43,8 @@ export const inbound = Command.make(
           fields([
             ["from", from],
             ["record", action.record === null ? "-" : `${action.record.module} ${action.record.id} (${action.record.name})`],
-            ["body", orNone(action.body)]
+            ["body", orNone(action.body)],
+            ["media", action.mediaUrls.length === 0 ? "-" : action.mediaUrls.join(" ")]
           ])
         ].join("\n"))
     })

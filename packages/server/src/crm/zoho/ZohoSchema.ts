@@ -77,7 +77,10 @@ export const messageRecord = (draft: Crm.CrmActionDraft): Record<string, unknown
     Status: draft.status,
     From_Number: outbound ? draft.line : draft.counterpart,
     To_Number: outbound ? draft.counterpart : draft.line,
-    Body: draft.body,
+    // Parley_Messages has one text field: an inbound message's media URLs follow its text there, a line each,
+    // so the record in Zoho still shows a media-only message. An inbound record is never written back
+    // (ZohoWriteBack: its status and body do not change), so this text stays.
+    Body: [...(draft.body === "" ? [] : [draft.body]), ...(draft.mediaUrls ?? [])].join("\n"),
     Sent_At: zohoTime(draft.at),
     Scheduled_For: draft.scheduledFor === null ? null : zohoTime(new Date(draft.scheduledFor).toISOString()),
     Bot_Id: draft.botId,

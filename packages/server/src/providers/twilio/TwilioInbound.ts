@@ -15,9 +15,9 @@
  * the same 401. The URL is PARLEY_PUBLIC_URL + path when set (behind a proxy),
  * else http:// + Host.
  *
- * A media-only message (an MMS with an empty `Body`) is taken: its media URLs
- * are kept in the record's `body`, one line each after the text, so the API
- * shows them. A message taken is answered with TwiML and no reply, as Twilio
+ * A message with media (an MMS, also a media-only one with an empty `Body`) is
+ * taken: its media URLs are kept in the record's `mediaUrls`, apart from the
+ * text in `body`, so the API and events show both. A message taken is answered with TwiML and no reply, as Twilio
  * expects; anything else in the error shape of /api/v1 (`code`, `message`,
  * `requestId`). The request pipeline reads the body first (form-encoded, under
  * the size limit: 413 otherwise), as for /api/v1; CallbackGate bounds the work
@@ -50,9 +50,6 @@ const EMPTY_TWIML = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>
 const E164 = /^\+[1-9]\d{7,14}$/
 /** Twilio delivers messages from short codes (`From=89898`) too. */
 const SHORT_CODE = /^\d{3,8}$/
-/** Twilio sends at most 10 media items a message. */
-const MAX_MEDIA = 10
-
 
 const taken = () => HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
 
@@ -62,9 +59,16 @@ const parse = (address: string) => {
   return { channel: whatsApp ? "WhatsApp" as const : "SMS" as const, number: whatsApp ? address.slice(9) : address }
 }
 
-/** The text a message shows: its body, then one line per media item Twilio stored for it. */
-export const inboundText = (body: string, media: ReadonlyArray<string>): string =>
-  [...(body === "" ? [] : [body]), ...media].join("\n")
+/**
+ * The media URLs of a message, in Twilio's order (`MediaUrl0`…, as many as `NumMedia` says, at most 10). Only
+ * absolute http(s) URLs are kept, dropped rather than refused: the field promises URLs a client may fetch, a
+ * request signed with the server-wide token (or an unsigned one) could name anything, and refusing would lose
+ * the message's text with it.
+ */
+export const mediaUrls = (field: (name: string) => string): ReadonlyArray<string> => {
+  const count = Math.min(Inbound.MAX_MEDIA, Number.parseInt(field("NumMedia"), 10) || 0)
+  return Array.from({ length: count }, (_, i) => field(`MediaUrl${i}`)).filter(Inbound.isMediaUrl)
+}
 
 export const twilioInboundRoutes = Effect.gen(function*() {
   const config = yield* ServerConfig
@@ -106,14 +110,13 @@ export const twilioInboundRoutes = Effect.gen(function*() {
         return yield* unverified()
       }
       if (line === undefined) return yield* refusal(new NotFound({ message: `${to.number} is not a Parley number.` }))
-      const mediaCount = Math.min(MAX_MEDIA, Number.parseInt(field("NumMedia"), 10) || 0)
-      const media = Array.from({ length: mediaCount }, (_, i) => field(`MediaUrl${i}`)).filter((url) => url !== "")
       const sid = field("MessageSid")
       yield* inbound.receive({
         orgId: line.orgId,
         from: from.number,
         to: to.number,
-        body: inboundText(field("Body"), media),
+        body: field("Body"),
+        mediaUrls: mediaUrls(field),
         channel: to.channel === "WhatsApp" || from.channel === "WhatsApp" ? "WhatsApp" : "SMS",
         sid: sid === "" ? undefined : sid
       })
