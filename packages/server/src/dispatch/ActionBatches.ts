@@ -3,15 +3,17 @@
  * moved on in a few statements instead of a few per action. Every update is
  * guarded by the lease (`lease_owner = worker`) and by the status this worker
  * expects, so a lapsed lease or a cancellation that won the row makes the
- * update skip that row rather than overwrite it.
+ * update skip that row rather than overwrite it. Status changes go through
+ * the store's one status writer (store/StatusChanges.ts), as providers'
+ * reports do.
  */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { AllowancePeriods, DispatchRules, type EventOutbox, Events, Segments, type StorageError } from "@parley/core/internal"
 import { Effect, type ParseResult, Schema } from "effect"
-import * as Dialect from "../store/Dialect.js"
 import { DbInt } from "../store/rows.js"
+import { RowLocks } from "../store/RowLocks.js"
 import { addAllowanceUsage, UsageRow } from "../store/SqlOrganisations.js"
-import { toAction } from "../store/SqlActionStore.js"
+import * as StatusChanges from "../store/StatusChanges.js"
 import { transactions } from "../store/Transactions.js"
 import { type ClaimedRow, fail, type Transition } from "./ClaimedAction.js"
 
@@ -55,8 +57,8 @@ export const make = Effect.gen(function*() {
   // Two transactions a round at least (commit, status changes): on SQLite the connection's lighter one.
   const transaction = yield* transactions
   const outbox = yield* Effect.context<EventOutbox.EventOutbox>()
-  // Locks the organisation's row until the commit, so two replicas never grant the same units.
-  const forUpdate = Dialect.forUpdate(sql)
+  const statusChanges = yield* StatusChanges.make
+  const locks = yield* RowLocks
 
   /** Outside the sending window: back in the queue until it opens. */
   const hold = (worker: string, until: number, rows: ReadonlyArray<ClaimedRow>) =>
@@ -64,43 +66,36 @@ export const make = Effect.gen(function*() {
       WHERE id IN ${sql.in(idsOf(rows))} AND lease_owner = ${worker} AND status = 'Queued' AND charged_at IS NULL`
 
   /**
-   * Applies the status changes this worker still may (lease held, status as expected) in one
-   * statement, and appends the events of those that changed status. Call it inside a transaction.
+   * Applies the status changes this worker still may (lease held, status as expected) in one statement of the
+   * store's status writer, and appends the events of those that changed status. Call it inside a transaction.
    */
   const apply = (worker: string, transitions: ReadonlyArray<Transition>) =>
     Effect.gen(function*() {
       if (transitions.length === 0) return
-      const values = transitions.map(({ after, before, workAt }) =>
-        sql`(CAST(${after.id} AS BIGINT), ${before.status}, ${after.status}, CAST(${workAt} AS BIGINT), ${after.sid},
-             ${after.provider_status}, ${after.error_message}, ${after.body}, ${after.audio_file_id}, ${after.at},
-             ${after.modified})`
+      // `after` is the row as this worker means it to be: under its lease, a field the transition did not
+      // change is what the row already holds.
+      const changed = yield* statusChanges.write(
+        transitions.map(({ after, before, workAt }) => ({
+          orgId: after.org_id,
+          id: after.id,
+          expected: before.status,
+          status: after.status,
+          workAt,
+          modified: after.modified,
+          sid: after.sid,
+          providerStatus: after.provider_status,
+          errorMessage: after.error_message,
+          body: after.body,
+          audioFileId: after.audio_file_id,
+          at: after.at
+        })),
+        { leaseOwner: worker }
       )
-      // Casts: Postgres types a VALUES list's parameters as text unless told otherwise.
-      // `actions.id IN (…)` repeats the join's ids on purpose: without it SQLite's planner scans the whole
-      // actions table once per batch (SCAN actions + a bloom filter on the VALUES list, see EXPLAIN QUERY
-      // PLAN), so each batch cost grew with the table (~25 µs an action at 20,000 rows, ~110 at 100,000).
-      // With it both stores look the rows up by primary key.
-      const ids = transitions.map((t) => t.after.id)
-      const updated = idSet(
-        yield* Effect.flatMap(
-          sql`WITH changes (action_id, expected_status, status, work_at, sid, provider_status, error_message, body,
-                            audio_file_id, at, modified)
-                AS (VALUES ${sql.csv(values)})
-              UPDATE actions SET status = changes.status, work_at = changes.work_at, sid = changes.sid,
-                provider_status = changes.provider_status, error_message = changes.error_message,
-                body = changes.body, audio_file_id = changes.audio_file_id, at = changes.at,
-                modified = changes.modified, lease_owner = NULL, lease_until = NULL
-              FROM changes
-              WHERE actions.id = changes.action_id AND actions.lease_owner = ${worker}
-                AND actions.status = changes.expected_status AND actions.id IN ${sql.in(ids)}
-              RETURNING id`,
-          decodeIds
-        )
-      )
-      const events = transitions.flatMap(({ after, before }) => {
-        if (!updated.has(String(after.id)) || after.status === before.status) return []
-        const type = Events.eventForStatus(after.kind, after.status)
-        return type === null ? [] : [{ type, action: toAction(after) }]
+      const expected = new Map(transitions.map(({ before }) => [String(before.id), before.status]))
+      const events = changed.flatMap((action) => {
+        if (action.status === expected.get(action.id)) return []
+        const type = Events.eventForStatus(action.kind, action.status)
+        return type === null ? [] : [{ type, action }]
       })
       yield* Effect.provide(Events.emitAll(events), outbox)
     })
@@ -139,8 +134,10 @@ export const make = Effect.gen(function*() {
       for (const orgId of orgIds) {
         const texts = committed.filter((r) => r.org_id === orgId && r.kind === "message")
         const calls = committed.filter((r) => r.org_id === orgId && r.kind === "ai_call")
+        // Locked until the commit, so two replicas never grant the same units.
+        yield* locks.lockOrganisation(orgId)
         const [limits] = yield* Effect.flatMap(
-          sql`SELECT sms_allowance, call_allowance, timezone FROM organisations WHERE id = ${orgId} ${forUpdate}`,
+          sql`SELECT sms_allowance, call_allowance, timezone FROM organisations WHERE id = ${orgId}`,
           decodeAllowances
         )
         // A deleted organisation has nothing left to grant.

@@ -20,8 +20,8 @@ import { yieldToEventLoop } from "../dispatch/yieldToEventLoop.js"
 import { beat } from "../observability/Health.js"
 import { Metrics, type WebhookOutcome } from "../observability/Metrics.js"
 import { withStoredParent } from "../observability/TraceLinks.js"
-import * as Dialect from "../store/Dialect.js"
 import { DbInt, NullableString, storage } from "../store/rows.js"
+import { RowLocks } from "../store/RowLocks.js"
 import * as SecretBox from "../store/SecretBox.js"
 import { type PostResult, postWebhook } from "./WebhookPost.js"
 
@@ -75,7 +75,8 @@ export const DeliveryLive = Layer.scopedDiscard(
     const sql = yield* SqlClient.SqlClient
     const config = yield* ServerConfig
     const worker = Crypto.newId("delivery")
-    const skipLocked = Dialect.skipLocked(sql)
+    // On Postgres replicas claim concurrently: each skips the deliveries another is claiming.
+    const { skipLocked } = yield* RowLocks
     const box = yield* SecretBox.SecretBox
     const metrics = yield* Effect.serviceOption(Metrics)
     const counted = (outcome: WebhookOutcome) =>

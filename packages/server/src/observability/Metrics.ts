@@ -15,7 +15,7 @@
 import * as Prom from "prom-client"
 import { type EventOutbox, FINAL_STATUSES } from "@parley/core/internal"
 import { Context, Effect, FiberRef, Layer, Option } from "effect"
-import { PgPool } from "../store/postgres/MeteredPool.js"
+import { ConnectionPool } from "../store/ConnectionPool.js"
 
 /**
  * Which provider the current work is for, set by the dispatcher and the provider callbacks: a registered
@@ -199,11 +199,14 @@ export const countFinished = (events: ReadonlyArray<EventOutbox.OutboxEvent>): E
     })
   })
 
-/** On Postgres, the pool's series: connections in use and waiting (read at scrape), and each checkout's wait. */
+/**
+ * The store's connection pool's series, where it has one (Postgres): connections in use and waiting (read
+ * at scrape), and each checkout's wait.
+ */
 export const PoolMetricsLive = Layer.effectDiscard(Effect.gen(function*() {
-  const pool = yield* Effect.serviceOption(PgPool)
+  const pool = yield* ConnectionPool
   if (Option.isNone(pool)) return
   const metrics = yield* Metrics
-  const wait = metrics.registerPool({ inUse: () => pool.value.inUse, waiting: () => pool.value.waitingCount })
-  pool.value.onWait = (seconds) => wait.observe(seconds)
+  const wait = metrics.registerPool({ inUse: pool.value.inUse, waiting: pool.value.waiting })
+  pool.value.observeWaits((seconds) => wait.observe(seconds))
 }))

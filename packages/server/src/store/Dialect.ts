@@ -1,7 +1,9 @@
 /**
- * The SQL that differs between SQLite and Postgres, in one place. Everything
- * else the repositories write is portable (0/1 booleans, BIGINT epoch
- * milliseconds, JSON as text, `ON CONFLICT … RETURNING`, row-value `IN`).
+ * The SQL that differs between SQLite and Postgres in the schema the migrations write, in one place.
+ * Everything else the repositories write is portable (0/1 booleans, BIGINT epoch milliseconds, JSON as
+ * text, `ON CONFLICT … RETURNING`, row-value `IN`); what the running server does differently per store
+ * (row locks, the queues' claims, transactions, fast paths) is answered by the store's adapters through
+ * its ports (store/Database.ts).
  */
 import type { SqlClient } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"
@@ -14,18 +16,9 @@ export const autoIncrementKey = (sql: SqlClient.SqlClient): Fragment =>
   })
 
 /**
- * The end of a work-queue claim's inner SELECT. On Postgres replicas claim
- * concurrently, and SKIP LOCKED lets each take rows no other is taking
- * instead of queueing behind it. SQLite has one writer at a time, so a claim
- * there cannot race and needs nothing.
- */
-export const skipLocked = (sql: SqlClient.SqlClient): Fragment =>
-  sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
-
-/**
- * Locks the rows a SELECT reads until the transaction ends (Postgres), so two
- * replicas cannot both spend the same allowance. SQLite needs nothing: a
- * writing transaction already holds the database's single write lock.
+ * Locks the rows a SELECT reads until the transaction ends (Postgres).
+ * @deprecated Lock an organisation with the store's RowLocks port (`lockOrganisation`); this stays only
+ * until dispatch/Submissions.ts takes it.
  */
 export const forUpdate = (sql: SqlClient.SqlClient): Fragment =>
   sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })

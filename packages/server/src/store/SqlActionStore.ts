@@ -13,6 +13,7 @@ import { CreationWrites } from "./CreationWrites.js"
 import * as TraceLinks from "../observability/TraceLinks.js"
 import { DirectReads } from "./DirectReads.js"
 import { DbInt, DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
+import * as StatusChanges from "./StatusChanges.js"
 
 export const ActionRow = Schema.Struct({
   id: Schema.Union(Schema.Number, Schema.String),
@@ -210,6 +211,7 @@ export const layer = Layer.effect(
     const entryColumns = sql.literal(ENTRY_COLUMNS.join(", "))
     const direct = yield* DirectReads
     const links = yield* TraceLinks.make
+    const statusChanges = yield* StatusChanges.make
     // Every accepted creation inserts one action, the store adapter's fastest way.
     const insert = (a: ActionStore.NewAction) =>
       storage("crm.insertAction")(Effect.map(writes.insertAction(fromAction(a)), (id) => ({ ...a, crmId: a.crmId ?? null, id })))
@@ -340,22 +342,13 @@ export const layer = Layer.effect(
           return { _tag: "NotCancellable" as const, action: toAction(current.value) }
         })),
       applyProviderReport: (orgId, id, expected, change) =>
-        storage("crm.applyProviderReport")(Effect.gen(function*() {
+        storage("crm.applyProviderReport")(Effect.map(
           // The provider now drives the action: the dispatcher only looks again at work_at (a recheck, in case
           // later reports are lost), and a lease it still holds no longer matters (its own update expects the
           // status it read).
-          const updated = yield* sql`UPDATE actions SET status = ${change.status},
-              provider_status = ${change.providerStatus},
-              sid = COALESCE(sid, ${change.sid ?? null}),
-              error_message = ${change.errorMessage === undefined ? sql`error_message` : change.errorMessage},
-              body = ${change.body === undefined ? sql`body` : change.body},
-              audio_file_id = ${change.audioFileId === undefined ? sql`audio_file_id` : change.audioFileId},
-              modified = ${change.modified}, work_at = ${change.workAt}, lease_owner = NULL, lease_until = NULL
-            WHERE org_id = ${orgId} AND id = ${Number(id)} AND status = ${expected}
-            RETURNING *`
-          const [row] = yield* decodeActions(updated)
-          return row === undefined ? Option.none() : Option.some(toAction(row))
-        })),
+          statusChanges.write([{ ...change, orgId, id, expected }]),
+          (changed) => Option.fromNullable(changed[0])
+        )),
       claimInboundSid: (orgId, carrierSid, actionId) =>
         storage("crm.claimInboundSid")(Effect.gen(function*() {
           // On Postgres a concurrent retry's insert waits for the first transaction, then finds its row.

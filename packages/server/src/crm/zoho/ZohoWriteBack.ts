@@ -22,8 +22,8 @@
 import { SqlClient } from "@effect/sql"
 import { Cause, Clock, Effect, Layer, Schema } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
-import { skipLocked } from "../../store/Dialect.js"
 import { DbInt, NullableString } from "../../store/rows.js"
+import { RowLocks } from "../../store/RowLocks.js"
 import { dataOf, text } from "./ZohoApi.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { MESSAGES_MODULE, zohoTime } from "./ZohoSchema.js"
@@ -64,6 +64,7 @@ export const make = Effect.gen(function*() {
   const session = yield* ZohoSession
   const connections = yield* ZohoConnections
   const config = yield* ServerConfig
+  const { skipLocked } = yield* RowLocks
   const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
   const decodeDueByOrg = Schema.decodeUnknown(Schema.Array(DueByOrg))
   const decodePending = Schema.decodeUnknown(Schema.Array(Pending))
@@ -74,7 +75,7 @@ export const make = Effect.gen(function*() {
       sql`UPDATE zoho_writebacks SET lease_until = ${now + LEASE_MS}
           WHERE action_id IN (SELECT action_id FROM zoho_writebacks
                               WHERE org_id = ${orgId} AND due_at <= ${now} AND lease_until < ${now}
-                              ORDER BY due_at LIMIT ${limit} ${skipLocked(sql)})
+                              ORDER BY due_at LIMIT ${limit} ${skipLocked})
           RETURNING action_id, org_id, version, attempts`,
       decodeClaimed
     )

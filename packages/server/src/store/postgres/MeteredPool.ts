@@ -1,12 +1,12 @@
 /**
  * The Postgres connection pool, as @effect/sql-pg would build it, with what
  * an operator needs to see of it: how many connections are checked out, how
- * many requests wait for one, and how long each waited (the histogram is
- * attached by the server's metrics, observability/Metrics: `onWait`).
- * In the database layer's context as `PgPool` on Postgres (absent on SQLite).
+ * many requests wait for one, and how long each waited — shown to the
+ * server's metrics through the store's ConnectionPool port (`gauges`).
  */
 import { SqlError } from "@effect/sql"
-import { Context, Duration, Effect, Redacted } from "effect"
+import { Duration, Effect, Redacted } from "effect"
+import type { PoolGauges } from "../ConnectionPool.js"
 import Pg from "pg"
 
 type ConnectCallback = (err: Error | undefined, client: Pg.PoolClient | undefined, done: (release?: unknown) => void) => void
@@ -37,7 +37,14 @@ export class MeteredPool extends Pg.Pool {
   }
 }
 
-export class PgPool extends Context.Tag("@parley/server/PgPool")<PgPool, MeteredPool>() {}
+/** The pool as the ConnectionPool port shows it. */
+export const gauges = (pool: MeteredPool): PoolGauges => ({
+  inUse: () => pool.inUse,
+  waiting: () => pool.waitingCount,
+  observeWaits: (observe) => {
+    pool.onWait = observe
+  }
+})
 
 export interface PoolSettings {
   readonly url: Redacted.Redacted<string>

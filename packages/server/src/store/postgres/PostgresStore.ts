@@ -1,9 +1,10 @@
 /**
  * Postgres as one adapter, the store for several replicas: a pool of Parley's own (MeteredPool, so that
- * the metrics can see it), migrated, and every store port that differs from SQLite answered the Postgres
- * way — through the SqlClient, idempotency keys reserved in their own commit, the queue claimed with
- * `SKIP LOCKED`, request counters in the database (the limit holds across replicas), nothing cached in
- * memory (each replica would need its own invalidation, and the database is a network away anyway).
+ * the metrics can see it: the ConnectionPool port), migrated, and every store port that differs from
+ * SQLite answered the Postgres way — through the SqlClient, idempotency keys reserved in their own commit,
+ * the queues claimed with `SKIP LOCKED` and organisations locked `FOR UPDATE` (RowLocks), request counters
+ * in the database (the limit holds across replicas), nothing cached in memory (each replica would need its
+ * own invalidation, and the database is a network away anyway).
  *
  * The migrator locks its table, so replicas starting together migrate once. A database that is not
  * reachable at start is retried for a while (a replica may start before it); once running, the pool
@@ -12,16 +13,17 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Duration, Effect, Layer, type Redacted, Schedule } from "effect"
+import { Duration, Effect, Layer, Option, type Redacted, Schedule } from "effect"
+import { ConnectionPool } from "../ConnectionPool.js"
 import { migrations } from "../migrations.js"
 import * as SettingsCache from "../SettingsCache.js"
 import * as SqlRateLimitStore from "../SqlRateLimitStore.js"
 import { Transactions } from "../Transactions.js"
 import * as MeteredPool from "./MeteredPool.js"
-import { PgPool } from "./MeteredPool.js"
 import * as PgCreationWrites from "./PgCreationWrites.js"
 import * as PgDirectReads from "./PgDirectReads.js"
 import * as PgIdempotencyStore from "./PgIdempotencyStore.js"
+import * as PgRowLocks from "./PgRowLocks.js"
 import * as PgWorkQueue from "./PgWorkQueue.js"
 
 /** 1 s, 2 s, 4 s … capped at 5 s, for about 30 s in all. */
@@ -43,7 +45,8 @@ const Ports = Layer.mergeAll(
   SettingsCache.uncached,
   PgCreationWrites.layer,
   PgIdempotencyStore.layer,
-  SqlRateLimitStore.layer
+  SqlRateLimitStore.layer,
+  PgRowLocks.layer
 )
 
 export interface PostgresOptions {
@@ -53,7 +56,7 @@ export interface PostgresOptions {
 
 /** The store on the database at `url`. */
 export const layer = ({ poolSize, url }: PostgresOptions) => {
-  // The pool in the context as PgPool, for the metrics.
+  // The pool's gauges in the context (the ConnectionPool port), for the metrics.
   const client = Layer.unwrapScoped(Effect.map(
     MeteredPool.acquire({
       url,
@@ -64,7 +67,10 @@ export const layer = ({ poolSize, url }: PostgresOptions) => {
       applicationName: "parley"
     }),
     (pool) =>
-      Layer.merge(PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "parley" }), Layer.succeed(PgPool, pool))
+      Layer.merge(
+        PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "parley" }),
+        Layer.succeed(ConnectionPool, Option.some(MeteredPool.gauges(pool)))
+      )
   )).pipe(
     Layer.tapErrorCause(() => Effect.logWarning("Postgres is not reachable yet; retrying")),
     Layer.retry(startRetry)

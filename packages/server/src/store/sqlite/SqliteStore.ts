@@ -2,8 +2,9 @@
  * The embedded SQLite store as one adapter: the connection (SqliteDriver), tuned and migrated, and every
  * store port that differs from Postgres answered the SQLite way — the fast paths on the connection itself
  * (settings from memory, direct reads, the creation's inserts, idempotency recorded in the creation's own
- * transaction, the dispatcher's queue as prepared statements), the connection's lighter transactions, and
- * request counters in memory (one process serves the store).
+ * transaction, the dispatcher's queue as prepared statements), the connection's lighter transactions,
+ * request counters in memory (one process serves the store), no row locks (one writer at a time) and no
+ * connection pool to watch.
  *
  * WAL so readers never wait for the writer (the CLI and the server share the file), synchronous=NORMAL (a
  * commit survives a process crash; only an OS crash or power loss can drop the last transactions), a busy
@@ -15,13 +16,15 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
 import { SqliteMigrator } from "@effect/sql-sqlite-node"
 import { RateLimitStore } from "@parley/core/domain"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { ConnectionPool } from "../ConnectionPool.js"
 import { migrations } from "../migrations.js"
 import { Transactions } from "../Transactions.js"
 import * as SqliteCreationWrites from "./SqliteCreationWrites.js"
 import * as SqliteDirectReads from "./SqliteDirectReads.js"
 import * as SqliteDriver from "./SqliteDriver.js"
 import * as SqliteIdempotencyStore from "./SqliteIdempotencyStore.js"
+import * as SqliteRowLocks from "./SqliteRowLocks.js"
 import * as SqliteSettingsCache from "./SqliteSettingsCache.js"
 import * as SqliteWorkQueue from "./SqliteWorkQueue.js"
 
@@ -62,7 +65,9 @@ const Ports = Layer.mergeAll(
   SqliteSettingsCache.layer,
   SqliteCreationWrites.layer,
   SqliteIdempotencyStore.layer,
-  RateLimitStore.layerMemory
+  RateLimitStore.layerMemory,
+  SqliteRowLocks.layer,
+  Layer.succeed(ConnectionPool, Option.none())
 )
 
 /** The store in the data directory `dataDir`. */
