@@ -53,8 +53,8 @@ import { Clock, Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 import { forProvider } from "../observability/Metrics.js"
 import { providerNamed } from "../providers/Registry.js"
-import { forUpdate } from "../store/Dialect.js"
 import { DbInt, storage } from "../store/rows.js"
+import { RowLocks } from "../store/RowLocks.js"
 import { transactions } from "../store/Transactions.js"
 import { type Change, type ClaimedRow, handoffOf } from "./ClaimedAction.js"
 import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
@@ -119,6 +119,7 @@ export const make = (config: ServerSettings) =>
     const sql = yield* SqlClient.SqlClient
     const providers = yield* Providers.Providers
     const transaction = yield* transactions
+    const locks = yield* RowLocks
 
     /**
      * Counts an attempt before it is made; answers the attempt with what the earlier ones left. Every
@@ -189,7 +190,7 @@ export const make = (config: ServerSettings) =>
     ) =>
       storage("providers.reconcile")(transaction(Effect.gen(function*() {
         const id = String(row.id)
-        yield* sql`SELECT id FROM organisations WHERE id = ${row.org_id} ${forUpdate(sql)}`
+        yield* locks.lockOrganisation(row.org_id)
         // A candidate the provider says is another action's is explained.
         const open = candidates.filter((c) => c.owner === null || c.owner === id)
         const claimed = open.length === 0 ? [] : yield* Effect.flatMap(

@@ -14,11 +14,3 @@ export const autoIncrementKey = (sql: SqlClient.SqlClient): Fragment =>
     pg: () => sql.literal("BIGSERIAL PRIMARY KEY"),
     orElse: () => sql.literal("INTEGER PRIMARY KEY AUTOINCREMENT")
   })
-
-/**
- * Locks the rows a SELECT reads until the transaction ends (Postgres).
- * @deprecated Lock an organisation with the store's RowLocks port (`lockOrganisation`); this stays only
- * until dispatch/Submissions.ts takes it.
- */
-export const forUpdate = (sql: SqlClient.SqlClient): Fragment =>
-  sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
