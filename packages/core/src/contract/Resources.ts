@@ -76,7 +76,7 @@ export class ActionRecord extends Schema.Class<ActionRecord>("ActionRecord")({
   // (another implementation of the contract, an older Parley) gets [] rather than a decoding error.
   mediaUrls: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }).annotations({
     description: "Parley's addition: the media of an inbound MMS or WhatsApp message, as the absolute URLs the carrier " +
-      "stores each item at (Twilio's MediaUrl0, MediaUrl1…, in that order; at most 10). Parley always writes it: an " +
+      "stores each item at (the inbound webhook's MediaUrl0, MediaUrl1…, in that order; at most 10). Parley always writes it: an " +
       "empty array when there is no media, as for every outbound message and AI call. The text stays in body."
   }),
   status: Schema.optional(Schema.NullOr(RecordStatus)).annotations({
