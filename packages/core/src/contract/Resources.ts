@@ -73,8 +73,10 @@ export class ActionRecord extends Schema.Class<ActionRecord>("ActionRecord")({
     description: "Message text; for an AI call, the call transcript. Empty for a media-only message (see mediaUrls)."
   }),
   // Parley's addition, so optional as the contract's optional fields are: a client decoding a record without it
-  // (another implementation of the contract, an older Parley) gets [] rather than a decoding error.
-  mediaUrls: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }).annotations({
+  // (another implementation of the contract, an older Parley) gets no field rather than a decoding error. A
+  // plain optional, not one with a decoding default: the response encoder's fast walk takes only those (a
+  // transformation would send the most read routes to the schema's slower encoder: response-encoder.test.ts).
+  mediaUrls: Schema.optional(Schema.Array(Schema.String)).annotations({
     description: "Parley's addition: the media of an inbound MMS or WhatsApp message, as the absolute URLs the carrier " +
       "stores each item at (the inbound webhook's MediaUrl0, MediaUrl1…, in that order; at most 10). Parley always writes it: an " +
       "empty array when there is no media, as for every outbound message and AI call. The text stays in body."

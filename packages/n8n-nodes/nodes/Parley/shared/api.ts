@@ -81,8 +81,8 @@ export interface ApiActionRecord {
 	to?: string | null;
 	direction?: Direction | null;
 	body: string;
-	/** An inbound message's media URLs; Parley writes [] when there is none. */
-	mediaUrls: readonly string[];
+	/** An inbound message's media URLs; Parley always writes it ([] when there is none). */
+	mediaUrls?: readonly string[];
 	status?: RecordStatus | null;
 	type?: RecordType | null;
 	botId: string | null;

@@ -169,7 +169,7 @@ export const conversationPage = (request: ConsoleRequest, session: Session) =>
             m.body ?? ""
           }${
             // A media-only message has no text; its URLs are on the record's page.
-            m.mediaUrls.length === 0 ? "" : ` [${m.mediaUrls.length} media]`
+            (m.mediaUrls ?? []).length === 0 ? "" : ` [${(m.mediaUrls ?? []).length} media]`
           }</td><td>${m.modified}</td></tr>`
         )
       }</tbody></table></section>
