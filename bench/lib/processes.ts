@@ -27,7 +27,7 @@ export const BENCH_SERVER_ENV: Readonly<Record<string, string>> = {
 }
 
 /**
- * The Node flags `pnpm start` runs the server with (the heap cap, see the README's "Memory"), read from the
+ * The Node flags `pnpm start` runs the server with (the heap cap, see docs/development.md's "Memory"), read from the
  * root package.json so the benchmark measures the server exactly as it is started.
  */
 export const START_NODE_FLAGS: ReadonlyArray<string> = (() => {

@@ -1,8 +1,10 @@
 /**
- * The README's shell blocks are run as written, so the documentation cannot drift from what works.
+ * The shell blocks of the README and of the docs/ pages it links are run as written, so the
+ * documentation cannot drift from what works.
  *
- * Every block fenced ```sh is taken from README.md itself and run, in order, in one bash session (a
- * variable or function one block defines is there for the next), against a fresh server started as
+ * Every block fenced ```sh is taken from README.md, then from each docs/ page in the order the README
+ * first links them, and run in that order in one bash session (a variable or function one block
+ * defines is there for the next, as for a reader who followed the quickstart), against a fresh server started as
  * `pnpm start` starts it (the root package.json's own `start` command), on a free port and a temporary
  * data directory. The README's `http://localhost:8787` becomes that server's address, and the example
  * receiver `https://example.com` a local one (nothing reaches the internet); `$KEY` and `$TEST_KEY` are
@@ -30,6 +32,8 @@ const DOCUMENTED_BASE_URL = "http://localhost:8787"
 const DOCUMENTED_RECEIVER = "https://example.com"
 
 export interface ReadmeBlock {
+  /** The page it is on, relative to the repository root (set by `docBlocks`; empty from `shellBlocks`). */
+  readonly file?: string
   /** The line of the opening fence, 1-based. */
   readonly line: number
   readonly run: boolean
@@ -37,7 +41,7 @@ export interface ReadmeBlock {
 }
 
 /** The shell blocks of a Markdown text, in order; a shell fence that is neither `sh` nor `sh no-run` is refused. */
-export const shellBlocks = (markdown: string): ReadonlyArray<ReadmeBlock> => {
+export const shellBlocks = (markdown: string, file = "README.md"): ReadonlyArray<ReadmeBlock> => {
   const lines = markdown.split("\n")
   const blocks: ReadmeBlock[] = []
   for (let i = 0; i < lines.length; i++) {
@@ -45,10 +49,10 @@ export const shellBlocks = (markdown: string): ReadonlyArray<ReadmeBlock> => {
     if (fence === null) continue
     const info = (fence[1] ?? "").trim()
     const end = lines.findIndex((line, index) => index > i && /^```\s*$/.test(line))
-    if (end === -1) throw new Error(`README.md line ${i + 1}: a code block that is never closed`)
+    if (end === -1) throw new Error(`${file} line ${i + 1}: a code block that is never closed`)
     if (/^(sh|bash|shell|zsh|console)\b/.test(info)) {
       if (info !== "sh" && info !== "sh no-run") {
-        throw new Error(`README.md line ${i + 1}: \`\`\`${info} is neither run nor skipped by the README test; fence it \`\`\`sh (run) or \`\`\`sh no-run`)
+        throw new Error(`${file} line ${i + 1}: \`\`\`${info} is neither run nor skipped by the README test; fence it \`\`\`sh (run) or \`\`\`sh no-run`)
       }
       blocks.push({ line: i + 1, run: info === "sh", text: lines.slice(i + 1, end).join("\n") })
     }
@@ -112,6 +116,21 @@ const shownAnswers = (block: ReadmeBlock): ReadonlyArray<{ readonly text: string
     }
   })
 
+/** The docs/ pages the README links, in the order it first links them. */
+export const linkedPages = (readme: string): ReadonlyArray<string> => [
+  ...new Set([...readme.matchAll(/\]\((docs\/[\w-]+\.md)(?:#[^)]*)?\)/g)].map((match) => match[1] ?? ""))
+]
+
+/** The shell blocks of the README, then of every page it links, each with its page. */
+const docBlocks = (): ReadonlyArray<ReadmeBlock> => {
+  const readme = readFileSync(README, "utf8")
+  return ["README.md", ...linkedPages(readme)].flatMap((file) =>
+    shellBlocks(readFileSync(join(ROOT, file), "utf8"), file).map((block) => ({ ...block, file }))
+  )
+}
+
+const where = (block: ReadmeBlock): string => `${block.file ?? "README.md"} line ${block.line}`
+
 const MARK = "::parley-readme"
 
 /** One bash script running the blocks in order, marking where each starts and which one failed. */
@@ -123,8 +142,8 @@ const script = (blocks: ReadonlyArray<ReadmeBlock>, substitute: (text: string) =
     // `pnpm parley …` as the README writes it, where pnpm itself is not installed (it is run through npx here).
     "command -v pnpm >/dev/null || pnpm() { npx -y pnpm@10 \"$@\"; }",
     `trap 'status=$?; echo; echo "${MARK}-failed:$PARLEY_README_LINE:$status:$BASH_COMMAND"; exit $status' ERR`,
-    ...blocks.flatMap((block) => [
-      `PARLEY_README_LINE=${block.line}; echo; echo "${MARK}-block:${block.line}"`,
+    ...blocks.flatMap((block, index) => [
+      `PARLEY_README_LINE=${index}; echo; echo "${MARK}-block:${index}"`,
       substitute(block.text)
     ]),
     `echo; echo "${MARK}-done"`
@@ -156,8 +175,14 @@ describe("shellBlocks", () => {
   })
 })
 
+describe("linkedPages", () => {
+  it("lists the docs pages a text links, once each, in the order of their first link", () => {
+    expect(linkedPages("[a](docs/b.md) [c](docs/d.md#x) [e](docs/b.md) [f](https://x.test/docs/g.md)")).toEqual(["docs/b.md", "docs/d.md"])
+  })
+})
+
 // The README describes `pnpm start`, which runs on the embedded SQLite store; one pass is enough.
-describe.skipIf(testStore === "postgres")("README.md's sh blocks, run against a fresh pnpm start", () => {
+describe.skipIf(testStore === "postgres")("the sh blocks of README.md and its docs pages, run against a fresh pnpm start", () => {
   let child: ReturnType<typeof spawn> | undefined
   let receiver: Server | undefined
   let dataDir = ""
@@ -210,7 +235,7 @@ describe.skipIf(testStore === "postgres")("README.md's sh blocks, run against a 
   it("every sh block succeeds, in order, and shows answers shaped like the ones it gets", async () => {
     expect(keys.live, output).toMatch(/^parley_live_/)
     expect(keys.test, output).toMatch(/^parley_test_/)
-    const blocks = shellBlocks(readFileSync(README, "utf8")).filter((block) => block.run)
+    const blocks = docBlocks().filter((block) => block.run)
     expect(blocks.length).toBeGreaterThan(0)
     const substitute = (text: string) =>
       text.replaceAll(DOCUMENTED_BASE_URL, baseUrl).replaceAll(DOCUMENTED_RECEIVER, receiverUrl)
@@ -235,25 +260,26 @@ describe.skipIf(testStore === "postgres")("README.md's sh blocks, run against a 
     })
 
     // What each block printed, by the line of its fence.
-    const printed = new Map<number, string>()
+    const printed = new Map<number, string>()  // by the block's index in `blocks`
     for (const part of run.stdout.split(`\n${MARK}-block:`).slice(1)) {
       const newline = part.indexOf("\n")
       printed.set(Number(part.slice(0, newline)), part.slice(newline + 1))
     }
     const failure = new RegExp(`${MARK}-failed:(\\d+):(\\d+):(.*)`).exec(run.stdout)
     if (failure !== null) {
-      const line = Number(failure[1])
-      const said = (printed.get(line) ?? "").split(`${MARK}-failed`)[0]?.trim()
-      expect.fail(`README.md line ${line}: the block's command \`${failure[3]}\` exited ${failure[2]}. It printed:\n${said}`)
+      const index = Number(failure[1])
+      const block = blocks[index]
+      const said = (printed.get(index) ?? "").split(`${MARK}-failed`)[0]?.trim()
+      expect.fail(`${block === undefined ? `block ${index}` : where(block)}: the block's command \`${failure[3]}\` exited ${failure[2]}. It printed:\n${said}`)
     }
-    expect(run.stdout, `the README's blocks did not run to the end (exit ${run.code}):\n${run.stdout}`).toContain(`${MARK}-done`)
+    expect(run.stdout, `the docs' blocks did not run to the end (exit ${run.code}):\n${run.stdout}`).toContain(`${MARK}-done`)
 
-    for (const block of blocks) {
-      const answers = jsonObjectsIn(printed.get(block.line) ?? "")
+    for (const [index, block] of blocks.entries()) {
+      const answers = jsonObjectsIn(printed.get(index) ?? "")
       for (const shown of shownAnswers(block)) {
         if (!answers.some((answer) => sameShape(shown.json, answer))) {
           expect.fail(
-            `README.md line ${block.line}: the block shows the answer ${shown.text}, but printed none of that shape:\n${printed.get(block.line) ?? ""}`
+            `${where(block)}: the block shows the answer ${shown.text}, but printed none of that shape:\n${printed.get(index) ?? ""}`
           )
         }
       }
