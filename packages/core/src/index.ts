@@ -22,6 +22,7 @@ export * from "./contract/Requests.js"
 export * from "./contract/Resources.js"
 export * from "./contract/Security.js"
 export * from "./contract/Statuses.js"
+export * from "./contract/OptOuts.js"
 export * from "./contract/WebhookEndpoints.js"
 
 export * from "./client/PromiseClient.js"

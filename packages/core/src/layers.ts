@@ -7,6 +7,7 @@ import * as Access from "./domain/Access.js"
 import * as Actions from "./domain/Actions.js"
 import * as ApiKeys from "./domain/ApiKeys.js"
 import * as Authenticator from "./domain/Authenticator.js"
+import * as Consent from "./domain/Consent.js"
 import * as Conversations from "./domain/Conversations.js"
 import * as Directory from "./domain/Directory.js"
 import * as Idempotency from "./domain/Idempotency.js"
@@ -20,13 +21,14 @@ import * as ApiKeyStore from "./ports/ApiKeyStore.js"
 import * as Crm from "./ports/Crm.js"
 import * as EventOutbox from "./ports/EventOutbox.js"
 import * as IdempotencyStore from "./ports/IdempotencyStore.js"
+import * as OptOuts from "./ports/OptOuts.js"
 import * as Organisations from "./ports/Organisations.js"
 import * as RateLimitStore from "./ports/RateLimitStore.js"
 import * as UnitOfWork from "./ports/UnitOfWork.js"
 import * as WebhookEndpointStore from "./ports/WebhookEndpointStore.js"
 import * as SimulatorMemory from "./simulator/SimulatorMemory.js"
 
-/** Every domain service; needs the storage ports, a RateLimitConfig and a CursorSigner. */
+/** Every domain service; needs the storage ports (OptOuts among them), a RateLimitConfig and a CursorSigner. */
 export const DomainLayer = Layer.mergeAll(
   Authenticator.layer,
   Actions.layer,
@@ -36,7 +38,7 @@ export const DomainLayer = Layer.mergeAll(
   RecordLists.layer,
   WebhookEndpoints.layer
 ).pipe(
-  Layer.provideMerge(Layer.mergeAll(Directory.layer, Idempotency.layer)),
+  Layer.provideMerge(Layer.mergeAll(Directory.layer, Idempotency.layer, Consent.layer)),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, RateLimiter.layer, Access.layer))
 )
 
@@ -51,5 +53,6 @@ export const MemoryPortsLayer = Layer.mergeAll(
   EventOutbox.layerMemory,
   UnitOfWork.layerMemory,
   SimulatorMemory.layerMemory,
-  WebhookEndpointStore.layerMemory
+  WebhookEndpointStore.layerMemory,
+  OptOuts.layerMemory
 )

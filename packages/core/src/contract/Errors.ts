@@ -33,6 +33,7 @@ export class AllowanceExhausted extends Schema.TaggedError<AllowanceExhausted>()
 export class DestinationNotAllowed
   extends Schema.TaggedError<DestinationNotAllowed>()("DestinationNotAllowed", fields)
 {}
+export class RecipientOptedOut extends Schema.TaggedError<RecipientOptedOut>()("RecipientOptedOut", fields) {}
 export class AiCallsDisabled extends Schema.TaggedError<AiCallsDisabled>()("AiCallsDisabled", fields) {}
 export class OutsideSendingHours extends Schema.TaggedError<OutsideSendingHours>()("OutsideSendingHours", fields) {}
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {}
@@ -116,6 +117,7 @@ const catalog = {
   CrmPermissionDenied: { errorClass: CrmPermissionDenied, code: "CRM_PERMISSION_DENIED", status: 403, description: "The connected CRM account lacks the CRM permission this request needs." },
   AllowanceExhausted: { errorClass: AllowanceExhausted, code: "ALLOWANCE_EXHAUSTED", status: 403, description: "The organisation's allowance for this kind of action is used up." },
   DestinationNotAllowed: { errorClass: DestinationNotAllowed, code: "DESTINATION_NOT_ALLOWED", status: 403, description: "The organisation's destination rules refuse this recipient: a country it does not send to, a premium-rate number or an international network (SMS pumping and toll-fraud protection); an operator changes the rules with `parley orgs update`." },
+  RecipientOptedOut: { errorClass: RecipientOptedOut, code: "RECIPIENT_OPTED_OUT", status: 403, description: "The recipient opted out of this channel (a STOP reply, the carrier, the CRM or an administrator); nothing was queued. GET /opt-outs/{phone} says when and why." },
   AiCallsDisabled: { errorClass: AiCallsDisabled, code: "AI_CALLS_DISABLED", status: 403, description: "AI calls are turned off in the organisation's AI settings." },
   OutsideSendingHours: { errorClass: OutsideSendingHours, code: "OUTSIDE_SENDING_HOURS", status: 403, description: "A live WhatsApp message outside the organisation's sending hours: WhatsApp is sent immediately, never held; send it when the window is open." },
   NotFound: { errorClass: NotFound, code: "NOT_FOUND", status: 404, description: "No such resource in this organisation." },
@@ -152,6 +154,7 @@ export const ErrorCatalog = {
   CRM_PERMISSION_DENIED: wire(catalog.CrmPermissionDenied),
   ALLOWANCE_EXHAUSTED: wire(catalog.AllowanceExhausted),
   DESTINATION_NOT_ALLOWED: wire(catalog.DestinationNotAllowed),
+  RECIPIENT_OPTED_OUT: wire(catalog.RecipientOptedOut),
   AI_CALLS_DISABLED: wire(catalog.AiCallsDisabled),
   OUTSIDE_SENDING_HOURS: wire(catalog.OutsideSendingHours),
   NOT_FOUND: wire(catalog.NotFound),

@@ -19,6 +19,7 @@ import {
   InvalidRequest,
   NotFound,
   OutsideSendingHours,
+  type RecipientOptedOut,
   type ResourceDenied
 } from "../contract/Errors.js"
 import type { CreateAiCallRequest, CreateMessageRequest, RecordLink } from "../contract/Requests.js"
@@ -32,6 +33,7 @@ import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { toActionRecord } from "./ActionRecords.js"
 import * as AllowancePeriods from "./AllowancePeriods.js"
 import type { CallerInfo } from "./Caller.js"
+import { Consent } from "./Consent.js"
 import { newId } from "./Crypto.js"
 import { refusal, rulesOf } from "./Destinations.js"
 import { Directory } from "./Directory.js"
@@ -50,6 +52,7 @@ export type CreateError =
   | CrmPermissionDenied
   | AllowanceExhausted
   | DestinationNotAllowed
+  | RecipientOptedOut
   | AiCallsDisabled
   | OutsideSendingHours
   | IdempotencyKeyReused
@@ -96,7 +99,7 @@ const KIND_NAME: Record<ActionKind, string> = { message: "message", ai_call: "AI
 export const layer: Layer.Layer<
   Actions,
   never,
-  ActionStore | Crm | Directory | Idempotency | EventOutbox | UnitOfWork | Organisations
+  ActionStore | Crm | Directory | Idempotency | EventOutbox | UnitOfWork | Organisations | Consent
 > = Layer.effect(
   Actions,
   Effect.gen(function*() {
@@ -107,6 +110,7 @@ export const layer: Layer.Layer<
     const outbox = yield* Effect.context<EventOutbox>()
     const unitOfWork = yield* UnitOfWork
     const organisations = yield* Organisations
+    const consent = yield* Consent
 
     /**
      * What a live caller's organisation has left of an allowance this period (null: unlimited, or a test key,
@@ -265,6 +269,8 @@ export const layer: Layer.Layer<
               request.channel === "WhatsApp" ? "whatsApp" : "sms"
             )
             yield* allowedDestination(caller, number.phoneNumber, request.to)
+            // Before the CRM is asked anything: an opted-out recipient costs no record, no template merge.
+            yield* consent.check(caller.orgId, request.to, request.channel === "WhatsApp" ? "WhatsApp" : "SMS")
             yield* requireModule(caller, request.record)
             let body = request.body ?? ""
             let templateId: string | null = null
@@ -352,6 +358,7 @@ export const layer: Layer.Layer<
             const schedule = yield* validateScheduledFor(request.scheduledFor)
             const number = yield* directory.resolveNumber(caller, request.fromNumberSid, "voice")
             yield* allowedDestination(caller, number.phoneNumber, request.to)
+            yield* consent.check(caller.orgId, request.to, "Call")
             const bot = yield* directory.resolveBot(caller, request.botId)
             const record = yield* linkedRecord(caller, request.record)
             const callsLeft = yield* allowanceLeft(caller, "call")

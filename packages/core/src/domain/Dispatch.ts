@@ -7,7 +7,8 @@
  * - a live action still Queued meets the organisation's live rules
  *   (DispatchRules): held outside its sending hours (it stays Queued and is
  *   looked at again on a later run), failed if AI calls were turned off or its
- *   recipient is no longer among the destinations the organisation allows;
+ *   recipient is no longer among the destinations the organisation allows or
+ *   has opted out of the action's channel since it was accepted (Consent);
  *   then its allowance: one unit taken atomically (a text its SMS segments),
  *   or failed when none is left; then its provider (the organisation's, or
  *   the simulator: `Providers`) is handed it, and the answer is applied as the
@@ -25,12 +26,13 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type Action, ActionStore } from "../ports/ActionStore.js"
+import { OptOuts } from "../ports/OptOuts.js"
 import { Organisations } from "../ports/Organisations.js"
 import { type Change, type ProviderSession, Providers } from "../ports/Providers.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { periodOf } from "./AllowancePeriods.js"
 import * as DispatchPlan from "./DispatchPlan.js"
-import { ALLOWANCE_FAILURE, decide, decideDestination } from "./DispatchRules.js"
+import { ALLOWANCE_FAILURE, decide, decideConsent, decideDestination } from "./DispatchRules.js"
 import { isFinal, movesForward, ProviderReports } from "./ProviderReports.js"
 import { allowanceUnits } from "./Segments.js"
 
@@ -47,7 +49,7 @@ export class Dispatch extends Context.Tag("@parley/core/Dispatch")<Dispatch, Dis
 const isProviderFailure = <E extends { readonly _tag: string }>(error: E): error is Exclude<E, StorageError> =>
   error._tag !== "StorageError"
 
-export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | Providers | ProviderReports> =
+export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | Providers | ProviderReports | OptOuts> =
   Layer.effect(
     Dispatch,
     Effect.gen(function*() {
@@ -55,6 +57,7 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
       const organisations = yield* Organisations
       const providers = yield* Providers
       const reports = yield* ProviderReports
+      const optOuts = yield* OptOuts
 
       /** Applies a provider's change to the action as that provider's report. */
       const apply = (action: Action, change: Change) =>
@@ -96,6 +99,9 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
           if (decision._tag === "Fail") return yield* fail(action, decision.reason)
           const destination = decideDestination(organisation.value, action.line, action.counterpart)
           if (destination._tag === "Fail") return yield* fail(action, destination.reason)
+          const entry = Option.getOrUndefined(yield* optOuts.find(action.orgId, action.counterpart))
+          const consent = decideConsent(entry, action.kind, action.type)
+          if (consent._tag === "Fail") return yield* fail(action, consent.reason)
           const units = action.kind === "message" ? allowanceUnits(action.type, action.body) : 1
           const period = periodOf(now, organisation.value.timezone)
           if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units, period))) {

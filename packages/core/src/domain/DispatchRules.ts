@@ -11,11 +11,15 @@
  *   checked again for each action, since an operator who narrows them after
  *   an action was accepted expects nothing to go out to a now-refused
  *   recipient; such an action fails, naming the rule.
+ * - consent: a recipient who opted out of the action's channel after it was accepted (a STOP reply, the
+ *   carrier, an administrator) is not sent to; the action fails, naming the opt-out (Consent).
  * The allowance is taken by the caller (an atomic store update) only after
  * these decisions say Send.
  */
 import { Either } from "effect"
 import type { ActionKind } from "../ports/ActionStore.js"
+import type { OptOutEntry } from "../ports/OptOuts.js"
+import { channelOf, refusal as optOutRefusal } from "./Consent.js"
 import type { Organisation } from "../ports/Organisations.js"
 import { refusal, rulesOf } from "./Destinations.js"
 import { nextOpening, parseSendingHours } from "./SendingHours.js"
@@ -52,4 +56,13 @@ export const decideDestination = (organisation: Organisation, line: string, to: 
   return Either.isLeft(refused)
     ? { _tag: "Fail", reason: `The organisation's destination rules no longer allow this recipient: ${refused.left}.` }
     : { _tag: "Send" }
+}
+
+/**
+ * The recipient's consent for one action (its kind and type), after the other rules said Send: Fail when the
+ * number's opt-out entry covers the action's channel.
+ */
+export const decideConsent = (entry: OptOutEntry | undefined, kind: ActionKind, type: string): DispatchDecision => {
+  const why = optOutRefusal(entry, channelOf(kind, type))
+  return why === null ? { _tag: "Send" } : { _tag: "Fail", reason: `Not sent: ${why}` }
 }

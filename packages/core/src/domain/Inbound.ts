@@ -15,10 +15,11 @@
 import { Clock, Context, Data, Effect, Layer, Option } from "effect"
 import type { Channel } from "../contract/Primitives.js"
 import { Crm, type CrmError } from "../ports/Crm.js"
-import { ActionStore, type Action } from "../ports/ActionStore.js"
+import { ActionStore, type Action, publicId } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
+import { Consent } from "./Consent.js"
 import { newId } from "./Crypto.js"
 import { emit } from "./Events.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
@@ -58,7 +59,7 @@ export interface InboundService {
 
 export class Inbound extends Context.Tag("@parley/core/Inbound")<Inbound, InboundService>() {}
 
-export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Crm | UnitOfWork | EventOutbox> = Layer.effect(
+export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Crm | UnitOfWork | EventOutbox | Consent> = Layer.effect(
   Inbound,
   Effect.gen(function*() {
     const organisations = yield* Organisations
@@ -66,6 +67,7 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
     const store = yield* ActionStore
     const unitOfWork = yield* UnitOfWork
     const outbox = yield* Effect.context<EventOutbox>()
+    const consent = yield* Consent
     return Inbound.of({
       receive: Effect.fn("Inbound.receive")(function*(message) {
         const numbers = yield* organisations.listNumbers(message.orgId)
@@ -151,6 +153,11 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
             if (Option.isSome(first)) return yield* new AlreadyReceived({ actionId: first.value })
           }
           yield* Effect.provide(emit("message.received", created), outbox)
+          // A STOP and its opt-out commit with the message: the next creation to this number sees it.
+          const organisation = yield* organisations.get(message.orgId)
+          if (Option.isSome(organisation)) {
+            yield* consent.fromInbound(organisation.value, { from: message.from, body: message.body, messageId: publicId(created), at: now })
+          }
           return created
         })).pipe(
           Effect.catchTag("AlreadyReceived", ({ actionId }) =>

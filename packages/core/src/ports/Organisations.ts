@@ -30,6 +30,12 @@ export interface Organisation {
   readonly premiumNumbersAllowed: boolean
   /** Whether international networks (non-geographic codes: +882, +883, +979…) may be texted or called. */
   readonly internationalNetworksAllowed: boolean
+  /**
+   * Whether a keyword opt-out (STOP) also stops AI calls to the number; absent means yes (see Consent).
+   */
+  readonly callsFollowOptOuts?: boolean | undefined
+  /** The organisation's own opt-out words besides the standard ones (`ARRET`, `BAJA`); absent means none. */
+  readonly optOutWords?: ReadonlyArray<string> | undefined
   readonly botsManagementUrl: string | null
   readonly templatesManagementUrl: string | null
   readonly createdAt: string

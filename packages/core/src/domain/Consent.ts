@@ -1,0 +1,133 @@
+/**
+ * Consent: a recipient who said STOP is not texted or called again until they say START.
+ *
+ * - Keywords are matched on the whole inbound text, trimmed, in any case, with trailing punctuation
+ *   ignored (`Stop.`, `stop!`): the CTIA's opt-out words and the FCC's 2025 revocation words
+ *   (`STOP`, `STOPALL`, `UNSUBSCRIBE`, `CANCEL`, `END`, `QUIT`, `REVOKE`, `OPT OUT`, `OPTOUT`), plus the
+ *   organisation's own (`ARRET`, `BAJA`…); `START` and `UNSTOP` opt back in, and so does `YES` when the
+ *   number is opted out (otherwise a YES is an ordinary reply); `HELP` and `INFO` ask for help.
+ * - A keyword opt-out covers SMS and WhatsApp from every number of the organisation, and AI calls unless
+ *   the organisation turned that off (`callsFollowOptOuts`): an AI call is an artificial-voice call, which
+ *   the FCC's rules treat as a robocall, and a person who told a business to stop texting them does not
+ *   expect its robot to ring instead.
+ * - Every creation (live and test keys alike, so integrations can test the path) and every dispatch asks
+ *   `check`/`decide` before anything is queued or handed to a provider.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { RecipientOptedOut } from "../contract/Errors.js"
+import { ALL_OPT_OUT_CHANNELS, type OptOutChannel, type OptOutSource } from "../contract/OptOuts.js"
+import type { ActionKind } from "../ports/ActionStore.js"
+import { type OptOutEntry, OptOuts } from "../ports/OptOuts.js"
+import type { Organisation } from "../ports/Organisations.js"
+import type { StorageError } from "../ports/StorageError.js"
+
+export const OPT_OUT_WORDS: ReadonlyArray<string> = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPT OUT", "OPTOUT"]
+export const OPT_IN_WORDS: ReadonlyArray<string> = ["START", "UNSTOP"]
+/** Opts back in only a number that is opted out; otherwise it is a reply like any other. */
+export const CONDITIONAL_OPT_IN_WORDS: ReadonlyArray<string> = ["YES"]
+export const HELP_WORDS: ReadonlyArray<string> = ["HELP", "INFO"]
+
+export type Keyword = "opt_out" | "opt_in" | "opt_in_if_opted_out" | "help"
+
+/** The text as keywords are compared: trimmed, trailing punctuation dropped, inner spaces single, upper case. */
+export const normalise = (text: string): string =>
+  text.normalize("NFC").trim().replace(/[\s\p{P}]+$/u, "").replace(/\s+/g, " ").toLocaleUpperCase("und")
+
+/** The keyword an inbound text is, if it is one (the organisation's own words count as opt-outs). */
+export const keywordOf = (text: string, organisation: Pick<Organisation, "optOutWords">): Keyword | null => {
+  const said = normalise(text)
+  if (said === "") return null
+  if (OPT_OUT_WORDS.includes(said) || (organisation.optOutWords ?? []).some((word) => normalise(word) === said)) {
+    return "opt_out"
+  }
+  if (OPT_IN_WORDS.includes(said)) return "opt_in"
+  if (CONDITIONAL_OPT_IN_WORDS.includes(said)) return "opt_in_if_opted_out"
+  if (HELP_WORDS.includes(said)) return "help"
+  return null
+}
+
+/** The channel an action reaches its recipient on. */
+export const channelOf = (kind: ActionKind, type: string): OptOutChannel =>
+  kind === "ai_call" ? "Call" : type === "WhatsApp" ? "WhatsApp" : "SMS"
+
+/** What a keyword opt-out covers for this organisation. */
+export const keywordChannels = (organisation: Pick<Organisation, "callsFollowOptOuts">): ReadonlyArray<OptOutChannel> =>
+  organisation.callsFollowOptOuts === false ? ["SMS", "WhatsApp"] : ["SMS", "WhatsApp", "Call"]
+
+const CHANNEL_WORDS: Record<OptOutChannel, string> = { SMS: "SMS texts", WhatsApp: "WhatsApp messages", Call: "AI calls" }
+const SOURCE_WORDS: Record<OptOutSource, string> = {
+  keyword: "by replying with an opt-out keyword",
+  carrier: "as the carrier reported (unsubscribed)",
+  api: "through the API",
+  console: "by an administrator in the console",
+  crm: "on the CRM record",
+  cli: "by an administrator with the CLI"
+}
+
+/** Why the entry stops a send on `channel`, in plain words; null when it does not cover the channel. */
+export const refusal = (entry: OptOutEntry | undefined, channel: OptOutChannel): string | null =>
+  entry === undefined || !entry.channels.includes(channel)
+    ? null
+    : `${entry.phone} opted out of ${CHANNEL_WORDS[channel]} on ${entry.createdAt} ${SOURCE_WORDS[entry.source]}` +
+      (entry.cause === null ? "" : ` (${entry.cause})`) + "."
+
+export interface ConsentService {
+  /** Fails with RECIPIENT_OPTED_OUT when the number opted out of the channel. */
+  readonly check: (
+    orgId: string,
+    phone: string,
+    channel: OptOutChannel
+  ) => Effect.Effect<void, RecipientOptedOut | StorageError>
+  /**
+   * What an inbound text does to its sender's consent, recorded in the caller's unit of work: an opt-out
+   * keyword records one (source `keyword`, caused by the inbound message), an opt-in removes the entry.
+   * Answers the keyword acted on, if any.
+   */
+  readonly fromInbound: (
+    organisation: Organisation,
+    message: { readonly from: string; readonly body: string; readonly messageId: string; readonly at: string }
+  ) => Effect.Effect<Keyword | null, StorageError>
+}
+
+export class Consent extends Context.Tag("@parley/core/Consent")<Consent, ConsentService>() {}
+
+export const layer: Layer.Layer<Consent, never, OptOuts> = Layer.effect(
+  Consent,
+  Effect.gen(function*() {
+    const optOuts = yield* OptOuts
+    return Consent.of({
+      check: (orgId, phone, channel) =>
+        Effect.flatMap(optOuts.find(orgId, phone), (found) => {
+          const why = refusal(Option.getOrUndefined(found), channel)
+          return why === null ? Effect.void : Effect.fail(new RecipientOptedOut({ message: `to: ${why}` }))
+        }),
+      fromInbound: (organisation, message) =>
+        Effect.gen(function*() {
+          const keyword = keywordOf(message.body, organisation)
+          if (keyword === null || keyword === "help") return keyword
+          const current = Option.getOrUndefined(yield* optOuts.find(organisation.id, message.from))
+          if (keyword === "opt_out") {
+            const channels = keywordChannels(organisation)
+            const covered = new Set<OptOutChannel>([...(current?.channels ?? []), ...channels])
+            yield* optOuts.record({
+              orgId: organisation.id,
+              phone: message.from,
+              channels: ALL_OPT_OUT_CHANNELS.filter((channel) => covered.has(channel)),
+              source: "keyword",
+              reason: normalise(message.body),
+              cause: `inbound message ${message.messageId}`,
+              createdAt: message.at
+            })
+            return keyword
+          }
+          if (current === undefined) return keyword === "opt_in" ? keyword : null
+          yield* optOuts.remove(organisation.id, message.from, {
+            source: "keyword",
+            cause: `inbound message ${message.messageId}`,
+            at: message.at
+          })
+          return keyword
+        })
+    })
+  })
+)
