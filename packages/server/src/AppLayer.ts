@@ -16,6 +16,7 @@ import * as SqlActionStore from "./store/SqlActionStore.js"
 import * as SqlApiKeyStore from "./store/SqlApiKeyStore.js"
 import * as SqlCursorSigner from "./store/SqlCursorSigner.js"
 import * as SqlEventOutbox from "./store/SqlEventOutbox.js"
+import * as SqlOptOuts from "./store/SqlOptOuts.js"
 import * as SqlOrganisations from "./store/SqlOrganisations.js"
 import * as SqlProviderAccounts from "./store/SqlProviderAccounts.js"
 import * as SqlProviderHandoffs from "./store/SqlProviderHandoffs.js"
@@ -38,6 +39,7 @@ const StoreLive = SecretBox.layer.pipe(Layer.provideMerge(DatabaseLive))
 /** Every storage port on SQL, and the providers (each organisation's, or the simulator) over them. */
 export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
+  SqlOptOuts.layer,
   SqlApiKeyStore.layer,
   // The embedded CRM, or Zoho CRM for the organisations that connected it.
   // The console's "Connect Zoho CRM" starts the same consent as `crm connect --provider zoho`.

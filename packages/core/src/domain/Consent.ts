@@ -83,11 +83,40 @@ export interface ConsentService {
    * keyword records one (source `keyword`, caused by the inbound message), an opt-in removes the entry.
    * Answers the keyword acted on, if any.
    */
+  /**
+   * Records an opt-out (all channels when none are named). Recording what is already recorded changes
+   * nothing, so the call is idempotent; answers the entry in force and whether it changed.
+   */
+  readonly optOut: (
+    orgId: string,
+    phone: string,
+    request: { readonly channels?: ReadonlyArray<OptOutChannel> | undefined; readonly reason?: string | null | undefined },
+    by: ChangedBy
+  ) => Effect.Effect<{ readonly entry: OptOutEntry; readonly changed: boolean }, StorageError>
+  /** Lifts the number's opt-out (the number may be texted and called again), within the rule of OptInRefusal. */
+  readonly optIn: (
+    orgId: string,
+    phone: string,
+    by: ChangedBy
+  ) => Effect.Effect<OptOutEntry, OptInRefusal | StorageError>
   readonly fromInbound: (
     organisation: Organisation,
     message: { readonly from: string; readonly body: string; readonly messageId: string; readonly at: string }
   ) => Effect.Effect<Keyword | null, StorageError>
 }
+
+/** Who asks to change the list, and on what authority: the recipient's own keyword, an administrator, a key. */
+export interface ChangedBy {
+  readonly source: OptOutSource
+  /** The inbound message, key or administrator, as history and `cause` show it. */
+  readonly cause: string | null
+  readonly at: string
+}
+
+export type OptInRefusal =
+  | { readonly _tag: "NotOptedOut" }
+  /** A carrier's opt-out: lifted only by the recipient's own START or an administrator, never by a key. */
+  | { readonly _tag: "CarrierOptOut"; readonly entry: OptOutEntry }
 
 export class Consent extends Context.Tag("@parley/core/Consent")<Consent, ConsentService>() {}
 
@@ -100,6 +129,30 @@ export const layer: Layer.Layer<Consent, never, OptOuts> = Layer.effect(
         Effect.flatMap(optOuts.find(orgId, phone), (found) => {
           const why = refusal(Option.getOrUndefined(found), channel)
           return why === null ? Effect.void : Effect.fail(new RecipientOptedOut({ message: `to: ${why}` }))
+        }),
+      optOut: (orgId, phone, request, by) =>
+        Effect.gen(function*() {
+          const wanted = new Set(request.channels === undefined || request.channels.length === 0 ? ALL_OPT_OUT_CHANNELS : request.channels)
+          const channels = ALL_OPT_OUT_CHANNELS.filter((channel) => wanted.has(channel))
+          const reason = request.reason ?? null
+          const current = Option.getOrUndefined(yield* optOuts.find(orgId, phone))
+          if (
+            current !== undefined && current.channels.join(",") === channels.join(",") &&
+            current.source === by.source && current.reason === reason
+          ) return { entry: current, changed: false }
+          const entry: OptOutEntry = { orgId, phone, channels, source: by.source, reason, cause: by.cause, createdAt: by.at }
+          yield* optOuts.record(entry)
+          return { entry, changed: true }
+        }),
+      optIn: (orgId, phone, by) =>
+        Effect.gen(function*() {
+          const current = Option.getOrUndefined(yield* optOuts.find(orgId, phone))
+          if (current === undefined) return yield* Effect.fail<OptInRefusal>({ _tag: "NotOptedOut" })
+          if (current.source === "carrier" && by.source === "api") {
+            return yield* Effect.fail<OptInRefusal>({ _tag: "CarrierOptOut", entry: current })
+          }
+          const removed = yield* optOuts.remove(orgId, phone, by)
+          return Option.getOrElse(removed, () => current)
         }),
       fromInbound: (organisation, message) =>
         Effect.gen(function*() {

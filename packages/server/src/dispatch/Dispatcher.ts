@@ -4,7 +4,7 @@
  * LOCKED` on Postgres so replicas never take the same row), does one step of
  * each claimed action, and releases it with the time of its next step:
  *
- *   Queued ──rules──▶ held until the sending window opens │ Failed (AI off, recipient no longer allowed, no allowance)
+ *   Queued ──rules──▶ held until the sending window opens │ Failed (AI off, recipient no longer allowed or opted out, no allowance)
  *          └─commit (allowance taken, no longer cancellable)─▶ submit to the provider
  *   text:  Sending ─▶ Sent ─▶ Delivered │ Undelivered      (Failed at send)
  *   call:  Ringing ─▶ In Progress ─▶ Completed │ No Answer │ Busy   (Failed at start)
@@ -29,7 +29,7 @@
  * kept in memory per action: 100,000 scheduled actions cost 100,000 rows.
  */
 import { SqlClient } from "@effect/sql"
-import { Crypto, DispatchRules, Organisations, type StorageError } from "@parley/core/internal"
+import { Crypto, DispatchRules, OptOuts, Organisations, type StorageError } from "@parley/core/internal"
 import { Cause, Clock, Effect, identity, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { beat } from "../observability/Health.js"
@@ -78,6 +78,7 @@ export const DispatcherLive = Layer.scopedDiscard(
     const sql = yield* SqlClient.SqlClient
     const config = yield* ServerConfig
     const organisations = yield* Organisations.Organisations
+    const optOuts = yield* OptOuts.OptOuts
     const batches = yield* ActionBatches.make
     const submissions = yield* Submissions.make(config)
     const worker = Crypto.newId("worker")
@@ -148,7 +149,31 @@ export const DispatcherLive = Layer.scopedDiscard(
           }))
         }
         yield* yieldToEventLoop
-        return yield* batches.commit(worker, send, now, modified)
+        // Consent last, with nothing between it and the commit: a STOP recorded up to here stops the send.
+        const consenting = yield* consentOf(send, modified)
+        return yield* batches.commit(worker, consenting, now, modified)
+      })
+
+    /**
+     * The rows whose recipients have not opted out of their channel; the others fail, naming the opt-out
+     * (DispatchRules.decideConsent). One read per organisation in the batch.
+     */
+    const consentOf = (rows: ReadonlyArray<ClaimedRow>, modified: string) =>
+      Effect.gen(function*() {
+        if (rows.length === 0) return rows
+        const refused: Array<Transition> = []
+        const send: Array<ClaimedRow> = []
+        for (const orgId of new Set(rows.map((r) => r.org_id))) {
+          const mine = rows.filter((r) => r.org_id === orgId)
+          const entries = yield* optOuts.findMany(orgId, mine.map((r) => r.counterpart))
+          for (const row of mine) {
+            const decision = DispatchRules.decideConsent(entries.get(row.counterpart), row.kind, row.type)
+            if (decision._tag === "Fail") refused.push(fail(row, decision.reason, modified))
+            else send.push(row)
+          }
+        }
+        if (refused.length > 0) yield* batches.transaction(batches.apply(worker, refused))
+        return send
       })
 
     /** A real provider's row: its lease renewed while its request lasts, its answer recorded the moment it comes. */

@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Organisations } from "@parley/core/domain"
 import { AllowancePeriods } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
-import { bool, DbBool, DbInt, DbJson, NullableString, storage } from "./rows.js"
+import { bool, DbBool, DbInt, DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
 import { SettingsCache } from "./SettingsCache.js"
 
 export const OrganisationRow = Schema.Struct({
@@ -20,6 +20,9 @@ export const OrganisationRow = Schema.Struct({
   destination_countries: NullableString,
   premium_numbers_allowed: DbBool,
   international_networks_allowed: DbBool,
+  // Migration 0035: absent from a row read by a release from before it (a rolling deploy).
+  calls_follow_opt_outs: Schema.optionalWith(DbBool, { default: () => true }),
+  opt_out_words: Schema.optionalWith(StringArrayJson, { default: () => [] }),
   bots_management_url: NullableString,
   templates_management_url: NullableString,
   created_at: Schema.String
@@ -39,6 +42,8 @@ export const toOrganisation = (row: typeof OrganisationRow.Type): Organisations.
   destinationCountries: row.destination_countries === null ? null : row.destination_countries.split(","),
   premiumNumbersAllowed: row.premium_numbers_allowed,
   internationalNetworksAllowed: row.international_networks_allowed,
+  callsFollowOptOuts: row.calls_follow_opt_outs,
+  optOutWords: row.opt_out_words,
   botsManagementUrl: row.bots_management_url,
   templatesManagementUrl: row.templates_management_url,
   createdAt: row.created_at
@@ -58,6 +63,8 @@ const fromOrganisation = (org: Organisations.Organisation) => ({
   destination_countries: org.destinationCountries === null ? null : org.destinationCountries.join(","),
   premium_numbers_allowed: bool(org.premiumNumbersAllowed),
   international_networks_allowed: bool(org.internationalNetworksAllowed),
+  calls_follow_opt_outs: bool(org.callsFollowOptOuts ?? true),
+  opt_out_words: JSON.stringify(org.optOutWords ?? []),
   bots_management_url: org.botsManagementUrl,
   templates_management_url: org.templatesManagementUrl,
   created_at: org.createdAt

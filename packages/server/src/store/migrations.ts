@@ -560,6 +560,57 @@ const mediaUrls = Effect.gen(function*() {
   yield* sql`ALTER TABLE actions ADD COLUMN media_urls TEXT NOT NULL DEFAULT '[]'`
 })
 
+/**
+ * Consent: each organisation's opt-out list (the current entry per recipient number) and its history (every
+ * entry recorded or removed, kept), and two settings of the organisation: whether a keyword opt-out also
+ * stops AI calls (yes by default, see the core's Consent) and its own opt-out words (a JSON array). On SQLite
+ * the opt-out list is cached with the settings (the write path checks it for every creation), so its changes
+ * bump the settings version, and the organisations trigger is made again to compare the new columns.
+ */
+const consent = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const id = yield* autoId
+  yield* sql`ALTER TABLE organisations ADD COLUMN calls_follow_opt_outs INTEGER NOT NULL DEFAULT 1`
+  yield* sql`ALTER TABLE organisations ADD COLUMN opt_out_words TEXT NOT NULL DEFAULT '[]'`
+  yield* sql`CREATE TABLE opt_outs (
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    phone TEXT NOT NULL,
+    channels TEXT NOT NULL,
+    source TEXT NOT NULL,
+    reason TEXT,
+    cause TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (org_id, phone)
+  )`
+  yield* sql`CREATE INDEX opt_outs_newest ON opt_outs (org_id, created_at, phone)`
+  yield* sql`CREATE TABLE opt_out_history (
+    id ${id},
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    phone TEXT NOT NULL,
+    change TEXT NOT NULL,
+    channels TEXT NOT NULL,
+    source TEXT NOT NULL,
+    reason TEXT,
+    cause TEXT,
+    at TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX opt_out_history_number ON opt_out_history (org_id, phone, id)`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
+        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
+        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
+        for (const event of ["INSERT", "UPDATE", "DELETE"]) {
+          yield* sql.unsafe(`CREATE TRIGGER opt_outs_${event.toLowerCase()} AFTER ${event} ON opt_outs BEGIN ${bump} END`)
+        }
+      }),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -575,5 +626,6 @@ export const migrations = {
   "0015_trace_links": traceLinks,
   "0016_key_usage": keyUsage,
   "0021_allowance_periods": allowancePeriods,
-  "0022_media_urls": mediaUrls
+  "0022_media_urls": mediaUrls,
+  "0035_consent": consent
 }

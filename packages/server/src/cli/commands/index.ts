@@ -5,6 +5,7 @@ import { demo } from "./demo.js"
 import { inbound } from "./inbound.js"
 import { keys } from "./keys.js"
 import { numbers } from "./numbers.js"
+import { optouts } from "./optouts.js"
 import { orgs } from "./orgs.js"
 import { providers } from "./providers.js"
 import { records } from "./records.js"
@@ -26,5 +27,6 @@ export const commands = [
   webhooks,
   providers,
   inbound,
+  optouts,
   admins
 ] as const

@@ -8,7 +8,7 @@ import {
   sendingHoursChange
 } from "../../admin/SendingRules.js"
 import { Effect, Either, Option } from "effect"
-import { allowance, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
+import { allowance, csv, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
 const showAllowance = (n: number | null) => (n === null ? "unlimited" : String(n))
@@ -42,6 +42,8 @@ export const describeOrg = (org: Organisations.Organisation, allowances: Allowan
       ["destinations", Destinations.showCountries(org.destinationCountries)],
       ["premium-rate numbers", allowOrRefuse(org.premiumNumbersAllowed)],
       ["international networks", allowOrRefuse(org.internationalNetworksAllowed)],
+      ["STOP also stops calls", org.callsFollowOptOuts === false ? "off" : "on"],
+      ["own opt-out words", (org.optOutWords ?? []).length === 0 ? "-" : (org.optOutWords ?? []).join(", ")],
       ["created", org.createdAt]
     ])
   ].join("\n")
@@ -116,6 +118,11 @@ const update = Command.make(
       "allow",
       "refuse",
       "International networks (non-geographic codes such as +882, +883, +979)"
+    ),
+    optOutCalls: onOff("opt-out-calls", "on", "off", "Whether a STOP reply also stops AI calls to the number (default on)"),
+    optOutWords: Options.text("opt-out-words").pipe(
+      Options.withDescription("The organisation's own opt-out words besides STOP and the standard ones, comma-separated (ARRET,BAJA); \"\" for none"),
+      Options.optional
     )
   },
   (input) =>
@@ -152,10 +159,18 @@ const update = Command.make(
       if (Option.isSome(input.internationalNetworks)) {
         patch.internationalNetworksAllowed = input.internationalNetworks.value === "allow"
       }
+      if (Option.isSome(input.optOutCalls)) patch.callsFollowOptOuts = input.optOutCalls.value === "on"
+      if (Option.isSome(input.optOutWords)) {
+        const words = csv(input.optOutWords.value)
+        const tooLong = words.find((word) => word.length > 40)
+        if (tooLong !== undefined) return yield* fail(`--opt-out-words: "${tooLong}" is longer than 40 characters`)
+        patch.optOutWords = words
+      }
       if (Object.keys(patch).length === 0) {
         return yield* fail(
           "Nothing to update: give at least one of --subscription, --seat, --pilot, --ai-calls, --sending-hours, " +
-            "--timezone, --sms-allowance, --call-allowance, --destinations, --premium-numbers, --international-networks"
+            "--timezone, --sms-allowance, --call-allowance, --destinations, --premium-numbers, --international-networks, " +
+            "--opt-out-calls, --opt-out-words"
         )
       }
       const organisations = yield* Organisations.Organisations
