@@ -12,6 +12,7 @@ import * as Conversations from "./domain/Conversations.js"
 import * as Directory from "./domain/Directory.js"
 import * as Idempotency from "./domain/Idempotency.js"
 import * as Inbound from "./domain/Inbound.js"
+import * as OptOutList from "./domain/OptOutList.js"
 import * as ProviderReports from "./domain/ProviderReports.js"
 import * as RateLimiter from "./domain/RateLimiter.js"
 import * as RecordLists from "./domain/RecordLists.js"
@@ -36,7 +37,8 @@ export const DomainLayer = Layer.mergeAll(
   Inbound.layer,
   ProviderReports.layer,
   RecordLists.layer,
-  WebhookEndpoints.layer
+  WebhookEndpoints.layer,
+  OptOutList.layer
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(Directory.layer, Idempotency.layer, Consent.layer)),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, RateLimiter.layer, Access.layer))

@@ -52,17 +52,17 @@ interface Document {
 /** The document as a client sees it: plain JSON. */
 const doc = JSON.parse(JSON.stringify(openApiDocument())) as Document
 
-type Kind = "list" | "get" | "create" | "cancel" | "subscribe" | "delete"
+type Kind = "list" | "get" | "create" | "cancel" | "subscribe" | "put" | "delete"
 
 /** The filters of GET /messages and /ai-calls. */
 const LIST_QUERY = ["cursor", "status", "since", "number"]
 
 /** The spec's endpoint table. */
 const ENDPOINTS: ReadonlyArray<{
-  readonly method: "get" | "post" | "delete"
+  readonly method: "get" | "post" | "put" | "delete"
   readonly path: string
   readonly scope: string
-  readonly success: "200" | "201" | "202"
+  readonly success: "200" | "201" | "202" | "204"
   readonly kind: Kind
   /** Optional query parameters, when not only the conversations' cursor. */
   readonly query?: ReadonlyArray<string>
@@ -83,7 +83,11 @@ const ENDPOINTS: ReadonlyArray<{
   { method: "post", path: "/api/v1/webhook-endpoints", scope: "webhooks:write", success: "201", kind: "subscribe" },
   { method: "get", path: "/api/v1/webhook-endpoints", scope: "webhooks:read", success: "200", kind: "list" },
   { method: "get", path: "/api/v1/webhook-endpoints/{id}", scope: "webhooks:read", success: "200", kind: "get" },
-  { method: "delete", path: "/api/v1/webhook-endpoints/{id}", scope: "webhooks:write", success: "200", kind: "delete" }
+  { method: "delete", path: "/api/v1/webhook-endpoints/{id}", scope: "webhooks:write", success: "200", kind: "delete" },
+  { method: "get", path: "/api/v1/opt-outs", scope: "optouts:read", success: "200", kind: "list", query: ["cursor", "phone"] },
+  { method: "get", path: "/api/v1/opt-outs/{phone}", scope: "optouts:read", success: "200", kind: "get" },
+  { method: "put", path: "/api/v1/opt-outs/{phone}", scope: "optouts:write", success: "200", kind: "put" },
+  { method: "delete", path: "/api/v1/opt-outs/{phone}", scope: "optouts:write", success: "204", kind: "delete" }
 ]
 
 /** The status of every error code the issue names. */
@@ -118,7 +122,9 @@ const CODE_STATUS: Readonly<Record<string, string>> = {
   ...ISSUE_CODE_STATUS,
   METHOD_NOT_ALLOWED: "405",
   UNSUPPORTED_MEDIA_TYPE: "415",
-  DESTINATION_NOT_ALLOWED: "403"
+  DESTINATION_NOT_ALLOWED: "403",
+  RECIPIENT_OPTED_OUT: "403",
+  OPT_OUT_NOT_REMOVABLE: "409"
 }
 
 const operation = (method: string, path: string): Operation => {
@@ -197,13 +203,15 @@ describe("OpenAPI document", () => {
       const ok = Object.keys(op.responses).filter((s) => s.startsWith("2"))
       expect(ok).toEqual([success])
       const schema = op.responses[success]?.content?.["application/json"]?.schema
-      expect(schema).toBeDefined()
+      if (success === "204") expect(schema).toBeUndefined()
+      else expect(schema).toBeDefined()
     })
 
     it("declares its path, query and header parameters", () => {
       const params = (op.parameters ?? []).map((p) => [p.in, p.name, p.required === true])
       const expected: Array<[string, string, boolean]> = []
       if (path.includes("{id}")) expected.push(["path", "id", true])
+      if (path.includes("{phone}")) expected.push(["path", "phone", true])
       if (path.startsWith("/api/v1/conversations")) expected.push(["query", "cursor", false])
       for (const name of query ?? []) expected.push(["query", name, false])
       if (kind === "create") expected.push(["header", "idempotency-key", true])
@@ -250,6 +258,11 @@ describe("OpenAPI document", () => {
         expect(op.requestBody?.required).toBe(true)
         const header = op.parameters?.find((p) => p.name === "idempotency-key")
         expect(header?.schema?.maxLength).toBe(128)
+      })
+    } else if (kind === "put") {
+      it("takes a required body and answers 413 PAYLOAD_TOO_LARGE, with no idempotency key (a PUT is idempotent)", () => {
+        expect(op.requestBody?.required).toBe(true)
+        expect(codesAt(op, "413")).toContain("PAYLOAD_TOO_LARGE")
       })
     } else if (kind === "subscribe") {
       it("takes a required body, answers 413 PAYLOAD_TOO_LARGE, and needs no idempotency key", () => {

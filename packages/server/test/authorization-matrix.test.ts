@@ -29,7 +29,7 @@ const contractEndpoints: ReadonlyArray<{ readonly name: string; readonly method:
 })()
 
 interface Probe {
-  readonly method: "GET" | "POST" | "DELETE"
+  readonly method: "GET" | "POST" | "PUT" | "DELETE"
   readonly path: string
   readonly body?: Record<string, unknown>
 }
@@ -44,6 +44,8 @@ interface Fixtures {
   readonly conversationPn1: string
   readonly conversationPn2: string
   readonly webhook: string
+  /** A number the demo organisation opted out. */
+  readonly optOut: string
 }
 
 let counter = 0
@@ -83,6 +85,13 @@ describe("authorization matrix (generated from the contract)", () => {
     })
   const webhookEndpoint = () =>
     created(demo.keys.live, "/api/v1/webhook-endpoints", { url: "http://127.0.0.1:9/matrix", enabledEvents: ["*"] })
+  let optOuts = 0
+  /** A fresh number of the demo organisation's opt-out list. */
+  const optedOut = async () => {
+    const phone = `+1415557${String(++optOuts).padStart(4, "0")}`
+    await server.adminJson(["optouts", "add", "--org", demo.orgId, "--phone", phone])
+    return phone
+  }
 
   /**
    * A request each endpoint answers with 2xx for a key with its scope and no restriction. Probes that change
@@ -126,7 +135,11 @@ describe("authorization matrix (generated from the contract)", () => {
     "webhookEndpoints.deleteWebhookEndpoint": async () => ({
       method: "DELETE",
       path: `/api/v1/webhook-endpoints/${await webhookEndpoint()}`
-    })
+    }),
+    "optOuts.listOptOuts": async () => ({ method: "GET", path: "/api/v1/opt-outs" }),
+    "optOuts.getOptOut": async () => ({ method: "GET", path: `/api/v1/opt-outs/${fixtures.optOut}` }),
+    "optOuts.putOptOut": async () => ({ method: "PUT", path: "/api/v1/opt-outs/+14155558888", body: { channels: ["Call"] } }),
+    "optOuts.deleteOptOut": async () => ({ method: "DELETE", path: `/api/v1/opt-outs/${await optedOut()}` })
   }
 
   const keyFor = (name: string) => {
@@ -189,7 +202,8 @@ describe("authorization matrix (generated from the contract)", () => {
       callSalesPn2,
       conversationPn1: conversationOn("+14155550100"),
       conversationPn2: conversationOn("+14155550101"),
-      webhook: await webhookEndpoint()
+      webhook: await webhookEndpoint(),
+      optOut: await optedOut()
     }
   }, CLI_HEAVY)
   afterAll(() => server?.dispose())
@@ -231,7 +245,8 @@ describe("authorization matrix (generated from the contract)", () => {
       const response = await call(keyFor(`other ${mode}`), await probe())
       const text = await response.text()
       const demoIds = [fixtures.messagePn1, fixtures.callSalesPn1, fixtures.webhook]
-      if (/\/(messages|ai-calls|conversations|webhook-endpoints)\/[^/]+/.test((await probe()).path)) {
+      const target = await probe()
+      if (/\/(messages|ai-calls|conversations|webhook-endpoints|opt-outs)\/[^/]+/.test(target.path) && target.method !== "PUT") {
         // a demo id, read, cancelled or deleted from elsewhere: as missing as an id that never existed
         expect(response.status, text).toBe(404)
         expect((JSON.parse(text) as { error: { code: string } }).error.code).toBe("NOT_FOUND")
@@ -243,6 +258,7 @@ describe("authorization matrix (generated from the contract)", () => {
         expect(response.status, text).toBeLessThan(300)
         for (const id of demoIds) expect(text).not.toContain(`"id":"${id}"`)
         expect(text).not.toContain(PN1)
+        expect(text).not.toContain(fixtures.optOut)
       }
     })
   })

@@ -3,11 +3,12 @@
  * The server's handlers, the typed client and the OpenAPI document are all
  * derived from this value; nothing restates a route or a field elsewhere.
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import { ErrorCatalog } from "./Errors.js"
 import { finishOpenApiDocument } from "./OpenApiTransform.js"
 import { ActionId, maxCharacters, type Scope } from "./Primitives.js"
+import { ListOptOutsParams, OptOut, OptOutPage, OptOutPhonePath, PutOptOutRequest } from "./OptOuts.js"
 import { AiCallPage, ListAiCallsParams, ListMessagesParams } from "./RecordLists.js"
 import { CreateAiCallRequest, CreateMessageRequest, IDEMPOTENCY_HEADER, IdempotencyHeaders } from "./Requests.js"
 import {
@@ -298,12 +299,70 @@ export class WebhookEndpointsGroup extends HttpApiGroup.make("webhookEndpoints")
   )
 {}
 
+export class OptOutsGroup extends HttpApiGroup.make("optOuts")
+  .add(
+    HttpApiEndpoint.get("listOptOuts", "/opt-outs")
+      .setUrlParams(ListOptOutsParams)
+      .addSuccess(OptOutPage)
+      .addError(ErrorCatalog.RESOURCE_DENIED)
+      .annotate(
+        OpenApi.Description,
+        "The organisation's opt-outs, newest first, 50 a page, optionally for one `phone`. The list names recipients " +
+          "of every line, so it takes a key without number or bot restrictions."
+      )
+      .annotateContext(scoped("optouts:read"))
+  )
+  .add(
+    HttpApiEndpoint.get("getOptOut", "/opt-outs/:phone")
+      .setPath(OptOutPhonePath)
+      .addSuccess(OptOut)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .annotate(OpenApi.Description, "The number's opt-out: which channels, since when, from what. 404 when it may be texted and called.")
+      .annotateContext(scoped("optouts:read"))
+  )
+  .add(
+    HttpApiEndpoint.put("putOptOut", "/opt-outs/:phone")
+      .setPath(OptOutPhonePath)
+      .setPayload(PutOptOutRequest)
+      .addSuccess(OptOut)
+      .addError(ErrorCatalog.PAYLOAD_TOO_LARGE)
+      .addError(ErrorCatalog.UNSUPPORTED_MEDIA_TYPE)
+      .annotate(
+        OpenApi.Description,
+        "Opts the number out of the channels given (all when omitted), recorded with source `api` and the key. " +
+          "Idempotent: the same request again changes nothing. From then on creations to it are refused " +
+          "(403 RECIPIENT_OPTED_OUT) and accepted actions to it fail when they come due."
+      )
+      .annotateContext(scoped("optouts:write"))
+  )
+  .add(
+    HttpApiEndpoint.del("deleteOptOut", "/opt-outs/:phone")
+      .setPath(OptOutPhonePath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ErrorCatalog.NOT_FOUND)
+      .addError(ErrorCatalog.OPT_OUT_NOT_REMOVABLE)
+      .annotate(
+        OpenApi.Description,
+        "Opts the number back in (204). A carrier's opt-out (the recipient is unsubscribed at the carrier) is " +
+          "not lifted by a key: 409 OPT_OUT_NOT_REMOVABLE; the recipient's START or an administrator lifts it."
+      )
+      .annotateContext(scoped("optouts:write"))
+  )
+  .middleware(Authorization)
+  .annotate(
+    OpenApi.Description,
+    "Who may not be texted or called. A recipient's STOP reply, a carrier's unsubscribed refusal and administrators " +
+      "add to the same list; see the Consent guide."
+  )
+{}
+
 export class ParleyApi extends HttpApi.make("parley")
   .add(ResourcesGroup)
   .add(ConversationsGroup)
   .add(MessagesGroup)
   .add(AiCallsGroup)
   .add(WebhookEndpointsGroup)
+  .add(OptOutsGroup)
   .addError(ErrorCatalog.INVALID_REQUEST)
   .addError(ErrorCatalog.SCOPE_MISSING)
   // Authorization is on each group, not here: an API-level middleware would also guard

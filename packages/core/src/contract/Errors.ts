@@ -39,6 +39,7 @@ export class OutsideSendingHours extends Schema.TaggedError<OutsideSendingHours>
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {}
 export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", fields) {}
 export class ActionProcessing extends Schema.TaggedError<ActionProcessing>()("ActionProcessing", fields) {}
+export class OptOutNotRemovable extends Schema.TaggedError<OptOutNotRemovable>()("OptOutNotRemovable", fields) {}
 export class ActionNotCancellable
   extends Schema.TaggedError<ActionNotCancellable>()("ActionNotCancellable", fields)
 {}
@@ -123,6 +124,7 @@ const catalog = {
   NotFound: { errorClass: NotFound, code: "NOT_FOUND", status: 404, description: "No such resource in this organisation." },
   MethodNotAllowed: { errorClass: MethodNotAllowed, code: "METHOD_NOT_ALLOWED", status: 405, description: "The path exists but not with this method." },
   ActionProcessing: { errorClass: ActionProcessing, code: "ACTION_PROCESSING", status: 409, description: "An earlier request with the same Idempotency-Key is still being processed; retry unchanged." },
+  OptOutNotRemovable: { errorClass: OptOutNotRemovable, code: "OPT_OUT_NOT_REMOVABLE", status: 409, description: "The carrier recorded this opt-out (the recipient is unsubscribed there): only the recipient's own START or an administrator lifts it." },
   ActionNotCancellable: { errorClass: ActionNotCancellable, code: "ACTION_NOT_CANCELLABLE", status: 409, description: "Only Queued actions scheduled more than 30 seconds ahead can be cancelled." },
   PayloadTooLarge: { errorClass: PayloadTooLarge, code: "PAYLOAD_TOO_LARGE", status: 413, description: "The request body exceeds 64 KiB." },
   UnsupportedMediaType: { errorClass: UnsupportedMediaType, code: "UNSUPPORTED_MEDIA_TYPE", status: 415, description: "Request bodies must be JSON: application/json or another +json media type." },
@@ -161,6 +163,7 @@ export const ErrorCatalog = {
   METHOD_NOT_ALLOWED: wire(catalog.MethodNotAllowed),
   ACTION_PROCESSING: wire(catalog.ActionProcessing),
   ACTION_NOT_CANCELLABLE: wire(catalog.ActionNotCancellable),
+  OPT_OUT_NOT_REMOVABLE: wire(catalog.OptOutNotRemovable),
   PAYLOAD_TOO_LARGE: wire(catalog.PayloadTooLarge),
   UNSUPPORTED_MEDIA_TYPE: wire(catalog.UnsupportedMediaType),
   HEADERS_TOO_LARGE: wire(catalog.HeadersTooLarge),

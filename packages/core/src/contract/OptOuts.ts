@@ -37,3 +37,30 @@ export const OptOut = Schema.Struct({
   createdAt: Schema.String.annotations({ description: "When it was recorded (ISO 8601, UTC)." })
 }).annotations({ identifier: "OptOut" })
 export type OptOut = typeof OptOut.Type
+
+export const OptOutPage = Schema.Struct({
+  items: Schema.Array(OptOut),
+  nextCursor: Schema.NullOr(Schema.String).annotations({ description: "Pass as `cursor` for the next page; null on the last." })
+}).annotations({ identifier: "OptOutPage" })
+export type OptOutPage = typeof OptOutPage.Type
+
+export const ListOptOutsParams = Schema.Struct({
+  cursor: Schema.optional(
+    Schema.String.pipe(maxCharacters(512, { message: "not a cursor this API issued (too long)" })).annotations({
+      description: "The opaque `nextCursor` of the previous page, with the same filter; omit for the first page."
+    })
+  ),
+  phone: Schema.optional(PhoneOrShortCode).annotations({ description: "Only this number's entry." })
+})
+
+export const OptOutPhonePath = Schema.Struct({ phone: PhoneOrShortCode })
+
+export const PutOptOutRequest = Schema.Struct({
+  channels: Schema.optional(
+    Schema.Array(OptOutChannel).pipe(Schema.minItems(1), Schema.maxItems(ALL_OPT_OUT_CHANNELS.length)).annotations({
+      description: "The channels to stop; every channel when omitted."
+    })
+  ),
+  reason: Schema.optional(OptOutReason)
+}).annotations({ identifier: "PutOptOutRequest", parseOptions: { onExcessProperty: "error" } })
+export type PutOptOutRequest = typeof PutOptOutRequest.Type

@@ -97,7 +97,9 @@ export const Scope = Schema.Literal(
   "calls:read",
   "calls:write",
   "webhooks:read",
-  "webhooks:write"
+  "webhooks:write",
+  "optouts:read",
+  "optouts:write"
 ).annotations({ identifier: "Scope" })
 export type Scope = typeof Scope.Type
 export const ALL_SCOPES: ReadonlyArray<Scope> = Scope.literals

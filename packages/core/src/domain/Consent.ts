@@ -99,6 +99,15 @@ export interface ConsentService {
     phone: string,
     by: ChangedBy
   ) => Effect.Effect<OptOutEntry, OptInRefusal | StorageError>
+  /**
+   * A carrier refused a send because the recipient unsubscribed there (Twilio 21610): the number is opted out
+   * of the action's channel (added to what it had), source `carrier`, caused by the action.
+   */
+  readonly fromCarrier: (
+    orgId: string,
+    phone: string,
+    refused: { readonly actionId: string; readonly channel: OptOutChannel; readonly message: string; readonly at: string }
+  ) => Effect.Effect<void, StorageError>
   readonly fromInbound: (
     organisation: Organisation,
     message: { readonly from: string; readonly body: string; readonly messageId: string; readonly at: string }
@@ -153,6 +162,21 @@ export const layer: Layer.Layer<Consent, never, OptOuts> = Layer.effect(
           }
           const removed = yield* optOuts.remove(orgId, phone, by)
           return Option.getOrElse(removed, () => current)
+        }),
+      fromCarrier: (orgId, phone, refused) =>
+        Effect.flatMap(optOuts.find(orgId, phone), (found) => {
+          const current = Option.getOrUndefined(found)
+          if (current?.source === "carrier" && current.channels.includes(refused.channel)) return Effect.void
+          const covered = new Set<OptOutChannel>([...(current?.channels ?? []), refused.channel])
+          return optOuts.record({
+            orgId,
+            phone,
+            channels: ALL_OPT_OUT_CHANNELS.filter((channel) => covered.has(channel)),
+            source: "carrier",
+            reason: refused.message,
+            cause: `action ${refused.actionId}`,
+            createdAt: refused.at
+          })
         }),
       fromInbound: (organisation, message) =>
         Effect.gen(function*() {

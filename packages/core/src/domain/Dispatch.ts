@@ -31,6 +31,7 @@ import { Organisations } from "../ports/Organisations.js"
 import { type Change, type ProviderSession, Providers } from "../ports/Providers.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { periodOf } from "./AllowancePeriods.js"
+import { channelOf, Consent } from "./Consent.js"
 import * as DispatchPlan from "./DispatchPlan.js"
 import { ALLOWANCE_FAILURE, decide, decideConsent, decideDestination } from "./DispatchRules.js"
 import { isFinal, movesForward, ProviderReports } from "./ProviderReports.js"
@@ -49,7 +50,7 @@ export class Dispatch extends Context.Tag("@parley/core/Dispatch")<Dispatch, Dis
 const isProviderFailure = <E extends { readonly _tag: string }>(error: E): error is Exclude<E, StorageError> =>
   error._tag !== "StorageError"
 
-export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | Providers | ProviderReports | OptOuts> =
+export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | Providers | ProviderReports | OptOuts | Consent> =
   Layer.effect(
     Dispatch,
     Effect.gen(function*() {
@@ -58,6 +59,7 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
       const providers = yield* Providers
       const reports = yield* ProviderReports
       const optOuts = yield* OptOuts
+      const consent = yield* Consent
 
       /** Applies a provider's change to the action as that provider's report. */
       const apply = (action: Action, change: Change) =>
@@ -85,7 +87,18 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
           if (refused !== null) return yield* fail(action, refused)
           const change = yield* provider.client.send(action, now).pipe(
             Effect.catchIf(isProviderFailure, (error) =>
-              Effect.succeed(DispatchPlan.refused(provider, action.orgId, error) ?? DispatchPlan.gaveUp(provider, error, 1)))
+              Effect.as(
+                // The carrier's "unsubscribed" refusal is the recipient's STOP given there: keep it too.
+                error.reason === "unsubscribed"
+                  ? consent.fromCarrier(action.orgId, action.counterpart, {
+                    actionId: action.id,
+                    channel: channelOf(action.kind, action.type),
+                    message: `${error.code ?? ""} ${error.message}`.trim(),
+                    at: new Date(now).toISOString()
+                  })
+                  : Effect.void,
+                DispatchPlan.refused(provider, action.orgId, error) ?? DispatchPlan.gaveUp(provider, error, 1)
+              ))
           )
           yield* apply(action, change)
         })

@@ -50,6 +50,7 @@ export const refused = (
 ): Change | null => {
   switch (error.reason) {
     case "rejected":
+    case "unsubscribed":
       return failed(`${codeOf(error)}${error.message}`, "failed")
     case "auth_failed":
       return failed(

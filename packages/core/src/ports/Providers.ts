@@ -61,8 +61,12 @@ export type Recheck = Omit<Change, "workAt">
  */
 export interface ProviderFailure {
   readonly _tag: string
-  /** rejected: Failed; auth_failed: Failed, saying to fix the settings; the rest are tried again. */
-  readonly reason: "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
+  /**
+   * rejected: Failed; unsubscribed: Failed, and the recipient's opt-out recorded (source `carrier`: the carrier
+   * refuses because they unsubscribed there); auth_failed: Failed, saying to fix the settings; the rest are
+   * tried again.
+   */
+  readonly reason: "rejected" | "unsubscribed" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
   /** The HTTP status, when there was an answer. */
   readonly status: number | null
   /** The provider's own error code, when it has one. */

@@ -48,7 +48,7 @@
  *   up to DispatchPlan.MAX_ATTEMPTS, then Failed.
  */
 import { SqlClient } from "@effect/sql"
-import { DispatchPlan, ProviderReports, Providers, type StorageError } from "@parley/core/internal"
+import { Consent, DispatchPlan, ProviderReports, Providers, type StorageError } from "@parley/core/internal"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { ServerSettings } from "../config/ServerConfig.js"
 import { forProvider } from "../observability/Metrics.js"
@@ -118,6 +118,7 @@ export const make = (config: ServerSettings) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const providers = yield* Providers.Providers
+    const consent = yield* Consent.Consent
     const transaction = yield* transactions
     const locks = yield* RowLocks
 
@@ -299,7 +300,19 @@ export const make = (config: ServerSettings) =>
       }).pipe(
         Effect.catchIf(
           (error): error is Providers.ProviderFailure => error._tag !== "StorageError",
-          (error) => Effect.succeed(answered(afterFailure(provider, row, error, attempt.attempts, now), error, attempt))
+          (error) =>
+            Effect.as(
+              // The carrier's "unsubscribed" refusal is the recipient's STOP given there: Parley keeps it too.
+              error.reason === "unsubscribed"
+                ? consent.fromCarrier(row.org_id, row.counterpart, {
+                  actionId: String(row.id),
+                  channel: Consent.channelOf(row.kind, row.type),
+                  message: `${error.code ?? ""} ${error.message}`.trim(),
+                  at: new Date(now).toISOString()
+                })
+                : Effect.void,
+              answered(afterFailure(provider, row, error, attempt.attempts, now), error, attempt)
+            )
         )
       )
     }

@@ -15,6 +15,7 @@ import { zohoCallbackRoutes } from "../crm/zoho/ZohoCallbackRoute.js"
 import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
+import { OptOutsHandlers } from "./handlers/OptOutsHandlers.js"
 import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
 import { WebhookEndpointsHandlers } from "./handlers/WebhookEndpointsHandlers.js"
 import { makeHttpListener } from "./HttpListener.js"
@@ -32,6 +33,7 @@ const HandlersLive = Layer.mergeAll(
   MessagesHandlers,
   AiCallsHandlers,
   WebhookEndpointsHandlers,
+  OptOutsHandlers,
   CallbackGate.layer
 ).pipe(Layer.provideMerge(AuthorizationLive))
 

@@ -314,7 +314,7 @@ export const makeRequestPipeline = <R>(
     }
 
     const kind: BodyKind | undefined = matched._tag === "Contract"
-      ? (matched.route.method === "POST" ? "json" : undefined)
+      ? (matched.route.method === "POST" || matched.route.takesBody ? "json" : undefined)
       : matched.route.body
 
     const proceed = (text: string | undefined, payload: unknown) => {

@@ -77,7 +77,7 @@ export interface TwilioMessage {
   readonly dateCreated: string | null
 }
 
-export type TwilioFailureReason = "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
+export type TwilioFailureReason = "rejected" | "unsubscribed" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
 
 export class TwilioSendError extends Data.TaggedError("TwilioSendError")<{
   readonly reason: TwilioFailureReason
@@ -96,6 +96,9 @@ export interface TwilioCallOptions {
   readonly timeoutMs?: number | undefined
 }
 
+/** Twilio's code for a recipient who unsubscribed (replied STOP) from the sender. */
+const UNSUBSCRIBED = 21610
+
 /** Twilio's codes that mean "too much at once, try later" though they come as 400. */
 const THROUGHPUT_CODES = new Set([
   20429, // Too Many Requests
@@ -111,6 +114,8 @@ export const classifyTwilioError = (status: number, code: number | null): Twilio
   if (status === 401 || code === 20003) return "auth_failed"
   if (status === 429 || (code !== null && THROUGHPUT_CODES.has(code))) return "rate_limited"
   if (status >= 500) return "unavailable"
+  // "Attempt to send to unsubscribed recipient": the recipient replied STOP to this sender at Twilio.
+  if (code === UNSUBSCRIBED) return "unsubscribed"
   return "rejected"
 }
 
