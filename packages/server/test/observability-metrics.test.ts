@@ -142,6 +142,15 @@ describe("Prometheus metrics", () => {
     expect(delivered.value("parley_webhook_deliveries_total", { outcome: "delivered" }) -
       before.value("parley_webhook_deliveries_total", { outcome: "delivered" })).toBe(10) // 4 queued + 3 sent + 3 delivered
 
+    // Opt-outs by source, from the database: one recorded by an administrator, one by a STOP reply.
+    expect(after.value("parley_opt_outs", { source: "keyword" })).toBe(0)
+    await server.adminJson(["optouts", "add", "--org", demo.orgId, "--phone", "+14155550161"])
+    await server.adminJson(["inbound", "--org", demo.orgId, "--from", "+14155550162", "--to", "+14155550100", "--body", "STOP"])
+    const optedOut = await scrape()
+    expect(optedOut.value("parley_opt_outs", { source: "cli" })).toBe(1)
+    expect(optedOut.value("parley_opt_outs", { source: "keyword" })).toBe(1)
+    expect(optedOut.value("parley_opt_outs", { source: "carrier" })).toBe(0)
+
     // On Postgres, the pool: connections in use now, and every checkout's wait.
     if (testStore === "postgres") {
       expect(delivered.family("parley_db_pool_in_use")?.type).toBe("GAUGE")

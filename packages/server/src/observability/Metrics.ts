@@ -106,6 +106,12 @@ export const makeMetrics = () => {
     help: "Age of the oldest event still waiting for delivery to an enabled endpoint (0 when none).",
     registers
   })
+  const optOuts = new Prom.Gauge({
+    name: "parley_opt_outs",
+    help: "Numbers opted out across organisations, by what recorded the opt-out (read from the database at scrape).",
+    labelNames: ["source"] as const,
+    registers
+  })
   const rateLimited = new Prom.Counter({
     name: "parley_rate_limited_total",
     help: "Requests refused with 429 by the per-key rate limit.",
@@ -137,6 +143,7 @@ export const makeMetrics = () => {
     /** Set at scrape time from the database (see MetricsEndpoint). */
     setQueueDepth: (state: QueueState, count: number) => queueDepth.set({ state }, count),
     setWebhookOldestPending: (seconds: number) => webhookOldestPending.set(Math.max(0, seconds)),
+    setOptOuts: (source: string, count: number) => optOuts.set({ source }, count),
     /** Postgres only: the pool's series (PoolMetricsLive). */
     registerPool: (pool: { readonly inUse: () => number; readonly waiting: () => number }) => {
       new Prom.Gauge({

@@ -11,7 +11,7 @@
 import { createServer, type Server } from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { NotFound, SetupUnavailable, Unauthorized } from "@parley/core/internal"
+import { NotFound, OptOutSource, SetupUnavailable, Unauthorized } from "@parley/core/internal"
 import { Clock, Effect, Layer, Option, Redacted, Runtime } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { refusal } from "../http/ErrorResponses.js"
@@ -40,6 +40,11 @@ const scrape = Effect.gen(function*() {
     WHERE d.state = 'pending' AND w.disabled_at IS NULL`
   const since = oldest?.oldest === null || oldest?.oldest === undefined ? now : Date.parse(oldest.oldest)
   metrics.setWebhookOldestPending((now - since) / 1000)
+  const optOuts = yield* sql<{ source: string; count: number | string }>`
+    SELECT source, COUNT(*) AS count FROM opt_outs GROUP BY source`
+  // Every source is shown, 0 included, so a query over the series never finds a source missing.
+  const bySource = new Map(optOuts.map((row) => [row.source, Number(row.count)]))
+  for (const source of OptOutSource.literals) metrics.setOptOuts(source, bySource.get(source) ?? 0)
   const text = yield* Effect.promise(() => metrics.registry.metrics())
   return { text, contentType: metrics.registry.contentType }
 })
