@@ -3,6 +3,7 @@ import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workfl
 import type { ApiActionRecord, ApiCancellationAck, ApiRecordListQuery } from './api';
 import { toOffsetTimestamp } from './creation';
 import { pagingFields } from './descriptions';
+import { pageLimit } from './listing';
 import type { ParleyOperation } from './operation';
 import {
 	optionalTextParameter,
@@ -143,8 +144,7 @@ export function getManyAction(kind: ActionKind): ParleyOperation {
 	return {
 		fields: [...pagingFields(), listFilters(kind)],
 		async execute(this: IExecuteFunctions, itemIndex: number) {
-			const returnAll = this.getNodeParameter('returnAll', itemIndex) as boolean;
-			const limit = returnAll ? undefined : (this.getNodeParameter('limit', itemIndex) as number);
+			const limit = pageLimit(this, itemIndex);
 			const records = await parleyPages<ApiActionRecord>(
 				this,
 				{ method: 'GET', path: `/${kind.path}`, qs: { ...listQuery(this, itemIndex) }, itemIndex },
