@@ -233,6 +233,39 @@ describe("other optional fields from expressions that find nothing", () => {
     expect(await textsTo(to)).toHaveLength(0)
   })
 
+  it("a WhatsApp Content Variable's value is an error on that item; the items that have it are sent", async () => {
+    const whatsApp = demo.numbers.find((number) => number.whatsApp)!
+    const to = freshRecipient()
+    const items = await runEach(
+      parleyNode(
+        "Send",
+        sendParameters(to, {
+          fromNumber: { __rl: true, mode: "id", value: whatsApp.sid },
+          channel: "WhatsApp",
+          additionalFields: {
+            whatsAppContentSid: "HX0123456789abcdef0123456789abcdef",
+            whatsAppContentVariables: { variable: [{ key: "1", value: "={{ $json.name }}" }] }
+          }
+        })
+      ),
+      [{ name: "Ada" }, {}]
+    )
+    expect(items[0]).toMatchObject({ status: "accepted" })
+    expect(items[1]!.error).toMatch(/^WhatsApp Content Variable \{\{1\}\} is empty: .*\[item 1\]$/)
+    expect(await textsTo(to)).toHaveLength(1)
+  })
+
+  it("Get Many Status and Since filters are errors, never a list without them", async () => {
+    for (const filters of [{ status: "={{ $json.statuses }}" }, { since: "={{ $json.lastRun }}" }]) {
+      const items = await runEach(
+        parleyNode("List", { resource: "aiCall", operation: "getAll", returnAll: true, filters }),
+        [{}]
+      )
+      expect(items).toHaveLength(1)
+      expect(items[0]!.error).toMatch(/^(Status|Since) is empty: .*\[item 0\]$/)
+    }
+  })
+
   it("a Get Many Number filter is an error, never the list of every number", async () => {
     const items = await runEach(
       parleyNode("List", { resource: "message", operation: "getAll", returnAll: false, limit: 5, filters: { number: "={{ $json.line }}" } }),
