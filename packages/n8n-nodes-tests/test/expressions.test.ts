@@ -167,7 +167,7 @@ describe("text parameters whose expressions evaluate to numbers", () => {
     const failed = outputOf(run, "Send")[0]!.json
     expect(failed.error).not.toMatch(/is not a function/)
     expect(failed).toMatchObject({ code: "INVALID_REQUEST", httpCode: "400" })
-    expect(String(failed.error)).toMatch(/to: .*E\.164.*\[item 0\]$/)
+    expect(String(failed.error)).toMatch(/^INVALID_REQUEST: To: .*E\.164.*\[item 0\]$/)
   })
 
   it("a numeric message id reads the message", async () => {

@@ -119,7 +119,7 @@ describe("Message → Get Many", () => {
       nodes: [parleyNode("Get Many", { resource: "message", operation: "getAll", returnAll: true, filters: { number: "PN_not_ours" } })],
       connections: {}
     })
-    expect(run.data.resultData.error?.message).toMatch(/^INVALID_REQUEST: number: .*PN_not_ours.* \[item 0\]$/)
+    expect(run.data.resultData.error?.message).toMatch(/^INVALID_REQUEST: Number: .*PN_not_ours.* \[item 0\]$/)
   })
 })
 

@@ -30,12 +30,13 @@ describe("n8n-nodes-parley as n8n loads it", () => {
     const trigger = byName["parleyTrigger"]!
     expect(parley.displayName).toBe("Parley")
     expect(parley.usableAsTool).toBe(true)
-    expect(trigger.displayName).toBe("Parley Trigger")
+    // The two triggers' names say which polls and which is instant.
+    expect(trigger.displayName).toBe("Parley Polling Trigger")
     expect(trigger.polling).toBe(true)
     expect(trigger.usableAsTool).toBeUndefined()
     // The instant trigger: a webhook node n8n registers on activation, named as n8n's lint wants triggers named.
     const events = byName["parleyEventsTrigger"]!
-    expect(events.displayName).toBe("Parley Events Trigger")
+    expect(events.displayName).toBe("Parley Instant Trigger")
     expect(events.group).toEqual(["trigger"])
     expect(events.inputs).toEqual([])
     expect(events.polling).toBeUndefined()
@@ -62,6 +63,10 @@ describe("n8n-nodes-parley as n8n loads it", () => {
     const fields = credential.properties.filter((p) => p.type !== "notice")
     expect(fields.map((p) => p.name)).toEqual(["baseUrl", "apiKey"])
     expect(fields[1]!.typeOptions?.password).toBe(true)
+    // Parley's own key prefixes and default port, not placeholders.
+    expect(fields[1]!.description).toContain("parley_test_…")
+    expect(fields[1]!.description).not.toContain("<service>")
+    expect(fields[0]!.description).toContain("http://localhost:8787")
     expect(credential.test?.request).toMatchObject({ url: "/api/v1/numbers", method: "GET" })
     expect(loader.known.credentials.parleyApi!.supportedNodes).toEqual(
       ["parley", "parleyTrigger", "parleyEventsTrigger"]
@@ -96,6 +101,26 @@ describe("n8n-nodes-parley as n8n loads it", () => {
       .map((mode) => mode.typeOptions?.searchListMethod)
       .filter((name) => name !== undefined)
     expect(new Set(searchMethods)).toEqual(new Set(["searchNumbers", "searchTemplates", "searchBots", "searchConversations"]))
+  })
+
+  it("field descriptions speak of the node's fields, not the API's", async () => {
+    const loader = await loadPackage()
+    const parley = loader.types.nodes.find((node) => node.name === "parley")!
+    const descriptions = (properties: ReadonlyArray<unknown>): string[] =>
+      properties.flatMap((property) => {
+        if (typeof property !== "object" || property === null) return []
+        const { description, options, values } = property as { description?: unknown; options?: unknown; values?: unknown }
+        return [
+          ...(typeof description === "string" ? [description] : []),
+          ...(Array.isArray(options) ? descriptions(options) : []),
+          ...(Array.isArray(values) ? descriptions(values) : [])
+        ]
+      })
+    const all = descriptions(parley.properties)
+    expect(all.length).toBeGreaterThan(20)
+    for (const apiField of ["fromNumberSid", "templateUuid", "scheduledFor", "whatsAppContentSid", "botId", "purposeMessage"]) {
+      expect(all.filter((description) => description.includes(apiField))).toEqual([])
+    }
   })
 
   it("subtitles name the action, not raw values", async () => {

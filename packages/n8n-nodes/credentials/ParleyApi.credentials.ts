@@ -34,7 +34,7 @@ export class ParleyApi implements ICredentialType {
 			required: true,
 			placeholder: 'https://parley.example.com',
 			description:
-				'Address of your Parley server, without the /api/v1 suffix (for example http://localhost:3000)',
+				'Address of your Parley server, without the /api/v1 suffix (for example http://localhost:8787, the port Parley listens on by default)',
 		},
 		{
 			displayName: 'API Key',
@@ -44,7 +44,7 @@ export class ParleyApi implements ICredentialType {
 			default: '',
 			required: true,
 			description:
-				'Organisation API key created by a CRM administrator in Developer access. Keys starting with <service>_test_ simulate sends.',
+				'Organisation API key created by a CRM administrator in Developer access. Keys starting with parley_test_… simulate sends and cancellations; parley_live_… keys act for real.',
 		},
 	];
 

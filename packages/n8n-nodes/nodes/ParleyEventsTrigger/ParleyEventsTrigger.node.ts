@@ -132,7 +132,7 @@ function isEventPayload(value: unknown): value is ApiEventPayload {
 
 export class ParleyEventsTrigger implements INodeType {
 	description: INodeTypeDescription = {
-		displayName: 'Parley Events Trigger',
+		displayName: 'Parley Instant Trigger',
 		name: 'parleyEventsTrigger',
 		icon: { light: 'file:../../icons/parley.svg', dark: 'file:../../icons/parley.dark.svg' },
 		group: ['trigger'],
@@ -141,7 +141,7 @@ export class ParleyEventsTrigger implements INodeType {
 			'={{ ($parameter["events"] || []).includes("*") ? "All events" : ($parameter["events"] || []).length === 1 ? "1 event" : ($parameter["events"] || []).length + " events" }}',
 		description:
 			'Starts the workflow the moment a Parley message or AI call changes status or a text arrives (signed webhooks)',
-		defaults: { name: 'Parley Events Trigger' },
+		defaults: { name: 'Parley Instant Trigger' },
 		inputs: [],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [{ name: 'parleyApi', required: true }],

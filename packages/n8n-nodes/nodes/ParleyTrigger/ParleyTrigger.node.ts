@@ -203,14 +203,14 @@ function toItem(observed: Observed, previousStatus: string | undefined): INodeEx
 
 export class ParleyTrigger implements INodeType {
 	description: INodeTypeDescription = {
-		displayName: 'Parley Trigger',
+		displayName: 'Parley Polling Trigger',
 		name: 'parleyTrigger',
 		icon: { light: 'file:../../icons/parley.svg', dark: 'file:../../icons/parley.dark.svg' },
 		group: ['trigger'],
 		version: 1,
 		subtitle: '={{ $parameter["watch"] === "all" ? "Status changes of all messages and AI calls" : "Status changes of watched IDs" }}',
-		description: 'Starts the workflow when a Parley message or AI call changes status',
-		defaults: { name: 'Parley Trigger' },
+		description: "Starts the workflow when a Parley message or AI call changes status, checked on n8n's polling schedule",
+		defaults: { name: 'Parley Polling Trigger' },
 		polling: true,
 		inputs: [],
 		outputs: [NodeConnectionTypes.Main],

@@ -3,8 +3,14 @@ import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workfl
 import type { ApiActionRecord, ApiCancellationAck, ApiRecordListQuery } from './api';
 import { toOffsetTimestamp } from './creation';
 import { pagingFields } from './descriptions';
+import { pageLimit } from './listing';
 import type { ParleyOperation } from './operation';
-import { textOf, textParameter } from './parameters';
+import {
+	optionalTextParameter,
+	refuseIfExpressionFoundNothing,
+	textOf,
+	textParameter,
+} from './parameters';
 import { parleyPages, parleyRequestFull } from './transport';
 
 export interface ActionKind {
@@ -114,14 +120,22 @@ function listFilters(kind: ActionKind): INodeProperties {
 
 /** The query of a Get Many: the filters that are set, in the form Parley reads them. */
 function listQuery(context: IExecuteFunctions, itemIndex: number): ApiRecordListQuery {
-	const filters = context.getNodeParameter('filters', itemIndex, {}) as IDataObject;
 	const query: ApiRecordListQuery = {};
-	const statuses = Array.isArray(filters.status) ? filters.status.map(String) : [];
+	// A filter whose expression found nothing would list everything instead.
+	const unsetMeans = 'list without this filter';
+	const statusFilter = { path: 'filters.status', label: 'Status', unsetMeans };
+	const status: unknown = context.getNodeParameter(statusFilter.path, itemIndex, []);
+	const statuses = (Array.isArray(status) ? status : [status])
+		.map((entry) => textOf(context, itemIndex, entry, statusFilter).trim())
+		.filter((entry) => entry !== '');
 	if (statuses.length > 0) query.status = statuses.join(',');
-	const since = toOffsetTimestamp(filters.since, context.getTimezone());
+	else refuseIfExpressionFoundNothing(context, itemIndex, statusFilter);
+	const sinceFilter = { path: 'filters.since', label: 'Since', unsetMeans };
+	const since = toOffsetTimestamp(context.getNodeParameter(sinceFilter.path, itemIndex, ''), context.getTimezone());
 	if (since !== undefined) query.since = since;
-	const number = textOf(context, itemIndex, filters.number, { label: 'Number' }).trim();
-	if (number !== '') query.number = number;
+	else refuseIfExpressionFoundNothing(context, itemIndex, sinceFilter);
+	const number = optionalTextParameter(context, itemIndex, { path: 'filters.number', label: 'Number', unsetMeans });
+	if (number !== undefined) query.number = number;
 	return query;
 }
 
@@ -130,8 +144,7 @@ export function getManyAction(kind: ActionKind): ParleyOperation {
 	return {
 		fields: [...pagingFields(), listFilters(kind)],
 		async execute(this: IExecuteFunctions, itemIndex: number) {
-			const returnAll = this.getNodeParameter('returnAll', itemIndex) as boolean;
-			const limit = returnAll ? undefined : (this.getNodeParameter('limit', itemIndex) as number);
+			const limit = pageLimit(this, itemIndex);
 			const records = await parleyPages<ApiActionRecord>(
 				this,
 				{ method: 'GET', path: `/${kind.path}`, qs: { ...listQuery(this, itemIndex) }, itemIndex },

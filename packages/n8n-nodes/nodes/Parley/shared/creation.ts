@@ -5,8 +5,13 @@
 import { createHash } from 'crypto';
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
-import type { ApiCreationAck } from './api';
-import { textOf } from './parameters';
+import { RECORD_MODULES, type ApiCreationAck } from './api';
+import {
+	optionalTextParameter,
+	refuse,
+	refuseIfExpressionFoundNothing,
+	textOf,
+} from './parameters';
 import type { ParleyResponse } from './transport';
 
 const MAX_IDEMPOTENCY_KEY = 128;
@@ -64,13 +69,14 @@ export function derivedIdempotencyKey(attempt: AttemptIdentity): string {
 
 /** The Idempotency-Key of one create: the user's override, or one derived from the attempt. */
 export function idempotencyKeyFor(this: IExecuteFunctions, itemIndex: number): string {
-	const options = this.getNodeParameter('options', itemIndex, {}) as IDataObject;
 	// A key from `{{ $json.eventId }}` is often a number: it is the user's key all the same.
-	const override = textOf(this, itemIndex, options.idempotencyKey, {
+	const override = optionalTextParameter(this, itemIndex, {
+		path: 'options.idempotencyKey',
 		label: 'Idempotency Key',
 		accepts: 'scalar',
-	}).trim();
-	if (override !== '') {
+		unsetMeans: 'use the key derived from this attempt',
+	});
+	if (override !== undefined) {
 		// Parley counts characters (code points), not UTF-16 units.
 		if ([...override].length > MAX_IDEMPOTENCY_KEY) {
 			throw new NodeOperationError(
@@ -116,19 +122,46 @@ export function toOffsetTimestamp(value: unknown, timeZone: string): string | un
 	return new Date(instant).toISOString();
 }
 
+/**
+ * The module of the record link: one of Parley's modules, Leads when left
+ * unset; anything else (a misspelt or empty expression) stops the item.
+ */
+function recordModule(context: IExecuteFunctions, itemIndex: number): string {
+	const path = 'additionalFields.recordModule';
+	const value: unknown = context.getNodeParameter(path, itemIndex, '');
+	const module = textOf(context, itemIndex, value, { label: 'Record Module' }).trim();
+	if (module === '') {
+		refuseIfExpressionFoundNothing(context, itemIndex, {
+			path,
+			label: 'Record Module',
+			unsetMeans: 'use Leads',
+		});
+		return 'Leads';
+	}
+	if (!RECORD_MODULES.some((known) => known === module)) {
+		throw refuse(context, itemIndex, `Record Module is "${module}", not one of ${RECORD_MODULES.join(', ')}`);
+	}
+	return module;
+}
+
 /** Adds `record` and `scheduledFor` from the Additional Fields to a create body. */
 export function addLinkAndSchedule(
 	this: IExecuteFunctions,
 	itemIndex: number,
 	body: IDataObject,
 ): void {
-	const fields = this.getNodeParameter('additionalFields', itemIndex, {}) as IDataObject;
-	const recordId = textOf(this, itemIndex, fields.recordId, { label: 'Record ID' }).trim();
-	if (recordId !== '') {
-		body.record = { module: typeof fields.recordModule === 'string' ? fields.recordModule : 'Leads', id: recordId };
-	}
-	const scheduledFor = toOffsetTimestamp(fields.scheduledFor, this.getTimezone());
-	if (scheduledFor !== undefined) body.scheduledFor = scheduledFor;
+	// Read first: a module that is wrong is wrong whether or not the record id is there.
+	const module = recordModule(this, itemIndex);
+	const recordId = optionalTextParameter(this, itemIndex, {
+		path: 'additionalFields.recordId',
+		label: 'Record ID',
+		unsetMeans: 'link no record',
+	});
+	if (recordId !== undefined) body.record = { module, id: recordId };
+	const schedule = { path: 'additionalFields.scheduledFor', label: 'Scheduled For', unsetMeans: 'go ahead at once' };
+	const scheduledFor = toOffsetTimestamp(this.getNodeParameter(schedule.path, itemIndex, ''), this.getTimezone());
+	if (scheduledFor === undefined) refuseIfExpressionFoundNothing(this, itemIndex, schedule);
+	else body.scheduledFor = scheduledFor;
 }
 
 /** The creation acknowledgement, plus what an n8n user needs to read it. */

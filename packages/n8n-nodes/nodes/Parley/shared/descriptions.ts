@@ -19,7 +19,7 @@ export const fromNumberField: INodeProperties = {
 	default: { mode: 'list', value: '' },
 	required: true,
 	description:
-		'Sender number (its sid is sent as fromNumberSid). The list shows the numbers that can do what this operation needs: voice for AI calls, SMS or WhatsApp for texts.',
+		'Sender number of the organisation, picked from the list or given by its sid. The list shows the numbers that can do what this operation needs: voice for AI calls, SMS or WhatsApp for texts.',
 	modes: [
 		{
 			displayName: 'From List',

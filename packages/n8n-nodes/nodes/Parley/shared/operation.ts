@@ -23,6 +23,48 @@ export function forOperation(
 	}));
 }
 
+/** One entry of a resource's Operation dropdown, with the operation it runs. */
+export interface OperationEntry {
+	/** The dropdown's label: `Get Many`. */
+	name: string;
+	/** The parameter value: `getAll`. */
+	value: string;
+	/** The action n8n lists in its panel and subtitle: `Get many bots`. */
+	action: string;
+	description: string;
+	operation: ParleyOperation;
+}
+
+export interface ParleyResource {
+	/** The operations by value, for the node's execute. */
+	operations: Record<string, ParleyOperation>;
+	/** The Operation dropdown (defaulting to the first entry) and every operation's fields. */
+	description: INodeProperties[];
+}
+
+/** A resource from its operations, in the order the dropdown shows them. */
+export function defineResource(resource: string, entries: OperationEntry[]): ParleyResource {
+	const operations: Record<string, ParleyOperation> = {};
+	for (const entry of entries) operations[entry.value] = entry.operation;
+	const firstOperation = entries[0]?.value ?? '';
+	const dropdown: INodeProperties = {
+		displayName: 'Operation',
+		name: 'operation',
+		type: 'options',
+		noDataExpression: true,
+		displayOptions: { show: { resource: [resource] } },
+		options: entries.map(({ name, value, action, description }) => ({ name, value, action, description })),
+		default: firstOperation,
+	};
+	return {
+		operations,
+		description: [
+			dropdown,
+			...entries.flatMap((entry) => forOperation(resource, entry.value, entry.operation.fields)),
+		],
+	};
+}
+
 /**
  * The node's subtitle: the action name of the chosen resource and operation
  * ("Send message"), read from the operation options so it never shows raw

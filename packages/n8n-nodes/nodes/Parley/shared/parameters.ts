@@ -5,6 +5,14 @@
  * the description declares. A number is what the builder meant as its digits,
  * so it is converted; anything else that is not text stops the item with an
  * error naming the parameter and the item, before any request is made.
+ *
+ * An optional field has two kinds of empty. Left unset (or blank), it means
+ * what the node says it means: send at once, derive the key, link no record.
+ * Given as an expression that found nothing in the item, it means the builder
+ * wanted a value the item does not have: that stops the item, because falling
+ * back to the unset meaning would change what is sent (a reminder for tomorrow
+ * going out now). The two are told apart by the parameter as the builder wrote
+ * it, before n8n evaluates it.
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
@@ -12,6 +20,8 @@ import { NodeOperationError } from 'n8n-workflow';
 export interface TextParameter {
 	/** The label the user sees in the editor: `To`, `Record ID`. */
 	label: string;
+	/** Keep the spaces around the text (a message's body is the writer's); ids and numbers are trimmed. */
+	keepSpacing?: boolean;
 	/**
 	 * `number`: numbers are converted, booleans refused (a phone number or an id
 	 * is never true). `scalar`: booleans too (an Idempotency Key may be any value
@@ -26,7 +36,8 @@ function describe(value: unknown): string {
 	return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-function refuse(context: IExecuteFunctions, itemIndex: number, message: string): NodeOperationError {
+/** An error on one item, named in the message as n8n names items. */
+export function refuse(context: IExecuteFunctions, itemIndex: number, message: string): NodeOperationError {
 	return new NodeOperationError(context.getNode(), `${message} [item ${itemIndex}]`, { itemIndex });
 }
 
@@ -66,22 +77,69 @@ export function textOf(
 	);
 }
 
-/** A text value that must not be empty once trimmed (an id, a phone number). */
+/** A text value that must not be empty once trimmed (an id, a phone number, a message's body). */
 export function requiredTextOf(
 	context: IExecuteFunctions,
 	itemIndex: number,
 	value: unknown,
 	parameter: TextParameter,
 ): string {
-	const text = textOf(context, itemIndex, value, parameter).trim();
-	if (text === '') {
+	const text = textOf(context, itemIndex, value, parameter);
+	if (text.trim() === '') {
 		throw refuse(
 			context,
 			itemIndex,
 			`${parameter.label} is empty; if it is an expression, check that the field it reads exists in this item`,
 		);
 	}
-	return text;
+	return parameter.keepSpacing === true ? text : text.trim();
+}
+
+/** Whether the builder gave this parameter an expression (`={{ $json.when }}`), read before n8n evaluates it. */
+function isExpression(context: IExecuteFunctions, itemIndex: number, path: string): boolean {
+	const raw: unknown = context.getNodeParameter(path, itemIndex, null, { rawExpressions: true });
+	return typeof raw === 'string' && raw.startsWith('=') && raw.slice(1).trim() !== '';
+}
+
+/** Where a field sits among the node's parameters, and what leaving it unset means. */
+export interface OptionalParameter extends TextParameter {
+	/** n8n's path to the parameter: `purposeMessage`, `additionalFields.recordId`, `filters.number`. */
+	path: string;
+	/** What the node does when the field is left unset, for the error: `send at once`. */
+	unsetMeans: string;
+}
+
+/**
+ * Stops the item when the field's value came out empty although an expression
+ * was given for it; returns quietly when the field was left unset or blank.
+ */
+export function refuseIfExpressionFoundNothing(
+	context: IExecuteFunctions,
+	itemIndex: number,
+	parameter: OptionalParameter,
+): void {
+	if (!isExpression(context, itemIndex, parameter.path)) return;
+	throw refuse(
+		context,
+		itemIndex,
+		`${parameter.label} is empty: its expression found nothing in this item. Check that the field it reads exists, or remove ${parameter.label} to ${parameter.unsetMeans}`,
+	);
+}
+
+/**
+ * An optional text field: its text, `undefined` when left unset or blank, and
+ * an error on the item when its expression found nothing.
+ */
+export function optionalTextParameter(
+	context: IExecuteFunctions,
+	itemIndex: number,
+	parameter: OptionalParameter,
+): string | undefined {
+	const value: unknown = context.getNodeParameter(parameter.path, itemIndex, '');
+	const text = textOf(context, itemIndex, value, parameter);
+	if (text.trim() !== '') return parameter.keepSpacing === true ? text : text.trim();
+	refuseIfExpressionFoundNothing(context, itemIndex, parameter);
+	return undefined;
 }
 
 /** Reads a top-level parameter as text (`extractValue` reads a resource locator's value). */

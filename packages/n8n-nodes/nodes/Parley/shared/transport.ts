@@ -1,8 +1,8 @@
 /**
  * The only place that talks HTTP to Parley. Every request goes through the
  * "Parley API" credential; every non-2xx answer becomes a NodeApiError that
- * carries Parley's own error code and message, the item it concerns and what
- * to do next.
+ * carries Parley's own error code and message (its fields named as the node
+ * names them), the item it concerns and what to do next.
  */
 import type {
 	IDataObject,
@@ -18,6 +18,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 import type { ApiErrorBody, Page } from './api';
+import { inNodeTerms } from './fieldNames';
 
 export type ParleyContext = IExecuteFunctions | IHookFunctions | ILoadOptionsFunctions | IPollFunctions;
 
@@ -116,7 +117,8 @@ export function parleyApiError(
 	if (requestId !== undefined) details.requestId = requestId;
 	if (retryAfter !== undefined) details.retryAfter = retryAfter;
 	return new NodeApiError(node, details, {
-		message: `${code}: ${apiMessage}${itemLabel(itemIndex)}`,
+		// Parley's own words stay in the details; the message names the node's fields.
+		message: `${code}: ${inNodeTerms(apiMessage)}${itemLabel(itemIndex)}`,
 		description: `${advice(status, code, retryAfter)}${requestId === undefined ? '' : ` (Parley request ${requestId})`}`,
 		httpCode: String(status),
 		...(itemIndex === undefined ? {} : { itemIndex }),

@@ -10,7 +10,7 @@ import {
 	toField,
 } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
-import { textParameter } from '../../shared/parameters';
+import { optionalTextParameter, textParameter } from '../../shared/parameters';
 import { parleyRequestFull } from '../../shared/transport';
 
 export const start: ParleyOperation = {
@@ -66,8 +66,13 @@ export const start: ParleyOperation = {
 			botId: textParameter(this, 'bot', itemIndex, { label: 'Bot', required: true, extractValue: true }),
 			mode: this.getNodeParameter('mode', itemIndex) as string,
 		};
-		const purposeMessage = textParameter(this, 'purposeMessage', itemIndex, { label: 'Purpose Message' });
-		if (purposeMessage !== '') body.purposeMessage = purposeMessage;
+		const purposeMessage = optionalTextParameter(this, itemIndex, {
+			path: 'purposeMessage',
+			label: 'Purpose Message',
+			keepSpacing: true,
+			unsetMeans: 'let the bot follow its script alone',
+		});
+		if (purposeMessage !== undefined) body.purposeMessage = purposeMessage;
 		addLinkAndSchedule.call(this, itemIndex, body);
 
 		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);

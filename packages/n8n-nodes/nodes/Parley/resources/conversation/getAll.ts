@@ -2,6 +2,7 @@
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import type { ApiConversationSummary } from '../../shared/api';
 import { pagingFields } from '../../shared/descriptions';
+import { pageLimit } from '../../shared/listing';
 import type { ParleyOperation } from '../../shared/operation';
 import { parleyPages } from '../../shared/transport';
 
@@ -9,8 +10,7 @@ export const getAll: ParleyOperation = {
 	fields: pagingFields(),
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
-		const returnAll = this.getNodeParameter('returnAll', itemIndex) as boolean;
-		const limit = returnAll ? undefined : (this.getNodeParameter('limit', itemIndex) as number);
+		const limit = pageLimit(this, itemIndex);
 		const conversations = await parleyPages<ApiConversationSummary>(
 			this,
 			{ method: 'GET', path: '/conversations', itemIndex },

@@ -2,6 +2,7 @@
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import type { ApiActionRecord } from '../../shared/api';
 import { conversationField, pagingFields } from '../../shared/descriptions';
+import { pageLimit } from '../../shared/listing';
 import type { ParleyOperation } from '../../shared/operation';
 import { textParameter } from '../../shared/parameters';
 import { parleyPages } from '../../shared/transport';
@@ -15,8 +16,7 @@ export const getMessages: ParleyOperation = {
 			required: true,
 			extractValue: true,
 		});
-		const returnAll = this.getNodeParameter('returnAll', itemIndex) as boolean;
-		const limit = returnAll ? undefined : (this.getNodeParameter('limit', itemIndex) as number);
+		const limit = pageLimit(this, itemIndex);
 		const messages = await parleyPages<ApiActionRecord>(
 			this,
 			{ method: 'GET', path: `/conversations/${encodeURIComponent(conversationId)}`, itemIndex },

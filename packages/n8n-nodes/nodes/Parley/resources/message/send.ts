@@ -10,24 +10,26 @@ import {
 	toField,
 } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
-import { textOf, textParameter } from '../../shared/parameters';
+import { optionalTextParameter, requiredTextOf, textParameter } from '../../shared/parameters';
 import { parleyRequestFull } from '../../shared/transport';
 
-function contentVariables(
-	context: IExecuteFunctions,
-	itemIndex: number,
-	fields: IDataObject,
-): IDataObject | undefined {
-	const collection = (fields.whatsAppContentVariables ?? {}) as IDataObject;
-	const variables = (collection.variable ?? []) as IDataObject[];
+function contentVariables(context: IExecuteFunctions, itemIndex: number): IDataObject | undefined {
+	const path = 'additionalFields.whatsAppContentVariables.variable';
+	const variables = context.getNodeParameter(path, itemIndex, []) as IDataObject[];
 	if (variables.length === 0) return undefined;
 	const result: IDataObject = {};
-	for (const variable of variables) {
-		const key = textOf(context, itemIndex, variable.key, { label: 'WhatsApp Content Variable Placeholder' })
-			.trim()
-			.replace(/^\{\{|\}\}$/g, '');
-		result[`{{${key}}}`] = textOf(context, itemIndex, variable.value, { label: `WhatsApp Content Variable {{${key}}}` });
-	}
+	variables.forEach((variable, index) => {
+		const key = requiredTextOf(context, itemIndex, variable.key, {
+			label: 'WhatsApp Content Variable Placeholder',
+		}).replace(/^\{\{|\}\}$/g, '');
+		result[`{{${key}}}`] =
+			optionalTextParameter(context, itemIndex, {
+				path: `${path}[${index}].value`,
+				label: `WhatsApp Content Variable {{${key}}}`,
+				keepSpacing: true,
+				unsetMeans: 'send it empty',
+			}) ?? '';
+	});
 	return result;
 }
 
@@ -133,16 +135,17 @@ export const send: ParleyOperation = {
 				extractValue: true,
 			});
 		} else {
-			// Not trimmed: spacing in a message is the writer's.
-			body.body = textParameter(this, 'body', itemIndex, { label: 'Body' });
+			// Not trimmed: spacing in a message is the writer's; but a text must say something.
+			body.body = textParameter(this, 'body', itemIndex, { label: 'Body', required: true, keepSpacing: true });
 		}
 		addLinkAndSchedule.call(this, itemIndex, body);
-		const fields = this.getNodeParameter('additionalFields', itemIndex, {}) as IDataObject;
-		const contentSid = textOf(this, itemIndex, fields.whatsAppContentSid, {
+		const contentSid = optionalTextParameter(this, itemIndex, {
+			path: 'additionalFields.whatsAppContentSid',
 			label: 'WhatsApp Content SID',
-		}).trim();
-		if (contentSid !== '') body.whatsAppContentSid = contentSid;
-		const variables = contentVariables(this, itemIndex, fields);
+			unsetMeans: 'send without a content template',
+		});
+		if (contentSid !== undefined) body.whatsAppContentSid = contentSid;
+		const variables = contentVariables(this, itemIndex);
 		if (variables !== undefined) body.whatsAppContentVariables = variables;
 
 		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
