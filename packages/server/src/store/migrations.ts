@@ -8,6 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { autoIncrementKey } from "./Dialect.js"
+import { zohoOutbox } from "./ZohoOutboxMigration.js"
 
 const autoId = Effect.map(SqlClient.SqlClient, autoIncrementKey)
 
@@ -575,5 +576,6 @@ export const migrations = {
   "0015_trace_links": traceLinks,
   "0016_key_usage": keyUsage,
   "0021_allowance_periods": allowancePeriods,
-  "0022_media_urls": mediaUrls
+  "0022_media_urls": mediaUrls,
+  "0023_zoho_outbox": zohoOutbox
 }

@@ -17,8 +17,9 @@ import type { CrmModule } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
-import { dataOf, listOf, text } from "./ZohoApi.js"
+import { dataOf, listOf, refusalOf, text } from "./ZohoApi.js"
 import { ZohoConnections } from "./ZohoConnections.js"
+import { makeFieldLengths } from "./ZohoFieldLengths.js"
 import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
 import * as ZohoSession from "./ZohoSession.js"
 
@@ -50,6 +51,8 @@ export const layer: Layer.Layer<
     const embedded = yield* SqlCrm.make
     const session = yield* ZohoSession.make(embedded)
     const connections = yield* ZohoConnections
+    // Every text cut to its field's length in Zoho (ZohoFieldLengths); Parley keeps the full text.
+    const fieldLengths = makeFieldLengths(session)
     const templates = new Map<string, Cached<ReadonlyArray<Crm.TemplateRow>>>()
     const fieldMaps = new Map<string, Cached<ReadonlyMap<string, string>>>()
 
@@ -137,7 +140,7 @@ export const layer: Layer.Layer<
     const recordAction = (draft: Crm.CrmActionDraft) =>
       Effect.gen(function*() {
         const answer = yield* session.call(draft.orgId, "POST", `/${MESSAGES_MODULE}/upsert`, {
-          data: [messageRecord(draft)],
+          data: yield* fieldLengths.fit(draft.orgId, MESSAGES_MODULE, [messageRecord(draft)]),
           duplicate_check_fields: [KEY_FIELD],
           // No workflow rules, approvals or blueprints fire on Parley's own bookkeeping.
           trigger: []
@@ -148,6 +151,10 @@ export const layer: Layer.Layer<
           ? details.id
           : undefined
         const status = item === undefined ? undefined : text(item, "status")
+        // Zoho refused this record (INVALID_DATA, MANDATORY_NOT_FOUND, DUPLICATE_DATA…): a retry cannot fix it.
+        if (item !== undefined && status === "error" && text(item, "code") !== undefined) {
+          return yield* refusalOf("zoho.recordAction", item)
+        }
         if (item === undefined || status !== "success" || id === undefined) {
           return yield* new Crm.CrmError({
             operation: "zoho.recordAction",
