@@ -22,7 +22,10 @@ export const zohoOutbox = Effect.gen(function*() {
     lease_until BIGINT NOT NULL
   )`
   yield* sql`CREATE INDEX zoho_inbound_due ON zoho_inbound (due_at)`
-  const owed = "NEW.direction = 'Inbound' AND NEW.crm_id IS NULL AND EXISTS (SELECT 1 FROM zoho_connections WHERE org_id = NEW.org_id)"
+  const inboundWithout = "NEW.direction = 'Inbound' AND NEW.crm_id IS NULL"
+  const connected = "EXISTS (SELECT 1 FROM zoho_connections WHERE org_id = NEW.org_id)"
+  // Postgres allows no subquery in a trigger's WHEN: the connection is checked inside its function.
+  const owed = `${inboundWithout} AND ${connected}`
   const resume = "UPDATE zoho_writebacks SET due_at = 0, lease_until = 0 WHERE org_id = NEW.org_id; " +
     "UPDATE zoho_inbound SET due_at = 0, lease_until = 0 WHERE org_id = NEW.org_id;"
   yield* sql.onDialectOrElse({
@@ -30,13 +33,15 @@ export const zohoOutbox = Effect.gen(function*() {
       Effect.gen(function*() {
         yield* sql.unsafe(`CREATE FUNCTION zoho_inbound_enqueue() RETURNS trigger AS $$
           BEGIN
-            INSERT INTO zoho_inbound (action_id, org_id, due_at, attempts, lease_until)
-            VALUES (NEW.id::text, NEW.org_id, (extract(epoch from clock_timestamp()) * 1000)::bigint, 0, 0)
-            ON CONFLICT (action_id) DO NOTHING;
+            IF ${connected} THEN
+              INSERT INTO zoho_inbound (action_id, org_id, due_at, attempts, lease_until)
+              VALUES (NEW.id::text, NEW.org_id, (extract(epoch from clock_timestamp()) * 1000)::bigint, 0, 0)
+              ON CONFLICT (action_id) DO NOTHING;
+            END IF;
             RETURN NEW;
           END $$ LANGUAGE plpgsql`)
         yield* sql.unsafe(`CREATE TRIGGER actions_zoho_inbound AFTER INSERT ON actions FOR EACH ROW
-          WHEN (${owed}) EXECUTE FUNCTION zoho_inbound_enqueue()`)
+          WHEN (${inboundWithout}) EXECUTE FUNCTION zoho_inbound_enqueue()`)
         yield* sql.unsafe(`CREATE FUNCTION zoho_outbox_resume() RETURNS trigger AS $$
           BEGIN ${resume} RETURN NEW; END $$ LANGUAGE plpgsql`)
         yield* sql.unsafe(`CREATE TRIGGER zoho_connections_resume_inserted AFTER INSERT ON zoho_connections FOR EACH ROW
