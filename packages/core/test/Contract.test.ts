@@ -118,7 +118,10 @@ const CODE_STATUS: Readonly<Record<string, string>> = {
   ...ISSUE_CODE_STATUS,
   METHOD_NOT_ALLOWED: "405",
   UNSUPPORTED_MEDIA_TYPE: "415",
-  DESTINATION_NOT_ALLOWED: "403"
+  DESTINATION_NOT_ALLOWED: "403",
+  CRM_REJECTED: "400",
+  SETUP_REQUIRED: "503",
+  CRM_RATE_LIMITED: "503"
 }
 
 const operation = (method: string, path: string): Operation => {
