@@ -63,3 +63,18 @@ export const zohoOutbox = Effect.gen(function*() {
       })
   })
 })
+
+/**
+ * Migration 0024: the shared slots of Zoho's concurrency cap (ZohoCallSlots), one row per organisation and
+ * slot, leased by a call in flight. Used on Postgres, where replicas share them.
+ */
+export const zohoCallSlots = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE zoho_call_slots (
+    org_id TEXT NOT NULL,
+    slot INTEGER NOT NULL,
+    holder TEXT NOT NULL,
+    lease_until BIGINT NOT NULL,
+    PRIMARY KEY (org_id, slot)
+  )`
+})

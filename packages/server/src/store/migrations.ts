@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { autoIncrementKey } from "./Dialect.js"
-import { zohoOutbox } from "./ZohoOutboxMigration.js"
+import { zohoCallSlots, zohoOutbox } from "./ZohoOutboxMigration.js"
 
 const autoId = Effect.map(SqlClient.SqlClient, autoIncrementKey)
 
@@ -577,5 +577,6 @@ export const migrations = {
   "0016_key_usage": keyUsage,
   "0021_allowance_periods": allowancePeriods,
   "0022_media_urls": mediaUrls,
-  "0023_zoho_outbox": zohoOutbox
+  "0023_zoho_outbox": zohoOutbox,
+  "0024_zoho_call_slots": zohoCallSlots
 }

@@ -18,6 +18,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
 import { dataOf, listOf, refusalOf, text } from "./ZohoApi.js"
+import { limitCalls } from "./ZohoCallSlots.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
 import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
@@ -49,7 +50,8 @@ export const layer: Layer.Layer<
 > = Layer.effectContext(
   Effect.gen(function*() {
     const embedded = yield* SqlCrm.make
-    const session = yield* ZohoSession.make(embedded)
+    // Every call of an organisation, whoever makes it, within Zoho's concurrency cap (ZohoCallSlots).
+    const session = yield* limitCalls(yield* ZohoSession.make(embedded))
     const connections = yield* ZohoConnections
     // Every text cut to its field's length in Zoho (ZohoFieldLengths); Parley keeps the full text.
     const fieldLengths = makeFieldLengths(session)
