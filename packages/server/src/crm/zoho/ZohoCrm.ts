@@ -21,6 +21,7 @@ import { dataOf, listOf, refusalOf, text } from "./ZohoApi.js"
 import { limitCalls } from "./ZohoCallSlots.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
+import { makeSingleFlight } from "./SingleFlight.js"
 import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
 import * as ZohoSession from "./ZohoSession.js"
 
@@ -89,9 +90,11 @@ export const layer: Layer.Layer<
         return sorted
       })
 
+    // Concurrent misses of one module's field map read it from Zoho once (SingleFlight).
+    const fieldMapFlight = makeSingleFlight()
     /** Field label → API name for a module, as the connected user sees it. */
     const fieldMap = (orgId: string, module: string) =>
-      Effect.gen(function*() {
+      fieldMapFlight(`${orgId}\u0000${module}`, Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const key = `${orgId}\u0000${module}`
         const hit = fieldMaps.get(key)
@@ -105,7 +108,7 @@ export const layer: Layer.Layer<
         }
         fieldMaps.set(key, { at: now, value: map })
         return map
-      })
+      }))
 
     const findRecord = (orgId: string, module: CrmModule, id: string, fieldLabels?: ReadonlyArray<string>) =>
       Effect.gen(function*() {

@@ -9,6 +9,7 @@ import type { Crm } from "@parley/core/domain"
 import { Clock, Effect } from "effect"
 import { listOf, text } from "./ZohoApi.js"
 import type { ZohoSessionService } from "./ZohoSession.js"
+import { makeSingleFlight } from "./SingleFlight.js"
 
 export const FIELD_LENGTHS_CACHE_MS = 10 * 60_000
 /** Ends a text cut to fit its Zoho field. */
@@ -25,13 +26,25 @@ export const fitText = (value: string, length: number): string => {
 
 export const makeFieldLengths = (session: ZohoSessionService) => {
   const cache = new Map<string, { readonly at: number; readonly value: ReadonlyMap<string, number> }>()
+  const singleFlight = makeSingleFlight()
+  const fresh = (key: string, now: number) => {
+    const hit = cache.get(key)
+    return hit !== undefined && now - hit.at < FIELD_LENGTHS_CACHE_MS ? hit.value : undefined
+  }
 
   const lengths = (orgId: string, module: string): Effect.Effect<ReadonlyMap<string, number>, Crm.CrmError> =>
     Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
       const key = `${orgId}\u0000${module}`
-      const hit = cache.get(key)
-      if (hit !== undefined && now - hit.at < FIELD_LENGTHS_CACHE_MS) return hit.value
+      const known = fresh(key, yield* Clock.currentTimeMillis)
+      return known ?? (yield* singleFlight(key, read(orgId, module, key)))
+    })
+
+  /** Reads a module's lengths, unless a concurrent reader (single flight) just did. */
+  const read = (orgId: string, module: string, key: string) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const known = fresh(key, now)
+      if (known !== undefined) return known
       const answer = yield* session.call(orgId, "GET", `/settings/fields?module=${encodeURIComponent(module)}`)
       const value = new Map<string, number>()
       for (const f of listOf(answer, "fields")) {
