@@ -15,6 +15,7 @@
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { setResponseHeaders } from "../../http/RequestState.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
 import { dataOf, listOf, refusalOf, text } from "./ZohoApi.js"
@@ -92,6 +93,43 @@ export const layer: Layer.Layer<
 
     // Concurrent misses of one module's field map read it from Zoho once (SingleFlight).
     const fieldMapFlight = makeSingleFlight()
+    // GET /templates while Zoho is down or throttling (issue 31): the last list read is served, its age in
+    // seconds in the response's `Age` header, and the list is read again in the background — one read at a
+    // time per organisation — so no request waits on a Zoho that is not answering.
+    const templatesFailing = new Set<string>()
+    const templatesRefreshing = new Set<string>()
+    const servesStale = (error: Crm.CrmError) => error.reason === undefined || error.reason === "unavailable" || error.reason === "busy"
+    const refreshTemplatesInBackground = (orgId: string) =>
+      templatesRefreshing.has(orgId)
+        ? Effect.void
+        : Effect.asVoid(Effect.forkDaemon(Effect.sync(() => templatesRefreshing.add(orgId)).pipe(
+          Effect.zipRight(listTemplates(orgId)),
+          Effect.tap(() => Effect.sync(() => templatesFailing.delete(orgId))),
+          Effect.ignore,
+          Effect.ensuring(Effect.sync(() => templatesRefreshing.delete(orgId)))
+        )))
+    const servedTemplates = (orgId: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const last = templates.get(orgId)
+        const age = (at: number) => setResponseHeaders({ age: String(Math.max(0, Math.floor((now - at) / 1000))) })
+        if (last !== undefined && now - last.at >= TEMPLATE_CACHE_MS && templatesFailing.has(orgId)) {
+          yield* refreshTemplatesInBackground(orgId)
+          yield* age(last.at)
+          return last.value
+        }
+        const read = yield* Effect.either(listTemplates(orgId))
+        if (read._tag === "Right") {
+          templatesFailing.delete(orgId)
+          yield* age(templates.get(orgId)?.at ?? now)
+          return read.right
+        }
+        if (last === undefined || !servesStale(read.left)) return yield* read.left
+        templatesFailing.add(orgId)
+        yield* age(last.at)
+        return last.value
+      })
+
     /** Field label → API name for a module, as the connected user sees it. */
     const fieldMap = (orgId: string, module: string) =>
       fieldMapFlight(`${orgId}\u0000${module}`, Effect.gen(function*() {
@@ -203,7 +241,7 @@ export const layer: Layer.Layer<
         return embedded.setConnection(orgId, c)
       },
       listTemplates: (orgId, limit) =>
-        route(orgId, () => Effect.map(listTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
+        route(orgId, () => Effect.map(servedTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
       findTemplate: (orgId, id) =>
         route(orgId, () => Effect.map(listTemplates(orgId), (rows) => Option.fromNullable(rows.find((t) => t.id === id))), () =>
           embedded.findTemplate(orgId, id)),
