@@ -214,6 +214,22 @@ describe("Zoho: nothing lost", () => {
     expect(messages().filter((m) => m["Body"] === "Reply while Zoho is down")).toHaveLength(1)
   }, HEAVY)
 
+  it("the carrier's retry of an inbound text already in Zoho: 200, still one text and one record", async () => {
+    const post = () =>
+      server.fetch("/carrier/inbound", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ From: "+14155550123", To: demo.numbers[0]?.phoneNumber ?? "", Body: "Sent twice by the carrier", MessageSid: "SMtwice123456789abcdef0123456789ab" }).toString()
+      })
+    const first = await post()
+    expect(first.status, await first.text()).toBe(200)
+    const retry = await post()
+    expect(retry.status, await retry.text()).toBe(200)
+    expect(messages().filter((m) => m["Body"] === "Sent twice by the carrier")).toHaveLength(1)
+    const rows = await server.db.query<{ n: number | string }>("SELECT COUNT(*) AS n FROM actions WHERE body = ?", ["Sent twice by the carrier"])
+    expect(Number(rows[0]?.n)).toBe(1)
+  }, HEAVY)
+
   it("a write-back is not dropped after 12 failed attempts; it reaches Zoho once Zoho is back", async () => {
     const response = await send({ body: "outlasts the outage" })
     expect(response.status).toBe(202)

@@ -138,6 +138,12 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
           record: link === null ? null : { module: link.module, id: link.id }
         }), Option.none<string>())
         return yield* unitOfWork.atomically(Effect.gen(function*() {
+          // The CRM's record is keyed by the carrier's id: a record another text already has is this message
+          // received before (the carrier's retry), not a new one.
+          if (Option.isSome(crmId)) {
+            const earlier = yield* store.findByPublicId(message.orgId, crmId.value)
+            if (Option.isSome(earlier)) return yield* new AlreadyReceived({ actionId: earlier.value.id })
+          }
           const created = yield* store.insertAction({
             orgId: message.orgId,
             kind: "message",
