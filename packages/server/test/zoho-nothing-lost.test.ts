@@ -274,4 +274,26 @@ describe("Zoho: nothing lost", () => {
     // Given up: nothing of it is left to retry.
     expect(await writebacks(id)).toHaveLength(0)
   }, HEAVY)
+
+  it("an inbound text while the connection has lapsed (OAUTH_REQUIRED overnight): 200 and stored; its record follows the reconnect", async () => {
+    zoho.revokeAll()
+    const response = await server.fetch("/carrier/inbound", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ From: "+14155550123", To: demo.numbers[0]?.phoneNumber ?? "", Body: "Reply after the grant lapsed", MessageSid: "SMlapsed123456789abcdef0123456789a" }).toString()
+    })
+    expect(response.status, await response.text()).toBe(200)
+    const owed = await server.db.query<{ attempts: number | string }>(
+      "SELECT i.attempts FROM zoho_inbound i JOIN actions a ON CAST(a.id AS TEXT) = i.action_id WHERE a.body = ?",
+      ["Reply after the grant lapsed"]
+    )
+    expect(owed).toHaveLength(1)
+    expect(messages().some((m) => m["Body"] === "Reply after the grant lapsed")).toBe(false)
+    await connect()
+    const record = await until(async () => messages().find((m) => m["Body"] === "Reply after the grant lapsed"), {
+      timeoutMs: 60_000,
+      what: "the record after the reconnect"
+    })
+    expect(record).toMatchObject({ Direction: "Inbound", Lead: { id: leadId } })
+  }, HEAVY)
 })

@@ -5,7 +5,9 @@
  *
  * What Zoho answers, and how stale it may be:
  * - templates: the `Parley_Templates` records (at most 200), ordered by name
- *   case-insensitively, cached 60 seconds per organisation;
+ *   case-insensitively, cached 60 seconds per organisation; while Zoho is down
+ *   or throttling, the last list read (its age in the `Age` header), read
+ *   again in the background;
  * - records (links and merge fields): read from Zoho at each creation, only
  *   the fields the template needs; field labels map to API names through
  *   `/settings/fields`, cached 10 minutes per organisation and module;
