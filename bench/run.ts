@@ -38,12 +38,15 @@ import { callbackFloodScenario } from "./scenarios/callbackFlood.js"
 import { type DispatcherHarness, dispatcherScenario } from "./scenarios/dispatcher.js"
 import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
 import { zohoScenario } from "./scenarios/zoho.js"
+import { zohoCappedScenario } from "./scenarios/zohoCapped.js"
 
 const args = new Set(process.argv.slice(2))
 const quick = args.has("--quick")
 const keep = args.has("--keep")
 /** `--callbacks`: only the callback-flood scenario (issue 22, item 8). */
 const callbacksOnly = args.has("--callbacks")
+/** `--zoho`: only the Zoho concurrency-cap scenario (issue 31, item 5). */
+const zohoOnly = args.has("--zoho")
 
 const profile = quick
   ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000, steadyActions: 5_000, steadyWindowMs: 2_000 }
@@ -590,8 +593,23 @@ const main = async () => {
   try {
     await timed("build", buildServer)
     step("server bundle built (packages/server/dist/parley.mjs)")
+    const zohoCapped = () =>
+      timed("zoho-capped", () =>
+        zohoCappedScenario({
+          step,
+          note: (line) => notes.push(line),
+          dataDir,
+          logFile: (name) => {
+            const file = join(logsDir, `${name}.log`)
+            writeFileSync(file, "")
+            return file
+          },
+          record: (row) => rows.push(row)
+        }))
     if (callbacksOnly) {
       await callbackScenario()
+    } else if (zohoOnly) {
+      await zohoCapped()
     } else {
       const { demo, org, templateDir } = await apiScenarios()
       await zohoScenario({
@@ -607,6 +625,7 @@ const main = async () => {
         measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf),
         record: (row) => rows.push(row)
       })
+      await zohoCapped()
       await tracingScenarios(templateDir, demo)
       walk = await conversationScenarios(templateDir, demo, org)
       await dispatcherScenarios(templateDir, org)
@@ -673,10 +692,11 @@ const main = async () => {
     for (const n of notes) log(`note: ${n}`)
   }
 
-  if (callbacksOnly) {
+  if (callbacksOnly || zohoOnly) {
     // One scenario alone is not a run to summarise in docs/benchmarks.md.
-    writeFileSync(join(resultsDir, "callbacks.json"), `${JSON.stringify(report, null, 2)}\n`)
-    log(`wrote bench/results/callbacks.json`)
+    const name = callbacksOnly ? "callbacks" : "zoho-capped"
+    writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`)
+    log(`wrote bench/results/${name}.json`)
     return
   }
   writeFileSync(join(resultsDir, "latest.json"), `${JSON.stringify({ ...report, conversationsWalk: walk }, null, 2)}\n`)

@@ -124,7 +124,10 @@ const CODE_STATUS: Readonly<Record<string, string>> = {
   UNSUPPORTED_MEDIA_TYPE: "415",
   DESTINATION_NOT_ALLOWED: "403",
   RECIPIENT_OPTED_OUT: "403",
-  OPT_OUT_NOT_REMOVABLE: "409"
+  OPT_OUT_NOT_REMOVABLE: "409",
+  CRM_REJECTED: "400",
+  SETUP_REQUIRED: "503",
+  CRM_RATE_LIMITED: "503"
 }
 
 const operation = (method: string, path: string): Operation => {

@@ -59,6 +59,9 @@ export class Internal extends Schema.TaggedError<Internal>()("Internal", fields)
 export class CrmUnavailable extends Schema.TaggedError<CrmUnavailable>()("CrmUnavailable", fields) {}
 export class PilotPending extends Schema.TaggedError<PilotPending>()("PilotPending", fields) {}
 export class SetupUnavailable extends Schema.TaggedError<SetupUnavailable>()("SetupUnavailable", fields) {}
+export class CrmRejected extends Schema.TaggedError<CrmRejected>()("CrmRejected", fields) {}
+export class SetupRequired extends Schema.TaggedError<SetupRequired>()("SetupRequired", fields) {}
+export class CrmRateLimited extends Schema.TaggedError<CrmRateLimited>()("CrmRateLimited", fields) {}
 
 type ErrorClass<E, I> = Schema.Schema<E, I> & {
   new(props: { readonly message: string; readonly requestId?: string | undefined }): E
@@ -135,6 +138,9 @@ const catalog = {
   CrmUnavailable: { errorClass: CrmUnavailable, code: "CRM_UNAVAILABLE", status: 502, description: "The CRM did not answer or failed." },
   PilotPending: { errorClass: PilotPending, code: "PILOT_PENDING", status: 503, description: "The pilot gate is not yet open for the organisation." },
   SetupUnavailable: { errorClass: SetupUnavailable, code: "SETUP_UNAVAILABLE", status: 503, description: "The service's storage or setup is unavailable; retry later." },
+  CrmRejected: { errorClass: CrmRejected, code: "CRM_REJECTED", status: 400, description: "The CRM refused the record as sent (the message names the field and the CRM's own code, e.g. Zoho's INVALID_DATA or MANDATORY_NOT_FOUND); retrying unchanged cannot succeed." },
+  SetupRequired: { errorClass: SetupRequired, code: "SETUP_REQUIRED", status: 503, description: "The connected CRM lacks what Parley keeps in it (Zoho: the Parley_Messages module); an administrator runs `parley crm setup ORG`." },
+  CrmRateLimited: { errorClass: CrmRateLimited, code: "CRM_RATE_LIMITED", status: 503, description: "The CRM is at its own request limit (Zoho: its concurrency cap or the day's API credits); wait for Retry-After seconds." },
 } as const
 
 type Catalog = typeof catalog
@@ -173,6 +179,9 @@ export const ErrorCatalog = {
   CRM_UNAVAILABLE: wire(catalog.CrmUnavailable),
   PILOT_PENDING: wire(catalog.PilotPending),
   SETUP_UNAVAILABLE: wire(catalog.SetupUnavailable),
+  CRM_REJECTED: wire(catalog.CrmRejected),
+  SETUP_REQUIRED: wire(catalog.SetupRequired),
+  CRM_RATE_LIMITED: wire(catalog.CrmRateLimited),
 } as const
 
 /** Status and code of an error instance, for layers that write responses themselves (404/405/413 before routing). */

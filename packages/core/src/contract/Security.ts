@@ -20,6 +20,9 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@parl
     ErrorCatalog.PILOT_PENDING,
     ErrorCatalog.SETUP_UNAVAILABLE,
     ErrorCatalog.CRM_UNAVAILABLE,
+    ErrorCatalog.CRM_REJECTED,
+    ErrorCatalog.SETUP_REQUIRED,
+    ErrorCatalog.CRM_RATE_LIMITED,
     ErrorCatalog.INTERNAL
   ),
   security: {

@@ -8,6 +8,10 @@
  * A message may carry media (an MMS, a WhatsApp image): its URLs are kept
  * apart from the text, which may then be empty.
  *
+ * The text is stored whatever the CRM does (down, throttled, lapsed, slow):
+ * see `receive`. A hosted CRM's record of it may then come later, from the
+ * CRM connector's own durable outbox.
+ *
  * Carriers retry a webhook they think failed (Twilio: on a timeout or a 5xx),
  * so a message the carrier identified is stored once per carrier id: a retry
  * answers the action stored the first time and emits nothing.
@@ -20,7 +24,6 @@ import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { Consent } from "./Consent.js"
-import { newId } from "./Crypto.js"
 import { emit } from "./Events.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
 
@@ -36,6 +39,16 @@ export const isMediaUrl = (text: string): boolean => {
   const { protocol } = new URL(text)
   return protocol === "https:" || protocol === "http:"
 }
+
+/** How long receiving a text waits on a hosted CRM before storing it without the CRM's part (see receive). */
+export const CRM_BUDGET = "3 seconds"
+
+/**
+ * The key of an inbound text's record in a hosted CRM: the carrier's message id when it gave one, else
+ * Parley's own id of the stored text (`local:` + id). The receive path and the CRM's outbox use the same key,
+ * so an upsert the first made is found, not duplicated, by the second.
+ */
+export const inboundCrmKey = (orgId: string, sidOrLocal: string): string => `inbound\u0000${orgId}\u0000${sidOrLocal}`
 
 /** Rolls back the transaction of a carrier's retry; the first delivery's action is answered instead. */
 class AlreadyReceived extends Data.TaggedError("AlreadyReceived")<{ readonly actionId: string }> {}
@@ -92,15 +105,26 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
         if (notUrl !== undefined) {
           return yield* new InboundRejected({ message: `media URL ${JSON.stringify(notUrl)} is not an absolute http(s) URL` })
         }
-        const record = Option.getOrUndefined(yield* crm.findByPhone(message.orgId, message.from))
+        // The text is Parley's to keep whatever the CRM does: the carrier (Twilio) does not retry a webhook by
+        // default, so a reply refused here is lost. The hosted CRM's part (the link by phone, its own record) is
+        // tried within CRM_BUDGET; a CRM that fails, throttles, has lapsed or is slow leaves the text stored
+        // without it, and the CRM's connector makes the record later from its durable outbox (Zoho:
+        // ZohoInboundRecords), keyed by the carrier's id so that it finds a record this attempt made.
+        const crmPart = <A>(effect: Effect.Effect<A, CrmError | StorageError>, otherwise: A) =>
+          effect.pipe(
+            Effect.timeout(CRM_BUDGET),
+            Effect.catchTags({ CrmError: () => Effect.succeed(otherwise), TimeoutException: () => Effect.succeed(otherwise) })
+          )
+        const record = Option.getOrUndefined(yield* crmPart(crm.findByPhone(message.orgId, message.from), Option.none()))
         const nowMs = yield* Clock.currentTimeMillis
         const now = new Date(nowMs).toISOString()
         const link = record === undefined ? null : { module: record.module, id: record.id, name: record.name }
         // A hosted CRM's record of the text, made before Parley's own (outside the transaction: it is a call
-        // over the network); the carrier's retry of the same message finds the same record by its key.
-        const crmId = yield* crm.recordAction({
+        // over the network). A text without the carrier's id has no key a later attempt could find again, so
+        // its record is left to the outbox, keyed by Parley's own id.
+        const crmId = message.sid === undefined ? Option.none<string>() : yield* crmPart(crm.recordAction({
           orgId: message.orgId,
-          key: `inbound\u0000${message.orgId}\u0000${message.sid ?? newId("in")}`,
+          key: inboundCrmKey(message.orgId, message.sid),
           kind: "message",
           direction: "Inbound",
           type: message.channel,
@@ -114,8 +138,14 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
           botId: null,
           sentBy: null,
           record: link === null ? null : { module: link.module, id: link.id }
-        })
+        }), Option.none<string>())
         return yield* unitOfWork.atomically(Effect.gen(function*() {
+          // The CRM's record is keyed by the carrier's id: a record another text already has is this message
+          // received before (the carrier's retry), not a new one.
+          if (Option.isSome(crmId)) {
+            const earlier = yield* store.findByPublicId(message.orgId, crmId.value)
+            if (Option.isSome(earlier)) return yield* new AlreadyReceived({ actionId: earlier.value.id })
+          }
           const created = yield* store.insertAction({
             orgId: message.orgId,
             kind: "message",

@@ -134,7 +134,10 @@ export interface ActionStoreService {
   /** Creates the action and assigns its numeric id. */
   readonly insertAction: (action: NewAction) => Effect.Effect<Action, StorageError>
   readonly findAction: (orgId: string, id: string) => Effect.Effect<Option.Option<Action>, StorageError>
-  /** The action the API calls `id` (see `publicId`): by its CRM record id, or by Parley's id when it has none. */
+  /**
+   * The action the API calls `id` (see `publicId`): by its CRM record id, or by Parley's id when it has none —
+   * or, for an inbound text, when its CRM record came after it was stored (the id it was first announced by).
+   */
   readonly findByPublicId: (orgId: string, id: string) => Effect.Effect<Option.Option<Action>, StorageError>
   /** Outbound actions still Queued and not yet handed to a provider whose time has come, earliest first. */
   readonly dueActions: (now: number, limit: number) => Effect.Effect<ReadonlyArray<Action>, StorageError>
@@ -245,7 +248,9 @@ export const layerMemory: Layer.Layer<ActionStore> = Layer.effect(
         Effect.map(Ref.get(actions), (m) => Option.filter(Option.fromNullable(m.get(id)), (a) => a.orgId === orgId)),
       findByPublicId: (orgId, id) =>
         Effect.map(Ref.get(actions), (m) =>
-          Option.fromNullable([...m.values()].find((a) => a.orgId === orgId && publicId(a) === id))),
+          Option.fromNullable([...m.values()].find((a) =>
+            a.orgId === orgId && (publicId(a) === id || (a.direction === "Inbound" && a.id === id))
+          ))),
       queryActions,
       queryConversationEntries: queryActions,
       dueActions: (now, limit) =>

@@ -17,9 +17,18 @@ import type { StorageError } from "./StorageError.js"
  * Why a CRM call failed, as the HTTP layer answers it: `unavailable` (no answer, 5xx, timeout) 502
  * CRM_UNAVAILABLE; `busy` (the CRM's own rate or concurrency limit) 503 with Retry-After;
  * `oauth_required` / `identity_changed` (the connection no longer works) 403 OAUTH_REQUIRED /
- * IDENTITY_CHANGED; `permission_denied` (the CRM refused the connected user) 403 CRM_PERMISSION_DENIED.
+ * IDENTITY_CHANGED; `permission_denied` (the CRM refused the connected user) 403 CRM_PERMISSION_DENIED;
+ * `rejected` (the CRM refused this record as sent: a retry cannot succeed) 400 CRM_REJECTED naming `field`
+ * and the CRM's `code`; `setup_required` (what Parley keeps in the CRM is missing) 503 SETUP_REQUIRED.
  */
-export type CrmFailure = "unavailable" | "busy" | "oauth_required" | "identity_changed" | "permission_denied"
+export type CrmFailure =
+  | "unavailable"
+  | "busy"
+  | "oauth_required"
+  | "identity_changed"
+  | "permission_denied"
+  | "rejected"
+  | "setup_required"
 
 /** The CRM did not answer or refused; see CrmFailure for the answer (absent reason: unavailable). */
 export class CrmError extends Data.TaggedError("CrmError")<{
@@ -27,6 +36,10 @@ export class CrmError extends Data.TaggedError("CrmError")<{
   readonly cause: unknown
   readonly reason?: CrmFailure
   readonly retryAfterSeconds?: number
+  /** The CRM's own code for a refusal (Zoho: `INVALID_DATA`, `MANDATORY_NOT_FOUND`…), kept for the answer and the log. */
+  readonly code?: string
+  /** The field the CRM named in a refusal (Zoho: `details.api_name`). */
+  readonly field?: string
 }> {}
 
 /** A new live action as the CRM records it (see `recordAction`). */

@@ -8,8 +8,11 @@ import {
   Authenticator,
   Authorization,
   type Crm,
+  type CrmRateLimited,
+  type CrmRejected,
   type CrmUnavailable,
   RateLimiter,
+  type SetupRequired,
   type SetupUnavailable,
   type StorageError
 } from "@parley/core/internal"
@@ -43,7 +46,7 @@ export const AuthorizationLive = Layer.effect(
               caller
             )
           },
-          onFailure: (error: Failure): Effect.Effect<never, Exclude<Failure, StorageError | Crm.CrmError> | SetupUnavailable | CrmUnavailable> => {
+          onFailure: (error: Failure): Effect.Effect<never, Exclude<Failure, StorageError | Crm.CrmError> | SetupUnavailable | CrmUnavailable | CrmRejected | SetupRequired | CrmRateLimited> => {
             if (error._tag !== "RateLimited") return infrastructureErrors(Effect.fail(error))
             const retryAfter = error.retryAfterSeconds ?? policy.windowSeconds
             return Effect.zipRight(

@@ -9,11 +9,14 @@ import { HttpServerResponse } from "@effect/platform"
 import {
   type ApiError,
   Crm,
+  CrmRateLimited,
+  CrmRejected,
   CrmUnavailable,
   CurrentRequestId,
   errorStatusAndCode,
   IdentityChanged,
   OAuthRequired,
+  SetupRequired,
   SetupUnavailable,
   StorageError
 } from "@parley/core/internal"
@@ -55,7 +58,16 @@ const crmFailure = (error: Crm.CrmError) => {
     case "identity_changed":
       return new IdentityChanged({ message: "The connected CRM account changed identity. Reconnect it in the CRM OAuth setup." })
     case "busy":
-      return new SetupUnavailable({ message: `The CRM is at its request limit; retry after ${error.retryAfterSeconds ?? 5} seconds.` })
+      return new CrmRateLimited({ message: `The CRM is at its request limit; retry after ${error.retryAfterSeconds ?? 5} seconds.` })
+    case "rejected":
+      return new CrmRejected({
+        message: `The CRM refused the record${error.field === undefined ? "" : ` (field ${error.field})`}: ${error.code ?? "refused"}. ` +
+          "Retrying unchanged cannot succeed."
+      })
+    case "setup_required":
+      return new SetupRequired({
+        message: `The CRM lacks what Parley keeps in it (${error.code ?? "setup missing"}); an administrator runs \`parley crm setup ORG\`.`
+      })
     default:
       return new CrmUnavailable({ message: "The CRM did not answer; retry shortly." })
   }
@@ -74,6 +86,14 @@ export const infrastructureErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.gen(function*() {
         if (error instanceof Crm.CrmError && error.reason !== undefined && error.reason !== "unavailable" && error.reason !== "permission_denied") {
           if (error.reason === "busy") yield* setResponseHeaders({ "retry-after": String(error.retryAfterSeconds ?? 5) })
+          // A refusal is the caller's to fix or the administrator's: the log keeps the CRM's own code and field.
+          if (error.reason === "rejected" || error.reason === "setup_required") {
+            yield* Effect.annotateLogs(Effect.logWarning("crm refused"), {
+              operation: error.operation,
+              crmCode: error.code ?? "unknown",
+              ...(error.field === undefined ? {} : { field: error.field })
+            })
+          }
           return yield* Effect.fail(crmFailure(error))
         }
         yield* Effect.annotateLogs(Effect.logError("infrastructure failure"), {

@@ -123,8 +123,15 @@ export const makeMetrics = () => {
     registers
   })
 
+  const zohoRefused = new Prom.Counter({
+    name: "parley_zoho_refused_total",
+    help: "Zoho records Parley gave up on because Zoho refused them for good (a write-back or an inbound text's record), by outbox and Zoho's code.",
+    labelNames: ["outbox", "code"] as const,
+    registers
+  })
   return {
     registry,
+    zohoRefused: (outbox: "writeback" | "inbound", code: string) => zohoRefused.inc({ outbox, code }),
     request: (route: string, method: string, status: number, seconds: number) => {
       httpRequests.inc({ route, method, status })
       httpDuration.observe({ route, method, status: statusClass(status) }, seconds)

@@ -296,8 +296,10 @@ export const layer = Layer.effect(
               Effect.flatMap(direct.values(actionByCrmId, [orgId, id]), readActions),
               (rows) => Option.map(Option.fromNullable(rows[0]), toAction)
             )
-            // A short id is Parley's own, which the API shows only for actions without a CRM record.
-            : Effect.map(action({ orgId, id }), (found) => Option.filter(Option.map(found, toAction), (a) => a.crmId === null))
+            // A short id is Parley's own, which the API shows only for actions without a CRM record — and which an
+            // inbound text stored before its CRM record (ZohoInboundRecords) was announced by.
+            : Effect.map(action({ orgId, id }), (found) =>
+              Option.filter(Option.map(found, toAction), (a) => a.crmId === null || a.direction === "Inbound"))
         ),
       // The server dispatches with its own batched, leased claim (dispatch/Dispatcher.ts); this answers the port
       // for hosts that embed the core's Dispatch over this store.

@@ -8,6 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { autoIncrementKey } from "./Dialect.js"
+import { zohoCallSlots, zohoOutbox } from "./ZohoOutboxMigration.js"
 
 const autoId = Effect.map(SqlClient.SqlClient, autoIncrementKey)
 
@@ -627,5 +628,7 @@ export const migrations = {
   "0016_key_usage": keyUsage,
   "0021_allowance_periods": allowancePeriods,
   "0022_media_urls": mediaUrls,
+  "0023_zoho_outbox": zohoOutbox,
+  "0024_zoho_call_slots": zohoCallSlots,
   "0035_consent": consent
 }

@@ -3,6 +3,7 @@ import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
 import { Console, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
+import { ZohoInboundRecordsLive } from "../../crm/zoho/ZohoInboundRecords.js"
 import { ZohoWriteBackLive } from "../../crm/zoho/ZohoWriteBack.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
@@ -39,7 +40,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // (TracingLive: otherwise Effect's tracer is off and no span is built).
     const server = Layer.mergeAll(
       http, RetentionLive, KeyUsageFlushLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive, MetricsListenerLive,
-      PoolMetricsLive
+      PoolMetricsLive, ZohoInboundRecordsLive
     ).pipe(
       Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
       Layer.provide(TracingLive)

@@ -87,6 +87,27 @@ export interface CrmAnswer {
   readonly json: unknown
 }
 
+/** Zoho's codes for a module or field that does not exist (yet): `crm setup` has not run, or was undone. */
+const SETUP_CODES: ReadonlySet<string> = new Set(["INVALID_MODULE"])
+
+/**
+ * Zoho's refusal of a request or of one record, as a CrmError: a missing module is `setup_required`, any other
+ * code (INVALID_DATA, MANDATORY_NOT_FOUND, DUPLICATE_DATA, PATTERN_NOT_MATCHED…) is `rejected` — the same
+ * request cannot succeed — naming Zoho's code and the field from `details.api_name`.
+ */
+export const refusalOf = (operation: string, item: Readonly<Record<string, unknown>>): Crm.CrmError => {
+  const code = typeof item["code"] === "string" ? item["code"] : "REFUSED"
+  const details = item["details"]
+  const field = isRecord(details) && typeof details["api_name"] === "string" ? details["api_name"] : undefined
+  return new Crm.CrmError({
+    operation,
+    cause: code,
+    reason: SETUP_CODES.has(code) ? "setup_required" : "rejected",
+    code,
+    ...(field === undefined ? {} : { field })
+  })
+}
+
 /** Seconds to wait after Zoho's 429 when it names none. */
 const DEFAULT_RETRY_AFTER_SECONDS = 5
 
@@ -130,6 +151,8 @@ export const crmRequest = (
         )
       }
       if (status >= 500) return Effect.fail(unavailable(operation, code ?? status))
+      // A refusal of the whole request (not a batch's per-record answers, which come as `data`).
+      if (status >= 400 && code !== undefined && isRecord(json)) return Effect.fail(refusalOf(operation, json))
       return Effect.succeed({ status, json })
     }
   )

@@ -5,7 +5,9 @@
  *
  * What Zoho answers, and how stale it may be:
  * - templates: the `Parley_Templates` records (at most 200), ordered by name
- *   case-insensitively, cached 60 seconds per organisation;
+ *   case-insensitively, cached 60 seconds per organisation; while Zoho is down
+ *   or throttling, the last list read (its age in the `Age` header), read
+ *   again in the background;
  * - records (links and merge fields): read from Zoho at each creation, only
  *   the fields the template needs; field labels map to API names through
  *   `/settings/fields`, cached 10 minutes per organisation and module;
@@ -15,10 +17,14 @@
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { setResponseHeaders } from "../../http/RequestState.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
-import { dataOf, listOf, text } from "./ZohoApi.js"
+import { dataOf, listOf, refusalOf, text } from "./ZohoApi.js"
+import { limitCalls } from "./ZohoCallSlots.js"
 import { ZohoConnections } from "./ZohoConnections.js"
+import { makeFieldLengths } from "./ZohoFieldLengths.js"
+import { makeSingleFlight } from "./SingleFlight.js"
 import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
 import * as ZohoSession from "./ZohoSession.js"
 
@@ -48,8 +54,11 @@ export const layer: Layer.Layer<
 > = Layer.effectContext(
   Effect.gen(function*() {
     const embedded = yield* SqlCrm.make
-    const session = yield* ZohoSession.make(embedded)
+    // Every call of an organisation, whoever makes it, within Zoho's concurrency cap (ZohoCallSlots).
+    const session = yield* limitCalls(yield* ZohoSession.make(embedded))
     const connections = yield* ZohoConnections
+    // Every text cut to its field's length in Zoho (ZohoFieldLengths); Parley keeps the full text.
+    const fieldLengths = makeFieldLengths(session)
     const templates = new Map<string, Cached<ReadonlyArray<Crm.TemplateRow>>>()
     const fieldMaps = new Map<string, Cached<ReadonlyMap<string, string>>>()
 
@@ -84,9 +93,48 @@ export const layer: Layer.Layer<
         return sorted
       })
 
+    // Concurrent misses of one module's field map read it from Zoho once (SingleFlight).
+    const fieldMapFlight = makeSingleFlight()
+    // GET /templates while Zoho is down or throttling (issue 31): the last list read is served, its age in
+    // seconds in the response's `Age` header, and the list is read again in the background — one read at a
+    // time per organisation — so no request waits on a Zoho that is not answering.
+    const templatesFailing = new Set<string>()
+    const templatesRefreshing = new Set<string>()
+    const servesStale = (error: Crm.CrmError) => error.reason === undefined || error.reason === "unavailable" || error.reason === "busy"
+    const refreshTemplatesInBackground = (orgId: string) =>
+      templatesRefreshing.has(orgId)
+        ? Effect.void
+        : Effect.asVoid(Effect.forkDaemon(Effect.sync(() => templatesRefreshing.add(orgId)).pipe(
+          Effect.zipRight(listTemplates(orgId)),
+          Effect.tap(() => Effect.sync(() => templatesFailing.delete(orgId))),
+          Effect.ignore,
+          Effect.ensuring(Effect.sync(() => templatesRefreshing.delete(orgId)))
+        )))
+    const servedTemplates = (orgId: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const last = templates.get(orgId)
+        const age = (at: number) => setResponseHeaders({ age: String(Math.max(0, Math.floor((now - at) / 1000))) })
+        if (last !== undefined && now - last.at >= TEMPLATE_CACHE_MS && templatesFailing.has(orgId)) {
+          yield* refreshTemplatesInBackground(orgId)
+          yield* age(last.at)
+          return last.value
+        }
+        const read = yield* Effect.either(listTemplates(orgId))
+        if (read._tag === "Right") {
+          templatesFailing.delete(orgId)
+          yield* age(templates.get(orgId)?.at ?? now)
+          return read.right
+        }
+        if (last === undefined || !servesStale(read.left)) return yield* read.left
+        templatesFailing.add(orgId)
+        yield* age(last.at)
+        return last.value
+      })
+
     /** Field label → API name for a module, as the connected user sees it. */
     const fieldMap = (orgId: string, module: string) =>
-      Effect.gen(function*() {
+      fieldMapFlight(`${orgId}\u0000${module}`, Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const key = `${orgId}\u0000${module}`
         const hit = fieldMaps.get(key)
@@ -100,7 +148,7 @@ export const layer: Layer.Layer<
         }
         fieldMaps.set(key, { at: now, value: map })
         return map
-      })
+      }))
 
     const findRecord = (orgId: string, module: CrmModule, id: string, fieldLabels?: ReadonlyArray<string>) =>
       Effect.gen(function*() {
@@ -137,7 +185,7 @@ export const layer: Layer.Layer<
     const recordAction = (draft: Crm.CrmActionDraft) =>
       Effect.gen(function*() {
         const answer = yield* session.call(draft.orgId, "POST", `/${MESSAGES_MODULE}/upsert`, {
-          data: [messageRecord(draft)],
+          data: yield* fieldLengths.fit(draft.orgId, MESSAGES_MODULE, [messageRecord(draft)]),
           duplicate_check_fields: [KEY_FIELD],
           // No workflow rules, approvals or blueprints fire on Parley's own bookkeeping.
           trigger: []
@@ -148,6 +196,10 @@ export const layer: Layer.Layer<
           ? details.id
           : undefined
         const status = item === undefined ? undefined : text(item, "status")
+        // Zoho refused this record (INVALID_DATA, MANDATORY_NOT_FOUND, DUPLICATE_DATA…): a retry cannot fix it.
+        if (item !== undefined && status === "error" && text(item, "code") !== undefined) {
+          return yield* refusalOf("zoho.recordAction", item)
+        }
         if (item === undefined || status !== "success" || id === undefined) {
           return yield* new Crm.CrmError({
             operation: "zoho.recordAction",
@@ -191,7 +243,7 @@ export const layer: Layer.Layer<
         return embedded.setConnection(orgId, c)
       },
       listTemplates: (orgId, limit) =>
-        route(orgId, () => Effect.map(listTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
+        route(orgId, () => Effect.map(servedTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
       findTemplate: (orgId, id) =>
         route(orgId, () => Effect.map(listTemplates(orgId), (rows) => Option.fromNullable(rows.find((t) => t.id === id))), () =>
           embedded.findTemplate(orgId, id)),

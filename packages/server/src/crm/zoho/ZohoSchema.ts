@@ -28,13 +28,19 @@ export interface FieldSpec {
   readonly unique?: { readonly casesensitive: boolean }
   readonly pick_list_values?: ReadonlyArray<{ readonly display_value: string; readonly actual_value: string }>
   readonly lookup?: { readonly module: { readonly api_name: string } }
+  /** A multi-line field's size: Parley creates every one large (32,000 characters), never Zoho's small default. */
+  readonly textarea?: { readonly type: "large" }
 }
+
+/** The characters of Zoho's large text area; `crm setup` reports any smaller text area as one to change. */
+export const LARGE_TEXTAREA_LENGTH = 32_000
+const LARGE = { type: "large" } as const
 
 const picklist = (values: ReadonlyArray<string>) =>
   values.map((v) => ({ display_value: v, actual_value: v }))
 
 export const TEMPLATE_FIELDS: ReadonlyArray<FieldSpec> = [
-  { api_name: "Body", field_label: "Body", data_type: "textarea" },
+  { api_name: "Body", field_label: "Body", data_type: "textarea", textarea: LARGE },
   { api_name: "Record_Type", field_label: "Record Type", data_type: "picklist", pick_list_values: picklist(["-None-", "Leads", "Contacts", "Vendors", "Deals"]) }
 ]
 
@@ -46,14 +52,14 @@ export const MESSAGE_FIELDS: ReadonlyArray<FieldSpec> = [
   { api_name: "Status", field_label: "Status", data_type: "text", length: 40 },
   { api_name: "From_Number", field_label: "From Number", data_type: "phone" },
   { api_name: "To_Number", field_label: "To Number", data_type: "phone" },
-  { api_name: "Body", field_label: "Body", data_type: "textarea" },
+  { api_name: "Body", field_label: "Body", data_type: "textarea", textarea: LARGE },
   { api_name: "Sent_At", field_label: "Sent At", data_type: "datetime" },
   { api_name: "Scheduled_For", field_label: "Scheduled For", data_type: "datetime" },
   { api_name: "Bot_Id", field_label: "Bot Id", data_type: "text", length: 100 },
   { api_name: "Sent_By", field_label: "Sent By", data_type: "text", length: 120 },
   { api_name: "Provider_Sid", field_label: "Provider Sid", data_type: "text", length: 100 },
   { api_name: "Recording_Id", field_label: "Recording Id", data_type: "text", length: 255 },
-  { api_name: "Error_Message", field_label: "Error Message", data_type: "textarea" },
+  { api_name: "Error_Message", field_label: "Error Message", data_type: "textarea", textarea: LARGE },
   { api_name: "Status_Changed_At", field_label: "Status Changed At", data_type: "datetime" },
   ...LOOKUPS.map((l): FieldSpec => ({ api_name: l.field, field_label: l.field, data_type: "lookup", lookup: { module: { api_name: l.module } } }))
 ]

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { isRecord, listOf, text } from "./ZohoApi.js"
-import { type FieldSpec, KEY_FIELD, MESSAGE_FIELDS, MESSAGES_MODULE, TEMPLATE_FIELDS, TEMPLATES_MODULE } from "./ZohoSchema.js"
+import { type FieldSpec, KEY_FIELD, LARGE_TEXTAREA_LENGTH, MESSAGE_FIELDS, MESSAGES_MODULE, TEMPLATE_FIELDS, TEMPLATES_MODULE } from "./ZohoSchema.js"
 import { ZohoSession } from "./ZohoSession.js"
 
 export interface SetupReport {
@@ -63,6 +63,21 @@ export const setup = (orgId: string) =>
       const fields = listOf(yield* session.call(orgId, "GET", `/settings/fields?module=${m.apiName}`), "fields")
       const missing = m.fields.filter((f) => !fields.some((found) => text(found, "api_name") === f.api_name))
       for (const f of m.fields) if (!missing.includes(f)) existing.push(`field ${m.apiName}.${f.api_name}`)
+      // A text area made before Parley asked for large ones (or by hand) holds 2,000 characters: texts and
+      // transcripts longer than that are cut to fit it (ZohoFieldLengths) until an administrator enlarges it.
+      for (const f of m.fields) {
+        if (f.textarea === undefined) continue
+        const found = fields.find((candidate) => text(candidate, "api_name") === f.api_name)
+        const length = found?.["length"]
+        if (found !== undefined && typeof length === "number" && length < LARGE_TEXTAREA_LENGTH) {
+          byHand.push(
+            `In module ${m.apiName}, the field ${f.field_label} (API name ${f.api_name}) holds ${length} characters: ` +
+              `edit it (Setup → Customization → Modules and Fields → ${m.plural} → ${f.field_label} → Edit Properties) ` +
+              `and set its size to Large (${LARGE_TEXTAREA_LENGTH.toLocaleString("en")} characters). ` +
+              `Until then Parley cuts longer texts to ${length} characters in Zoho and keeps the full text itself.`
+          )
+        }
+      }
       if (missing.length === 0) continue
       const answer = yield* Effect.either(session.call(orgId, "POST", `/settings/fields?module=${m.apiName}`, { fields: missing }))
       if (answer._tag === "Right" && succeeded(answer.right.status, answer.right.json, "fields")) {

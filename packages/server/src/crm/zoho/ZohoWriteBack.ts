@@ -10,24 +10,28 @@
  * replicas share the work), writes them per organisation in batches of up to
  * 100 records a `PUT /Parley_Messages`, at most PARLEY_ZOHO_CONCURRENCY calls
  * at a time per organisation in a process, and removes a row only if it did
- * not change meanwhile. A failure is retried with backoff (2 s doubling, at
- * most an hour); a record Zoho rejects 12 times is dropped and its error kept
- * on the connection (`parley crm status`).
+ * not change meanwhile. A failure is retried as ZohoRetry says: for as long
+ * as Zoho may yet accept it (outage, 429, lapsed connection, missing module),
+ * with backoff capped at 15 minutes and at once after a reconnect; only a
+ * record Zoho refuses for good (INVALID_DATA…) is given up, and recorded.
  *
  * Full batches go at once; a partial one waits until its oldest row has been due for FLUSH_MS, so that
  * the changes of a steady flow of texts share PUTs instead of one PUT a round each (Zoho counts API
  * credits per call). A change therefore reaches Zoho at most 2 s (the outbox's own delay) + FLUSH_MS +
  * one poll after it was made, plus Zoho's answer time.
  */
+import type { Crm } from "@parley/core/domain"
 import { SqlClient } from "@effect/sql"
 import { Cause, Clock, Effect, Layer, Schema } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { DbInt, NullableString } from "../../store/rows.js"
 import { RowLocks } from "../../store/RowLocks.js"
-import { dataOf, text } from "./ZohoApi.js"
+import { dataOf, refusalOf, text } from "./ZohoApi.js"
 import { ZohoConnections } from "./ZohoConnections.js"
+import { makeFieldLengths } from "./ZohoFieldLengths.js"
 import { MESSAGES_MODULE, zohoTime } from "./ZohoSchema.js"
 import { ZohoSession } from "./ZohoSession.js"
+import { backoffMs, isPermanent, recordRefusal } from "./ZohoRetry.js"
 
 export const BATCH = 100
 /** How long a partial batch waits past its oldest row's due time for more rows to fill it. */
@@ -35,7 +39,6 @@ export const FLUSH_MS = 3_000
 const CLAIM = 1000
 const LEASE_MS = 60_000
 const POLL_MS = 250
-const MAX_ATTEMPTS = 12
 
 const DueByOrg = Schema.Struct({ org_id: Schema.String, due: DbInt, oldest: DbInt })
 const Claimed = Schema.Struct({ action_id: Schema.String, org_id: Schema.String, version: DbInt, attempts: DbInt })
@@ -57,7 +60,7 @@ const Pending = Schema.Struct({
 export const flushable = (due: number, oldest: number, now: number): number =>
   Math.min(CLAIM, now - oldest >= FLUSH_MS ? due : Math.floor(due / BATCH) * BATCH)
 
-export const backoffMs = (attempts: number): number => Math.min(2000 * 2 ** attempts, 3_600_000)
+export { backoffMs }
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -65,6 +68,7 @@ export const make = Effect.gen(function*() {
   const connections = yield* ZohoConnections
   const config = yield* ServerConfig
   const { skipLocked } = yield* RowLocks
+  const fieldLengths = makeFieldLengths(session)
   const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
   const decodeDueByOrg = Schema.decodeUnknown(Schema.Array(DueByOrg))
   const decodePending = Schema.decodeUnknown(Schema.Array(Pending))
@@ -95,15 +99,18 @@ export const make = Effect.gen(function*() {
       return claimed.flat()
     })
 
-  const retryLater = (rows: ReadonlyArray<typeof Claimed.Type>, now: number, reason: string) =>
+  /** Rows Zoho did not take this time: due again after their backoff (ZohoRetry). */
+  const retryLater = (rows: ReadonlyArray<typeof Claimed.Type>, now: number) =>
     Effect.forEach(rows, (row) =>
-      row.attempts + 1 >= MAX_ATTEMPTS
-        ? Effect.zipRight(
-          sql`DELETE FROM zoho_writebacks WHERE action_id = ${row.action_id} AND version = ${row.version}`,
-          Effect.ignore(connections.recordError(row.org_id, `Zoho refused a write-back ${MAX_ATTEMPTS} times: ${reason}`, new Date(now).toISOString()))
-        )
-        : sql`UPDATE zoho_writebacks SET attempts = attempts + 1, due_at = ${now + backoffMs(row.attempts)}, lease_until = 0
-              WHERE action_id = ${row.action_id}`, { discard: true })
+      sql`UPDATE zoho_writebacks SET attempts = attempts + 1, due_at = ${now + backoffMs(row.attempts)}, lease_until = 0
+          WHERE action_id = ${row.action_id}`, { discard: true })
+
+  /** A row whose record Zoho refused for good: gone from the outbox (unless it changed since), and recorded. */
+  const giveUp = (row: typeof Claimed.Type, now: number, refusal: Crm.CrmError) =>
+    Effect.zipRight(
+      sql`DELETE FROM zoho_writebacks WHERE action_id = ${row.action_id} AND version = ${row.version}`,
+      recordRefusal(connections, "writeback", row.org_id, row.action_id, { code: refusal.code ?? "REFUSED", field: refusal.field }, now)
+    )
 
   /** One PUT of up to BATCH records of one organisation. */
   const writeBatch = (orgId: string, rows: ReadonlyArray<typeof Claimed.Type>) =>
@@ -131,21 +138,30 @@ export const make = Effect.gen(function*() {
           Status_Changed_At: zohoTime(a.modified)
         }]
       })
-      const answer = yield* Effect.either(session.call(orgId, "PUT", `/${MESSAGES_MODULE}`, { data, trigger: [] }))
-      if (answer._tag === "Left") return yield* retryLater(live, now, answer.left.reason ?? "unavailable")
+      // A transcript or error longer than its field is cut to fit (ZohoFieldLengths), never refused for good.
+      const answer = yield* Effect.either(Effect.flatMap(
+        fieldLengths.fit(orgId, MESSAGES_MODULE, data),
+        (fitted) => session.call(orgId, "PUT", `/${MESSAGES_MODULE}`, { data: fitted, trigger: [] })
+      ))
+      if (answer._tag === "Left") {
+        // A refusal of the whole PUT names no record: each is retried, as for an outage.
+        return yield* retryLater(live, now)
+      }
       const items = dataOf(answer.right)
       const failed: Array<typeof Claimed.Type> = []
       const written: Array<typeof Claimed.Type> = []
-      let reason = "error"
       for (let i = 0; i < live.length; i++) {
         const row = live[i]
         if (row === undefined) continue
-        const item = items[i] ?? {}
-        if (text(item, "status") === "success") {
+        const item = items[i]
+        if (item !== undefined && text(item, "status") === "success") {
           written.push(row)
+        } else if (item !== undefined && text(item, "code") !== undefined) {
+          const refusal = refusalOf("zoho.writeBack", item)
+          if (isPermanent(refusal)) yield* giveUp(row, now, refusal)
+          else failed.push(row)
         } else {
           failed.push(row)
-          reason = text(item, "code") ?? reason
         }
       }
       if (written.length > 0) {
@@ -155,7 +171,7 @@ export const make = Effect.gen(function*() {
         })`
         yield* sql`UPDATE zoho_writebacks SET lease_until = 0 WHERE action_id IN ${sql.in(written.map((r) => r.action_id))}`
       }
-      yield* retryLater(failed, now, reason)
+      yield* retryLater(failed, now)
     })
 
   /** One round: everything due, per organisation, batched and bounded. Returns how many rows it took. */

@@ -31,6 +31,11 @@
  *   `DUPLICATE_DATA` items; ids are 19-digit strings;
  * - `NO_PERMISSION` (403) for modules the user may not view or create, and
  *   for records the test denies.
+ * - field lengths (`length` in /settings/fields): a longer value is a per-record
+ *   `INVALID_DATA` with `details.maximum_length`, as zoho/crm-oas's examples show;
+ *   a new custom-module record without its Name is `MANDATORY_NOT_FOUND`;
+ * - a concurrency cap (`concurrencyCap`, Free edition 5): a CRM call beyond it
+ *   while others are in flight answers 429 `TOO_MANY_REQUESTS`;
  * - Controls: the next calls fail with `TOO_MANY_REQUESTS` (429) or
  *   `INTERNAL_ERROR` (500), an upsert is written and the connection cut before
  *   the answer, latency on every answer, down/up, access tokens expired at
@@ -58,7 +63,18 @@ export interface ZohoFakeField {
   readonly unique?: boolean
   readonly pick_list_values?: ReadonlyArray<{ readonly display_value: string; readonly actual_value: string }>
   readonly lookup?: { readonly module: { readonly api_name: string } }
+  /** The most characters a value may have (Zoho's `length`): text 255 unless set, a small textarea 2,000, a large one 32,000. */
+  readonly length?: number
+  readonly textarea?: { readonly type: "small" | "large" | "rich_text" }
+  /** Zoho refuses a new record without it (MANDATORY_NOT_FOUND): a custom module's Name. */
+  readonly system_mandatory?: boolean
 }
+
+/** Zoho's default `length` of a field created without one, by data type (textarea by its `textarea.type`). */
+const defaultLength = (dataType: string, textarea: string | undefined): number | undefined =>
+  dataType === "textarea" ? (textarea === "large" ? 32_000 : textarea === "rich_text" ? 50_000 : 2_000)
+    : dataType === "text" ? 255
+    : undefined
 
 interface FakeModule {
   readonly api_name: string
@@ -137,6 +153,13 @@ export class ZohoFake {
   consentingUser: string
   /** Latency added to every answer. */
   latencyMs = 0
+  /** Zoho's cap on concurrent CRM calls of one organisation (undefined: no cap). */
+  concurrencyCap: number | undefined = undefined
+  /** CRM calls in flight now, and the most seen at once. */
+  inFlight = 0
+  maxInFlight = 0
+  /** CRM calls refused by the concurrency cap. */
+  concurrencyRefusals = 0
   /** False: creating modules and fields is refused as the edition does (403 FEATURE_NOT_SUPPORTED). */
   metadataWritable = true
   /** Refresh grants answered (successful or not). */
@@ -282,9 +305,23 @@ export class ZohoFake {
   private async handle(request: IncomingMessage, body: string, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://fake")
     this.requests.push({ method: request.method ?? "GET", path: url.pathname, query: url.searchParams, body })
+    if (url.pathname.startsWith("/crm/v8/")) {
+      // Zoho counts a call from its arrival to its answer against the organisation's concurrency cap.
+      if (this.concurrencyCap !== undefined && this.inFlight >= this.concurrencyCap) {
+        this.concurrencyRefusals++
+        return sendJson(response, 429, { code: "TOO_MANY_REQUESTS", details: {}, message: "The API concurrency limit has been reached.", status: "error" })
+      }
+      this.inFlight++
+      this.maxInFlight = Math.max(this.maxInFlight, this.inFlight)
+      try {
+        if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs))
+        return await this.crm(request, url, body, response)
+      } finally {
+        this.inFlight--
+      }
+    }
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs))
     if (url.pathname.startsWith("/oauth/v2/")) return this.accounts(request, url, body, response)
-    if (url.pathname.startsWith("/crm/v8/")) return this.crm(request, url, body, response)
     sendJson(response, 404, { code: "INVALID_URL_PATTERN", details: {}, message: "Please check if the URL trying to access is a correct one", status: "error" })
   }
 
@@ -411,7 +448,7 @@ export class ZohoFake {
           plural_label: String(item["plural_label"] ?? apiName),
           singular_label: String(item["singular_label"] ?? apiName),
           generated_type: "custom",
-          fields: [{ api_name: "Name", field_label: `${String(item["singular_label"] ?? apiName)} Name`, data_type: "text" }]
+          fields: [{ api_name: "Name", field_label: `${String(item["singular_label"] ?? apiName)} Name`, data_type: "text", length: 120, system_mandatory: true }]
         })
         this.moduleRecords(apiName)
         return { code: "SUCCESS", details: { id: this.newId() }, message: "module created", status: "success" }
@@ -422,17 +459,30 @@ export class ZohoFake {
       const module = this.modules.get(url.searchParams.get("module") ?? "")
       if (module === undefined) return error(400, "INVALID_MODULE", "the module name given seems to be invalid")
       if (method === "GET") {
-        return sendJson(response, 200, { fields: module.fields.map((f) => ({ ...f, id: `${f.api_name.length}000`, custom_field: module.generated_type === "custom" })) })
+        return sendJson(response, 200, {
+          fields: module.fields.map((f) => {
+            const length = f.length ?? defaultLength(f.data_type, f.textarea?.type)
+            return { ...f, ...(length === undefined ? {} : { length }), id: `${f.api_name.length}000`, custom_field: module.generated_type === "custom" }
+          })
+        })
       }
       if (!this.metadataWritable) return error(403, "FEATURE_NOT_SUPPORTED", "Custom fields are not available in this edition")
       const items = Array.isArray(json()["fields"]) ? json()["fields"] as Array<Record<string, unknown>> : []
       const answers = items.map((item) => {
         const apiName = typeof item["api_name"] === "string" ? item["api_name"] : String(item["field_label"] ?? "").replace(/\W+/g, "_")
         if (module.fields.some((f) => f.api_name === apiName)) return { code: "DUPLICATE_DATA", details: { api_name: apiName }, message: "duplicate data", status: "error" }
+        const dataType = String(item["data_type"] ?? "text")
+        const textareaType = typeof item["textarea"] === "object" && item["textarea"] !== null && "type" in item["textarea"] &&
+            (item["textarea"].type === "large" || item["textarea"].type === "rich_text" || item["textarea"].type === "small")
+          ? item["textarea"].type
+          : undefined
+        const length = typeof item["length"] === "number" ? item["length"] : defaultLength(dataType, textareaType)
         const field: ZohoFakeField = {
           api_name: apiName,
           field_label: String(item["field_label"] ?? apiName),
-          data_type: String(item["data_type"] ?? "text"),
+          data_type: dataType,
+          ...(length === undefined ? {} : { length }),
+          ...(dataType === "textarea" ? { textarea: { type: textareaType ?? "small" } } : {}),
           ...(item["unique"] === undefined ? {} : { unique: true }),
           ...(Array.isArray(item["pick_list_values"]) ? { pick_list_values: item["pick_list_values"] as ZohoFakeField["pick_list_values"] & object } : {}),
           ...(typeof item["lookup"] === "object" && item["lookup"] !== null ? { lookup: item["lookup"] as ZohoFakeField["lookup"] & object } : {})
@@ -497,6 +547,30 @@ export class ZohoFake {
         [...store.values()].some((r) => r.id !== self && r[f.api_name] === record[f.api_name]))
     const invalid = (field: ZohoFakeField) =>
       ({ code: "INVALID_DATA", details: { api_name: field.api_name, expected_data_type: field.data_type }, message: "invalid data", status: "error" })
+    /** A value longer than its field's `length`: INVALID_DATA naming the length, as Zoho answers it. */
+    const tooLong = (record: Record<string, unknown>, index: number) => {
+      const field = module.fields.find((f) => {
+        const length = f.length ?? defaultLength(f.data_type, f.textarea?.type)
+        const value = record[f.api_name]
+        return length !== undefined && typeof value === "string" && [...value].length > length
+      })
+      if (field === undefined) return undefined
+      return {
+        code: "INVALID_DATA",
+        details: { maximum_length: field.length ?? defaultLength(field.data_type, field.textarea?.type), api_name: field.api_name, json_path: `$.data[${index}].${field.api_name}` },
+        message: "invalid data",
+        status: "error"
+      }
+    }
+    const mandatoryMissing = (record: Record<string, unknown>, index: number) => {
+      const field = module.fields.find((f) => f.system_mandatory === true && (record[f.api_name] === undefined || record[f.api_name] === null || record[f.api_name] === ""))
+      return field === undefined ? undefined : {
+        code: "MANDATORY_NOT_FOUND",
+        details: { api_name: field.api_name, json_path: `$.data[${index}].${field.api_name}` },
+        message: "required field not found",
+        status: "error"
+      }
+    }
     const success = (id: string, message: string, extra: Record<string, unknown> = {}) =>
       ({ code: "SUCCESS", details: { Modified_Time: now, Modified_By: by, Created_Time: now, id, Created_By: by }, message, status: "success", ...extra })
 
@@ -505,9 +579,11 @@ export class ZohoFake {
       const checks = sub === "upsert"
         ? (Array.isArray(json()["duplicate_check_fields"]) ? json()["duplicate_check_fields"] as Array<string> : module.fields.filter((f) => f.unique === true).map((f) => f.api_name))
         : []
-      answers = data.map((record) => {
+      answers = data.map((record, index) => {
         const bad = fieldOk(record)
         if (bad !== undefined) return invalid(bad)
+        const long = tooLong(record, index)
+        if (long !== undefined) return long
         const existing = checks.length === 0 ? undefined : [...store.values()].find((r) => checks.some((c) => record[c] !== undefined && r[c] === record[c]))
         if (existing !== undefined) {
           store.set(existing.id, { ...existing, ...record, id: existing.id, Modified_Time: now })
@@ -515,17 +591,21 @@ export class ZohoFake {
         }
         const clash = uniqueClash(record, undefined)
         if (clash !== undefined) return { code: "DUPLICATE_DATA", details: { api_name: clash.api_name, id: [...store.values()].find((r) => r[clash.api_name] === record[clash.api_name])?.id }, message: "duplicate data", status: "error" }
+        const missing = mandatoryMissing(record, index)
+        if (missing !== undefined) return missing
         const id = this.newId()
         store.set(id, { ...record, id, Created_Time: now, Modified_Time: now, Owner: by })
         return success(id, "record added", sub === "upsert" ? { action: "insert", duplicate_field: null } : {})
       })
     } else if (method === "PUT" && sub === undefined) {
-      answers = data.map((record) => {
+      answers = data.map((record, index) => {
         const id = typeof record["id"] === "string" ? record["id"] : ""
         const existing = store.get(id)
         if (existing === undefined) return { code: "INVALID_DATA", details: { api_name: "id" }, message: "the related id given seems to be invalid", status: "error" }
         const bad = fieldOk(record)
         if (bad !== undefined) return invalid(bad)
+        const long = tooLong(record, index)
+        if (long !== undefined) return long
         store.set(id, { ...existing, ...record, id, Modified_Time: now })
         return success(id, "record updated")
       })

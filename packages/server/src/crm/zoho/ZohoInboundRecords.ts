@@ -1,0 +1,123 @@
+/**
+ * The Zoho records of inbound texts that were stored without one (issue 31): Zoho failed, throttled, had
+ * lapsed or was slow when the text arrived, and Parley kept the text anyway (Inbound.receive). Migration
+ * 0023's trigger puts each such text in the durable outbox `zoho_inbound` in the transaction that stores it;
+ * this loop makes its `Parley_Messages` record — linked to the one Lead or Contact with the sender's phone,
+ * as at arrival — with the same upsert key the arrival used (the carrier's message id, else Parley's own id),
+ * so a record the arrival's attempt made after all is found again, not duplicated. Then the text takes the
+ * record's id as its API id (its first id, announced in `message.received`, still finds it).
+ *
+ * Failures follow ZohoRetry (never dropped while Zoho may yet accept the record; a reconnect resumes at
+ * once). Rows are claimed under a lease (SKIP LOCKED on Postgres), so replicas share the work.
+ */
+import { SqlClient } from "@effect/sql"
+import { ActionStore, Crm, Inbound } from "@parley/core/internal"
+import { Cause, Clock, Effect, Layer, Option, Schema } from "effect"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { DbInt } from "../../store/rows.js"
+import { RowLocks } from "../../store/RowLocks.js"
+import { ZohoConnections } from "./ZohoConnections.js"
+import { backoffMs, isPermanent, recordRefusal } from "./ZohoRetry.js"
+
+const CLAIM = 100
+const LEASE_MS = 60_000
+const POLL_MS = 500
+
+const Claimed = Schema.Struct({ action_id: Schema.String, org_id: Schema.String, attempts: DbInt })
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const crm = yield* Crm.Crm
+  const store = yield* ActionStore.ActionStore
+  const connections = yield* ZohoConnections
+  const config = yield* ServerConfig
+  const { skipLocked } = yield* RowLocks
+  const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
+
+  const claim = (now: number) =>
+    Effect.flatMap(
+      sql`UPDATE zoho_inbound SET lease_until = ${now + LEASE_MS}
+          WHERE action_id IN (SELECT action_id FROM zoho_inbound WHERE due_at <= ${now} AND lease_until < ${now}
+                              ORDER BY due_at LIMIT ${CLAIM} ${skipLocked})
+          RETURNING action_id, org_id, attempts`,
+      decodeClaimed
+    )
+
+  const done = (row: typeof Claimed.Type) => sql`DELETE FROM zoho_inbound WHERE action_id = ${row.action_id}`
+
+  /** One text's record: link, upsert, then the text takes the record's id. */
+  const createOne = (row: typeof Claimed.Type, now: number) =>
+    Effect.gen(function*() {
+      const found = yield* store.findAction(row.org_id, row.action_id)
+      if (Option.isNone(found) || found.value.crmId !== null && found.value.crmId !== undefined) return yield* done(row)
+      const text = found.value
+      const linked = text.record !== null
+        ? Option.some(text.record)
+        : Option.map(yield* crm.findByPhone(text.orgId, text.counterpart), (r) => ({ module: r.module, id: r.id, name: r.name }))
+      const recordId = yield* crm.recordAction({
+        orgId: text.orgId,
+        key: Inbound.inboundCrmKey(text.orgId, text.sid ?? `local:${text.id}`),
+        kind: "message",
+        direction: "Inbound",
+        type: text.type,
+        status: text.status,
+        line: text.line,
+        counterpart: text.counterpart,
+        body: text.body,
+        mediaUrls: text.mediaUrls,
+        at: text.at,
+        scheduledFor: null,
+        botId: null,
+        sentBy: null,
+        record: Option.match(linked, { onNone: () => null, onSome: (l) => ({ module: l.module, id: l.id }) })
+      })
+      // None: the organisation is no longer connected to Zoho; nothing is owed any more.
+      if (Option.isSome(recordId)) {
+        const link = Option.getOrNull(linked)
+        yield* sql`UPDATE actions SET crm_id = ${recordId.value},
+            record_module = ${link?.module ?? null}, record_id = ${link?.id ?? null}, record_name = ${link?.name ?? null},
+            linked_records = ${JSON.stringify(link === null ? [] : [link])}
+          WHERE org_id = ${text.orgId} AND id = ${Number(text.id)} AND crm_id IS NULL`
+      }
+      yield* done(row)
+    }).pipe(
+      Effect.catchTag("CrmError", (error) =>
+        isPermanent(error)
+          ? Effect.zipRight(
+            done(row),
+            recordRefusal(connections, "inbound", row.org_id, row.action_id, { code: error.code ?? "REFUSED", field: error.field }, now)
+          )
+          : sql`UPDATE zoho_inbound SET attempts = attempts + 1, due_at = ${now + backoffMs(row.attempts)}, lease_until = 0
+                WHERE action_id = ${row.action_id}`)
+    )
+
+  const round = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const claimed = yield* claim(now)
+    yield* Effect.forEach(claimed, (row) => createOne(row, now), { concurrency: config.zohoConcurrency, discard: true })
+    return claimed.length
+  })
+
+  return { round }
+})
+
+/** The inbound-records loop of a server process. */
+export const ZohoInboundRecordsLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const { round } = yield* make
+    const loop = Effect.forever(
+      Effect.flatMap(
+        // Logged by kind only: a cause could carry Zoho's answer.
+        Effect.catchAllCause(round, (cause) =>
+          Effect.as(
+            Effect.annotateLogs(Effect.logWarning("zoho inbound-records round failed"), {
+              cause: Cause.isFailType(cause) ? String(cause.error._tag) : "defect"
+            }),
+            0
+          )),
+        (taken) => (taken >= CLAIM ? Effect.void : Effect.sleep(POLL_MS))
+      )
+    )
+    yield* Effect.forkScoped(loop)
+  })
+)

@@ -1,0 +1,114 @@
+/**
+ * Zoho's concurrency cap (issue 31, item 5): with the fake capped at 5 concurrent calls (Zoho's Free edition)
+ * and answering in 200 ms, 20 concurrent sends all succeed — Parley queues its calls within
+ * PARLEY_ZOHO_CONCURRENCY per Zoho organisation instead of meeting Zoho's 429 — on one server (both stores)
+ * and across two replicas sharing Postgres.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ZohoFake } from "./support/fakes/ZohoFake.js"
+import { type DemoSummary, TestServer } from "./support/server.js"
+import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
+
+const HEAVY = 180_000
+const SENDS = 20
+
+const envOf = (zoho: ZohoFake) => ({
+  PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
+  PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
+  PARLEY_ZOHO_ACCOUNTS_URL: zoho.url,
+  PARLEY_ZOHO_CONCURRENCY: "5",
+  PARLEY_SIM_STEP_MS: "50",
+  PARLEY_RATE_LIMIT_PER_MINUTE: "10000"
+})
+
+const prepare = async (server: TestServer, demo: DemoSummary) => {
+  const started = await server.adminJson<{ url: string }>(["crm", "connect", demo.orgId, "--provider", "zoho"])
+  const consent = await fetch(started.url, { redirect: "manual" })
+  const callback = await fetch(consent.headers.get("location") ?? "")
+  expect(callback.status, await callback.text()).toBe(200)
+  const setup = await server.admin(["crm", "setup", demo.orgId])
+  expect(setup.code, setup.stderr).toBe(0)
+}
+
+const sendAll = (servers: ReadonlyArray<TestServer>, demo: DemoSummary, tag: string) =>
+  Promise.all(Array.from({ length: SENDS }, (_, i) => {
+    const server = servers[i % servers.length]
+    if (server === undefined) throw new Error("no server")
+    return server.fetch("/api/v1/messages", {
+      key: demo.keys.live,
+      method: "POST",
+      headers: { "idempotency-key": `${tag}-${i}` },
+      body: JSON.stringify({ to: "+14155550123", fromNumberSid: demo.numbers[0]?.sid, body: `${tag} ${i}` })
+    }).then(async (r) => ({ status: r.status, text: await r.text() }))
+  }))
+
+describe("Zoho's concurrency cap", () => {
+  let zoho: ZohoFake
+  let server: TestServer
+  let demo: DemoSummary
+
+  beforeAll(async () => {
+    zoho = await ZohoFake.start()
+    server = await TestServer.start({ env: envOf(zoho) })
+    demo = await server.demo()
+    await prepare(server, demo)
+  }, HEAVY)
+
+  afterAll(async () => {
+    await server?.dispose()
+    await zoho?.stop()
+  })
+
+  it(`${SENDS} concurrent sends against a cap of 5 and 200 ms answers: every one accepted, Zoho's cap never hit`, async () => {
+    zoho.concurrencyCap = 5
+    zoho.latencyMs = 200
+    zoho.maxInFlight = 0
+    try {
+      const answers = await sendAll([server], demo, "capped")
+      expect(answers.filter((a) => a.status !== 202), JSON.stringify(answers.filter((a) => a.status !== 202).slice(0, 2))).toEqual([])
+      expect(zoho.concurrencyRefusals).toBe(0)
+      expect(zoho.maxInFlight).toBeLessThanOrEqual(5)
+    } finally {
+      zoho.concurrencyCap = undefined
+      zoho.latencyMs = 0
+    }
+  }, HEAVY)
+})
+
+describe.skipIf(testStore !== "postgres")("Zoho's concurrency cap across two replicas", () => {
+  let zoho: ZohoFake
+  let db: TestDatabase
+  let replicas: ReadonlyArray<TestServer> = []
+  let demo: DemoSummary
+
+  beforeAll(async () => {
+    zoho = await ZohoFake.start()
+    db = await createTestDatabase("postgres")
+    const first = await TestServer.start({ env: envOf(zoho), database: db })
+    const second = await TestServer.start({ env: envOf(zoho), database: db })
+    replicas = [first, second]
+    demo = await first.demo()
+    await prepare(first, demo)
+  }, HEAVY)
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.stop()))
+    await db?.drop()
+    await zoho?.stop()
+  })
+
+  it(`${SENDS} concurrent sends spread over two replicas share one cap of 5`, async () => {
+    zoho.concurrencyCap = 5
+    zoho.latencyMs = 200
+    zoho.maxInFlight = 0
+    try {
+      const answers = await sendAll(replicas, demo, "replicas")
+      expect(answers.filter((a) => a.status !== 202), JSON.stringify(answers.filter((a) => a.status !== 202).slice(0, 2))).toEqual([])
+      expect(zoho.concurrencyRefusals).toBe(0)
+      expect(zoho.maxInFlight).toBeLessThanOrEqual(5)
+    } finally {
+      zoho.concurrencyCap = undefined
+      zoho.latencyMs = 0
+    }
+  }, HEAVY)
+})
