@@ -560,6 +560,25 @@ const mediaUrls = Effect.gen(function*() {
   yield* sql`ALTER TABLE actions ADD COLUMN media_urls TEXT NOT NULL DEFAULT '[]'`
 })
 
+/**
+ * Zoho workflow rules (issue 31): whether Parley's writes let an organisation's Zoho workflow rules run
+ * (`zoho_settings.workflows`, on unless set off; kept apart from the connection so it survives a reconnect),
+ * and which Parley_Messages records already fired them for their final status (a later write-back of the
+ * same record, a transcript or a recording, fires nothing again).
+ */
+const zohoWorkflows = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE zoho_settings (
+    org_id TEXT PRIMARY KEY REFERENCES organisations(id),
+    workflows INTEGER NOT NULL
+  )`
+  yield* sql`CREATE TABLE zoho_workflow_fired (
+    org_id TEXT NOT NULL,
+    crm_id TEXT NOT NULL,
+    PRIMARY KEY (org_id, crm_id)
+  )`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -575,5 +594,6 @@ export const migrations = {
   "0015_trace_links": traceLinks,
   "0016_key_usage": keyUsage,
   "0021_allowance_periods": allowancePeriods,
-  "0022_media_urls": mediaUrls
+  "0022_media_urls": mediaUrls,
+  "0028_zoho_workflows": zohoWorkflows
 }

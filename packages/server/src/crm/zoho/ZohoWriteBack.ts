@@ -26,8 +26,9 @@ import { DbInt, NullableString } from "../../store/rows.js"
 import { RowLocks } from "../../store/RowLocks.js"
 import { dataOf, text } from "./ZohoApi.js"
 import { ZohoConnections } from "./ZohoConnections.js"
-import { MESSAGES_MODULE, zohoTime } from "./ZohoSchema.js"
+import { zohoTime } from "./ZohoSchema.js"
 import { ZohoSession } from "./ZohoSession.js"
+import * as ZohoWorkflows from "./ZohoWorkflows.js"
 
 export const BATCH = 100
 /** How long a partial batch waits past its oldest row's due time for more rows to fill it. */
@@ -65,6 +66,7 @@ export const make = Effect.gen(function*() {
   const connections = yield* ZohoConnections
   const config = yield* ServerConfig
   const { skipLocked } = yield* RowLocks
+  const workflows = yield* ZohoWorkflows.make
   const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
   const decodeDueByOrg = Schema.decodeUnknown(Schema.Array(DueByOrg))
   const decodePending = Schema.decodeUnknown(Schema.Array(Pending))
@@ -131,7 +133,8 @@ export const make = Effect.gen(function*() {
           Status_Changed_At: zohoTime(a.modified)
         }]
       })
-      const answer = yield* Effect.either(session.call(orgId, "PUT", `/${MESSAGES_MODULE}`, { data, trigger: [] }))
+      // One PUT, or two where some records reach their final status and workflow rules may run (ZohoWorkflows).
+      const answer = yield* Effect.either(workflows.put(session, orgId, data))
       if (answer._tag === "Left") return yield* retryLater(live, now, answer.left.reason ?? "unavailable")
       const items = dataOf(answer.right)
       const failed: Array<typeof Claimed.Type> = []

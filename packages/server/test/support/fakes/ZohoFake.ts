@@ -96,6 +96,9 @@ const noContent = (response: ServerResponse): void => {
 
 type CrmFault = "429" | "500" | "drop"
 
+/** The values of a write's `trigger` array (Zoho's automations an API write may run). */
+const TRIGGERS: ReadonlyArray<string> = ["workflow", "approval", "blueprint", "pathfinder", "orchestration"]
+
 const FIELDS = (pairs: ReadonlyArray<FieldSpec>): Array<ZohoFakeField> =>
   pairs.map(([api_name, field_label, data_type]) => ({ api_name, field_label, data_type: data_type ?? "text" }))
 
@@ -141,6 +144,11 @@ export class ZohoFake {
   metadataWritable = true
   /** Refresh grants answered (successful or not). */
   refreshes = 0
+  /**
+   * The record writes Zoho would have run workflow rules on: those whose request said `trigger` with
+   * "workflow" (Zoho runs no rule on an API write otherwise), in order.
+   */
+  readonly workflowRuns: Array<{ readonly module: string; readonly id: string; readonly on: "create" | "edit" }> = []
   /** Record ids whose GET answers NO_PERMISSION. */
   readonly deniedRecords = new Set<string>()
   readonly modules = new Map<string, FakeModule>()
@@ -487,6 +495,24 @@ export class ZohoFake {
     }
     const data = Array.isArray(json()["data"]) ? json()["data"] as Array<Record<string, unknown>> : []
     if (data.length > 100) return error(400, "LIMIT_EXCEEDED", "the number of records exceeds 100", { limit: 100 })
+    // `trigger`: an array of Zoho's automation kinds; absent means all of them run (Zoho's default).
+    const trigger = json()["trigger"]
+    if (trigger !== undefined && (!Array.isArray(trigger) || trigger.some((t) => typeof t !== "string" || !TRIGGERS.includes(t)))) {
+      return error(400, "INVALID_DATA", "invalid data", { api_name: "trigger" })
+    }
+    const runsWorkflows = trigger === undefined || (Array.isArray(trigger) && trigger.includes("workflow"))
+    const ran = (id: string, on: "create" | "edit") => {
+      if (runsWorkflows) this.workflowRuns.push({ module: module.api_name, id, on })
+    }
+    // `Owner` names an active user of the organisation by id; Zoho answers it as `{ name, id }`.
+    const ownerOf = (record: Record<string, unknown>): { readonly name: string; readonly id: string } | "invalid" | undefined => {
+      const owner = record["Owner"]
+      if (owner === undefined) return undefined
+      const id = typeof owner === "object" && owner !== null && "id" in owner ? owner.id : undefined
+      const found = [...this.users.values()].find((u) => u.id === id)
+      return found === undefined ? "invalid" : { name: found.full_name, id: found.id }
+    }
+    const invalidOwner = { code: "INVALID_DATA", details: { api_name: "Owner", expected_data_type: "lookup" }, message: "invalid data", status: "error" }
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, "+00:00")
     const by = { name: user.full_name, id: user.id }
     const fieldOk = (record: Record<string, unknown>): ZohoFakeField | undefined =>
@@ -508,15 +534,19 @@ export class ZohoFake {
       answers = data.map((record) => {
         const bad = fieldOk(record)
         if (bad !== undefined) return invalid(bad)
+        const owner = ownerOf(record)
+        if (owner === "invalid") return invalidOwner
         const existing = checks.length === 0 ? undefined : [...store.values()].find((r) => checks.some((c) => record[c] !== undefined && r[c] === record[c]))
         if (existing !== undefined) {
-          store.set(existing.id, { ...existing, ...record, id: existing.id, Modified_Time: now })
+          store.set(existing.id, { ...existing, ...record, id: existing.id, Modified_Time: now, Owner: owner ?? existing["Owner"] })
+          ran(existing.id, "edit")
           return success(existing.id, "record updated", { action: "update", duplicate_field: checks[0] })
         }
         const clash = uniqueClash(record, undefined)
         if (clash !== undefined) return { code: "DUPLICATE_DATA", details: { api_name: clash.api_name, id: [...store.values()].find((r) => r[clash.api_name] === record[clash.api_name])?.id }, message: "duplicate data", status: "error" }
         const id = this.newId()
-        store.set(id, { ...record, id, Created_Time: now, Modified_Time: now, Owner: by })
+        store.set(id, { ...record, id, Created_Time: now, Modified_Time: now, Owner: owner ?? by })
+        ran(id, "create")
         return success(id, "record added", sub === "upsert" ? { action: "insert", duplicate_field: null } : {})
       })
     } else if (method === "PUT" && sub === undefined) {
@@ -526,7 +556,10 @@ export class ZohoFake {
         if (existing === undefined) return { code: "INVALID_DATA", details: { api_name: "id" }, message: "the related id given seems to be invalid", status: "error" }
         const bad = fieldOk(record)
         if (bad !== undefined) return invalid(bad)
-        store.set(id, { ...existing, ...record, id, Modified_Time: now })
+        const owner = ownerOf(record)
+        if (owner === "invalid") return invalidOwner
+        store.set(id, { ...existing, ...record, id, Modified_Time: now, Owner: owner ?? existing["Owner"] })
+        ran(id, "edit")
         return success(id, "record updated")
       })
     } else {
