@@ -3,8 +3,10 @@
  * fake: a Parley_Messages record is owned by its linked record's owner (else the connected user), and Zoho's
  * workflow rules run (`trigger: ["workflow"]`) exactly on inbound records and on the first write of a final
  * status while the organisation's setting is on — set by `parley crm update ORG --workflows on|off` or the
- * console's CRM page — and on nothing Parley writes while it is off.
+ * console's CRM page — and on nothing Parley writes while it is off. And (item 15) the README's recipe for
+ * texting from a Zoho workflow rule: the webhook it documents, sent as Zoho sends it, to a real Parley server.
  */
+import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { consoleGet, consolePost, signIn } from "./support/console.js"
 import { ZohoFake, type ZohoFakeRequest } from "./support/fakes/ZohoFake.js"
@@ -18,6 +20,45 @@ const BOB = { id: "5725767000000412002", zuid: "800000002", full_name: "Bob Rep"
 const FINAL = new Set(["Delivered", "Undelivered", "Failed", "Cancelled", "Completed", "No Answer", "Busy"])
 let counter = 0
 const idem = () => `zoho-wf-${Date.now()}-${++counter}`
+
+/** The README's Zoho webhook (the JSON body of Zoho's `POST /settings/automation/webhooks`). */
+interface ZohoWebhook {
+  readonly url: string
+  readonly http_method: string
+  readonly headers: {
+    readonly custom_parameters: ReadonlyArray<{ readonly name: string; readonly value: string }>
+    readonly module_parameters: ReadonlyArray<{ readonly name: string; readonly value: string }>
+  }
+  readonly body: { readonly type: string; readonly format: string; readonly raw_data_content: string }
+}
+
+const readmeWebhook = (): ZohoWebhook => {
+  const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8")
+  const block = /<!-- zoho-webhook-recipe -->\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1]
+  if (block === undefined) throw new Error("README.md has no zoho-webhook-recipe block")
+  const parsed = JSON.parse(block) as { webhooks: ReadonlyArray<ZohoWebhook> }
+  const webhook = parsed.webhooks[0]
+  if (webhook === undefined) throw new Error("the recipe has no webhook")
+  return webhook
+}
+
+/** A merge field as Zoho's webhooks take it: `${!Module.Api_Name}`, resolved from the triggering record. */
+const MERGE_FIELD = /\$\{!Leads\.([A-Za-z_]+)\}/g
+
+/**
+ * The request Zoho makes when the rule fires for `lead` (Zoho's webhook API, zoho/crm-oas v8): the URL as
+ * configured, custom headers as given, module headers and the raw body with each merge field replaced by the
+ * record's value (`Id` is the record's id; an empty field an empty string), `Content-Type` of the body's format.
+ */
+const zohoRequest = (webhook: ZohoWebhook, lead: Readonly<Record<string, unknown>>, replace: Readonly<Record<string, string>>) => {
+  const fill = (text: string) =>
+    Object.entries(replace).reduce((t, [from, to]) => t.split(from).join(to), text)
+      .replace(MERGE_FIELD, (_m, field: string) => String((field === "Id" ? lead["id"] : lead[field]) ?? ""))
+  const headers = new Headers({ "content-type": "application/json" })
+  for (const h of webhook.headers.custom_parameters) headers.set(h.name, fill(h.value))
+  for (const h of webhook.headers.module_parameters) headers.set(h.name, fill(h.value))
+  return { url: fill(webhook.url), init: { method: webhook.http_method, headers, body: fill(webhook.body.raw_data_content) } }
+}
 
 interface Written {
   readonly id: string
@@ -203,5 +244,57 @@ describe("Zoho: record owners and workflow rules", () => {
     expect((await inbound("loud reply", "SM0000000000000000000000000000b0b4")).status).toBe(200)
     const loud = [...(zoho.records.get("Parley_Messages")?.values() ?? [])].find((m) => m["Body"] === "loud reply")
     expect(zoho.workflowRuns.slice(runsBefore)).toEqual([{ module: "Parley_Messages", id: loud?.id, on: "create" }])
+  }, HEAVY)
+
+  it("the README's webhook, sent as Zoho sends it, texts the template to the Lead's mobile once per rule and record", async () => {
+    const webhook = readmeWebhook()
+    // What Zoho's webhook API accepts (zoho/crm-oas v8): POST with headers and a raw JSON body of at most
+    // 500 characters; at most 10 custom headers; each module header one merge field; no Host header.
+    expect(webhook.http_method).toBe("POST")
+    expect(webhook.body).toMatchObject({ type: "raw", format: "JSON" })
+    expect(webhook.body.raw_data_content.length).toBeLessThanOrEqual(500)
+    expect(webhook.headers.custom_parameters.length).toBeLessThanOrEqual(10)
+    for (const h of webhook.headers.module_parameters) expect(h.value).toMatch(/^\$\{![A-Za-z_]+\.[A-Za-z_]+\}$/)
+    expect([...webhook.headers.custom_parameters, ...webhook.headers.module_parameters].map((h) => h.name.toLowerCase())).not.toContain("host")
+    expect(webhook.url).toMatch(/^https:\/\/[^?]*$/)
+
+    zoho.addRecord("Parley_Templates", { Name: "Welcome", Body: "Hi ${Leads.First Name}, welcome!", Record_Type: "Leads" })
+    const templates = (await server.fetch("/api/v1/templates", { key: demo.keys.live }).then((r) => r.json())) as { items: Array<{ id: string; name: string }> }
+    const template = templates.items.find((t) => t.name === "Welcome")
+    expect(template).toBeDefined()
+    const grace = zoho.addRecord("Leads", {
+      First_Name: "Grace", Last_Name: "Hopper", Full_Name: "Grace Hopper", Mobile: "+14155550199", Owner: { name: BOB.full_name, id: BOB.id }
+    })
+    const lead = zoho.records.get("Leads")?.get(grace) ?? {}
+    const ruleKey = async (name: string) =>
+      (await server.adminJson<{ key: string }>(["keys", "create", "--org", demo.orgId, "--name", name, "--scopes", "messages:write", "--mode", "live", "--numbers", PN1])).key
+    const welcomeKey = await ruleKey("Zoho: welcome text")
+    const fire = async (key: string) => {
+      const request = zohoRequest(webhook, lead, {
+        "https://parley.example.com": server.baseUrl,
+        PARLEY_API_KEY: key,
+        FROM_NUMBER_SID: PN1,
+        TEMPLATE_UUID: template?.id ?? ""
+      })
+      const response = await fetch(request.url, request.init)
+      return { status: response.status, replayed: response.headers.get("idempotent-replayed"), body: (await response.json()) as { id: string } }
+    }
+
+    const first = await fire(welcomeKey)
+    expect(first.status, JSON.stringify(first.body)).toBe(202)
+    expect(record(first.body.id)).toMatchObject({
+      Direction: "Outbound", To_Number: "+14155550199", Body: "Hi Grace, welcome!", Lead: { id: grace }, Owner: { name: BOB.full_name, id: BOB.id }
+    })
+    // Zoho fires the rule again for the same Lead: the same text, not a second one.
+    const again = await fire(welcomeKey)
+    expect(again.body.id).toBe(first.body.id)
+    expect(again.replayed).toBe("true")
+    const toGrace = () => [...(zoho.records.get("Parley_Messages")?.values() ?? [])].filter((m) => m["To_Number"] === "+14155550199")
+    expect(toGrace()).toHaveLength(1)
+    // Another rule (its own key) on the same Lead texts independently.
+    const other = await fire(await ruleKey("Zoho: follow-up text"))
+    expect(other.status).toBe(202)
+    expect(other.body.id).not.toBe(first.body.id)
+    expect(toGrace()).toHaveLength(2)
   }, HEAVY)
 })
