@@ -158,6 +158,15 @@ describe("Zoho: record owners and workflow rules", () => {
     expect(reply?.["Lead"]).toEqual({ id: bobsLead })
   }, HEAVY)
 
+  it("a Lead owned by a user Zoho no longer accepts as an owner: the text is still recorded, owned by the connected user", async () => {
+    const gone = "5725767000000412999"
+    const orphan = zoho.addRecord("Leads", { First_Name: "Old", Full_Name: "Old Lead", Phone: "+14155550177", Owner: { name: "Gone User", id: gone } })
+    const response = await send({ body: "to an orphan", record: { module: "Leads", id: orphan } })
+    expect(response.status, await response.clone().text()).toBe(202)
+    const id = ((await response.json()) as { id: string }).id
+    expect(record(id)?.["Owner"]).toEqual({ name: "Ada Admin", id: ADA })
+  }, HEAVY)
+
   it("workflows on (the default): an inbound record and each record's first final status run Zoho's rules; nothing else does", async () => {
     const view = JSON.parse((await admin(["crm", "update", demo.orgId, "--json"])).stdout) as { workflows: string }
     expect(view.workflows).toBe("on")

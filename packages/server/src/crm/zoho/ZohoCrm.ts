@@ -145,11 +145,17 @@ export const layer: Layer.Layer<
         const owner = yield* owners.ownerOf(session, draft)
         // Workflow rules run only where the organisation's setting says (ZohoWorkflows); never approvals or blueprints.
         const trigger = yield* workflows.creationTrigger(draft)
-        const answer = yield* session.call(draft.orgId, "POST", `/${MESSAGES_MODULE}/upsert`, {
-          data: [{ ...messageRecord(draft), ...(owner === null ? {} : { Owner: { id: owner } }) }],
-          duplicate_check_fields: [KEY_FIELD],
-          trigger
-        })
+        const upsert = (ownerId: string | null) =>
+          session.call(draft.orgId, "POST", `/${MESSAGES_MODULE}/upsert`, {
+            data: [{ ...messageRecord(draft), ...(ownerId === null ? {} : { Owner: { id: ownerId } }) }],
+            duplicate_check_fields: [KEY_FIELD],
+            trigger
+          })
+        const first = yield* upsert(owner)
+        // An owner Zoho will not take (a deactivated user owning the Lead): the record stays the connected user's.
+        const answer = owner !== null && ZohoOwners.ownerRefused(first)
+          ? yield* upsert(yield* owners.connectedUser(draft.orgId))
+          : first
         const item = dataOf(answer)[0]
         const details = item?.["details"]
         const id = typeof details === "object" && details !== null && "id" in details && typeof details.id === "string"

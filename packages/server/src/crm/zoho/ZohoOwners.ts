@@ -12,7 +12,7 @@ import { SqlClient } from "@effect/sql"
 import { Crm } from "@parley/core/domain"
 import { Clock, Effect } from "effect"
 import { storage } from "../../store/rows.js"
-import { dataOf, isRecord, text } from "./ZohoApi.js"
+import { type CrmAnswer, dataOf, isRecord, text } from "./ZohoApi.js"
 import type { ZohoSessionService } from "./ZohoSession.js"
 
 /** How long a read owner is remembered: far longer than a creation takes, far shorter than reassignments. */
@@ -23,6 +23,13 @@ const MAX_REMEMBERED = 10_000
 export const ownerIdOf = (record: Readonly<Record<string, unknown>>): string | null => {
   const owner = record["Owner"]
   return isRecord(owner) ? (text(owner, "id") ?? null) : null
+}
+
+/** Whether Zoho refused a write's only record for its `Owner` (`INVALID_DATA` naming the field). */
+export const ownerRefused = (answer: CrmAnswer): boolean => {
+  const item = dataOf(answer)[0]
+  const details = item?.["details"]
+  return item !== undefined && text(item, "code") === "INVALID_DATA" && isRecord(details) && text(details, "api_name") === "Owner"
 }
 
 export const make = Effect.gen(function*() {
