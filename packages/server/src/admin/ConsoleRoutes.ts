@@ -31,7 +31,7 @@ import { asset, type ConsoleRequest, cookieValue, page, readRequest, redirect, s
 import { html } from "./Html.js"
 import { layout } from "./Layout.js"
 import { activityPage, conversationPage, recordPage } from "./pages/ActivityPage.js"
-import { connectCrm, crmOverview, disconnectCrm, startExternalCrm } from "./pages/CrmPage.js"
+import { connectCrm, crmOverview, disconnectCrm, setCrmWorkflows, startExternalCrm } from "./pages/CrmPage.js"
 import {
   addWebhook,
   confirmDeleteWebhook,
@@ -146,6 +146,7 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       action("/admin/crm/connect", connectCrm),
       action("/admin/crm/disconnect", disconnectCrm),
       action("/admin/crm/zoho", startExternalCrm),
+      action("/admin/crm/workflows", setCrmWorkflows),
       page_("/admin/providers", providersPage),
       action("/admin/providers/set", setProvider),
       action("/admin/providers/clear", clearProvider),

@@ -612,6 +612,25 @@ const consent = Effect.gen(function*() {
   })
 })
 
+/**
+ * Zoho workflow rules (issue 31): whether Parley's writes let an organisation's Zoho workflow rules run
+ * (`zoho_settings.workflows`, on unless set off; kept apart from the connection so it survives a reconnect),
+ * and which Parley_Messages records already fired them for their final status (a later write-back of the
+ * same record, a transcript or a recording, fires nothing again).
+ */
+const zohoWorkflows = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE zoho_settings (
+    org_id TEXT PRIMARY KEY REFERENCES organisations(id),
+    workflows INTEGER NOT NULL
+  )`
+  yield* sql`CREATE TABLE zoho_workflow_fired (
+    org_id TEXT NOT NULL,
+    crm_id TEXT NOT NULL,
+    PRIMARY KEY (org_id, crm_id)
+  )`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -630,5 +649,6 @@ export const migrations = {
   "0022_media_urls": mediaUrls,
   "0023_zoho_outbox": zohoOutbox,
   "0024_zoho_call_slots": zohoCallSlots,
+  "0028_zoho_workflows": zohoWorkflows,
   "0035_consent": consent
 }

@@ -5,6 +5,7 @@
 import { Crm } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
+import * as ZohoWorkflows from "../../crm/zoho/ZohoWorkflows.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { accountIdFor, connectAccount, disconnectAccount, ExternalCrm, unavailableZoho } from "../CrmConnection.js"
@@ -14,7 +15,9 @@ import { actionButton, csrfField, type FieldErrors, layout, textField } from "..
 const NOTICES: Readonly<Record<string, string>> = {
   connected: "The CRM account is connected: every key runs as it.",
   disconnected: "The CRM account was disconnected: API requests now fail with OAUTH_REQUIRED until one is connected.",
-  "zoho-unavailable": "Zoho CRM is not configured on this server; the built-in CRM stays in use."
+  "zoho-unavailable": "Zoho CRM is not configured on this server; the built-in CRM stays in use.",
+  "workflows-on": "Zoho workflow rules now run on inbound records and final statuses Parley writes.",
+  "workflows-off": "Zoho workflow rules no longer run on anything Parley writes."
 }
 
 const crmPage = (session: Session, errors: FieldErrors, notice: string | undefined, accountName: string) =>
@@ -29,6 +32,8 @@ const crmPage = (session: Session, errors: FieldErrors, notice: string | undefin
 <dt>Since</dt><dd>${status.since ?? "unknown"}</dd>
 ${status.lastError === null ? "" : html`<dt>Last error</dt><dd>${status.lastError.message}${status.lastError.at === null ? "" : ` (${status.lastError.at})`}</dd>`}`
       : undefined
+    // The same setting as `parley crm update ORG --workflows on|off`.
+    const workflowsOn = yield* (yield* ZohoWorkflows.make).enabled(session.orgId)
     const state = connection.state === "disconnected"
       ? html`<p>No CRM account is connected. API requests fail with <code>OAUTH_REQUIRED</code> until one is.</p>`
       : html`<dl>
@@ -50,6 +55,12 @@ ${connection.state === "disconnected" ? "" : actionButton(session, "/admin/crm/d
 <section aria-labelledby="crm-zoho"><h2 id="crm-zoho">${external.name}</h2>
 <p>Sign in to ${external.name} and grant Parley access; you come back to this page.</p>
 ${actionButton(session, "/admin/crm/zoho", {}, `Connect ${external.name}`)}
+</section>
+<section aria-labelledby="crm-workflows"><h2 id="crm-workflows">Zoho workflow rules</h2>
+<p>${workflowsOn ? "On" : "Off"}: ${workflowsOn
+      ? "Parley writes inbound records, and each record's final status, with Zoho's workflow trigger, so your workflow rules on Parley Messages run on them."
+      : "nothing Parley writes to Zoho runs a workflow rule."}</p>
+${actionButton(session, "/admin/crm/workflows", { workflows: workflowsOn ? "off" : "on" }, workflowsOn ? "Turn workflow rules off" : "Turn workflow rules on")}
 </section>
 <form class="card" method="post" action="/admin/crm/connect" novalidate>
 <h2>${connection.state === "disconnected" ? "Connect" : "Reconnect"} the built-in CRM</h2>
@@ -90,4 +101,11 @@ export const startExternalCrm = (_request: ConsoleRequest, session: Session) =>
       onNone: () => redirect("/admin/crm?done=zoho-unavailable"),
       onSome: (url) => redirect(url)
     })
+  })
+
+export const setCrmWorkflows = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const on = request.form.get("workflows") === "on"
+    yield* (yield* ZohoWorkflows.make).set(session.orgId, on)
+    return redirect(`/admin/crm?done=workflows-${on ? "on" : "off"}`)
   })

@@ -1,5 +1,5 @@
 /**
- * `parley crm connect | status | setup | disconnect | identity-changed | permissions`: the
+ * `parley crm connect | status | setup | disconnect | identity-changed | permissions | update`: the
  * organisation's connected CRM account, whose permissions every request runs
  * under. Connecting another account switches the executing account for every key.
  */
@@ -10,6 +10,7 @@ import { Effect, Option } from "effect"
 import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
 import { ZohoConnections } from "../../crm/zoho/ZohoConnections.js"
 import { setup as zohoSetup } from "../../crm/zoho/ZohoSetup.js"
+import * as ZohoWorkflows from "../../crm/zoho/ZohoWorkflows.js"
 import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"
 
@@ -197,7 +198,30 @@ const permissions = Command.make(
     })
 ).pipe(Command.withDescription("Set the connected CRM account's permissions"))
 
+const update = Command.make(
+  "update",
+  {
+    json,
+    org,
+    workflows: Options.choice("workflows", ["on", "off"]).pipe(
+      Options.withDescription(
+        "Whether Parley's writes to Zoho run the organisation's Zoho workflow rules: inbound records and the first write of a final status (default on)"
+      ),
+      Options.optional
+    )
+  },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const workflows = yield* ZohoWorkflows.make
+      if (Option.isSome(input.workflows)) yield* workflows.set(input.org, input.workflows.value === "on")
+      const on = yield* workflows.enabled(input.org)
+      yield* print(input.json, { orgId: input.org, workflows: on ? "on" : "off" }, () =>
+        `Zoho workflow rules of ${input.org}: ${on ? "on (inbound records and final statuses are written with trigger workflow)" : "off (nothing Parley writes runs a workflow rule)"}`)
+    })
+).pipe(Command.withDescription("Change the organisation's Zoho settings (--workflows on|off); prints them"))
+
 export const crm = Command.make("crm").pipe(
   Command.withDescription("The organisation's connected CRM account"),
-  Command.withSubcommands([connect, status, setup, disconnect, identityChanged, permissions])
+  Command.withSubcommands([connect, status, setup, disconnect, identityChanged, permissions, update])
 )

@@ -27,6 +27,8 @@ export const SCOPES: ReadonlyArray<string> = [
   "ZohoCRM.modules.ALL",
   "ZohoCRM.settings.modules.ALL",
   "ZohoCRM.settings.fields.ALL",
+  // crm setup: which profiles read Leads/Contacts, and their access to Parley's modules (ZohoProfiles).
+  "ZohoCRM.settings.profiles.ALL",
   "ZohoCRM.users.READ",
   "ZohoCRM.org.READ"
 ]

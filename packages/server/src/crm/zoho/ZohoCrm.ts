@@ -26,7 +26,9 @@ import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
 import { makeSingleFlight } from "./SingleFlight.js"
 import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
+import * as ZohoOwners from "./ZohoOwners.js"
 import * as ZohoSession from "./ZohoSession.js"
+import * as ZohoWorkflows from "./ZohoWorkflows.js"
 
 export const TEMPLATE_CACHE_MS = 60_000
 export const FIELD_CACHE_MS = 10 * 60_000
@@ -61,6 +63,8 @@ export const layer: Layer.Layer<
     const fieldLengths = makeFieldLengths(session)
     const templates = new Map<string, Cached<ReadonlyArray<Crm.TemplateRow>>>()
     const fieldMaps = new Map<string, Cached<ReadonlyMap<string, string>>>()
+    const owners = yield* ZohoOwners.make
+    const workflows = yield* ZohoWorkflows.make
 
     const settings = yield* SettingsCache
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
@@ -170,26 +174,38 @@ export const layer: Layer.Layer<
           const value = api === undefined ? undefined : text(record, api)
           if (value !== undefined) fields[label] = value
         }
-        const owner = record["Owner"]
+        const ownerId = ZohoOwners.ownerIdOf(record)
+        yield* owners.remember(orgId, module, id, ownerId)
         return Option.some<Crm.CrmRecord>({
           orgId,
           module,
           id,
           name: text(record, NAME_FIELD[module]) ?? id,
           phone: text(record, "Phone") ?? null,
-          ownerId: typeof owner === "object" && owner !== null && "id" in owner && typeof owner.id === "string" ? owner.id : null,
+          ownerId,
           fields
         })
       })
 
     const recordAction = (draft: Crm.CrmActionDraft) =>
       Effect.gen(function*() {
-        const answer = yield* session.call(draft.orgId, "POST", `/${MESSAGES_MODULE}/upsert`, {
-          data: yield* fieldLengths.fit(draft.orgId, MESSAGES_MODULE, [messageRecord(draft)]),
-          duplicate_check_fields: [KEY_FIELD],
-          // No workflow rules, approvals or blueprints fire on Parley's own bookkeeping.
-          trigger: []
-        })
+        // Owned by the linked record's owner, else the connected user (ZohoOwners).
+        const owner = yield* owners.ownerOf(session, draft)
+        // Workflow rules run only where the organisation's setting says (ZohoWorkflows); never approvals or blueprints.
+        const trigger = yield* workflows.creationTrigger(draft)
+        // Every text cut to its field's length in Zoho (ZohoFieldLengths); Parley keeps the full text.
+        const [fitted] = yield* fieldLengths.fit(draft.orgId, MESSAGES_MODULE, [messageRecord(draft)])
+        const upsert = (ownerId: string | null) =>
+          session.call(draft.orgId, "POST", `/${MESSAGES_MODULE}/upsert`, {
+            data: [{ ...fitted, ...(ownerId === null ? {} : { Owner: { id: ownerId } }) }],
+            duplicate_check_fields: [KEY_FIELD],
+            trigger
+          })
+        const first = yield* upsert(owner)
+        // An owner Zoho will not take (a deactivated user owning the Lead): the record stays the connected user's.
+        const answer = owner !== null && ZohoOwners.ownerRefused(first)
+          ? yield* upsert(yield* owners.connectedUser(draft.orgId))
+          : first
         const item = dataOf(answer)[0]
         const details = item?.["details"]
         const id = typeof details === "object" && details !== null && "id" in details && typeof details.id === "string"
@@ -207,6 +223,9 @@ export const layer: Layer.Layer<
             reason: "unavailable"
           })
         }
+        // Its final status fired the rules already (an inbound record is final at birth); a miss here only means
+        // a later write-back of the same final status could run them once more, so it does not fail the creation.
+        if (trigger.length > 0) yield* Effect.ignore(workflows.markFired(draft.orgId, [id]))
         return Option.some(id)
       })
 
@@ -215,10 +234,14 @@ export const layer: Layer.Layer<
       Effect.gen(function*() {
         const found: Array<Crm.CrmRecord> = []
         for (const module of ["Leads", "Contacts"] as const) {
-          const answer = yield* session.call(orgId, "GET", `/${module}/search?phone=${encodeURIComponent(phone)}&fields=${NAME_FIELD[module]},Phone`)
+          const answer = yield* session.call(orgId, "GET", `/${module}/search?phone=${encodeURIComponent(phone)}&fields=${NAME_FIELD[module]},Phone,Owner`)
           for (const r of dataOf(answer)) {
             const id = text(r, "id")
-            if (id !== undefined) found.push({ orgId, module, id, name: text(r, NAME_FIELD[module]) ?? id, phone, ownerId: null, fields: {} })
+            const ownerId = ZohoOwners.ownerIdOf(r)
+            if (id !== undefined) {
+              yield* owners.remember(orgId, module, id, ownerId)
+              found.push({ orgId, module, id, name: text(r, NAME_FIELD[module]) ?? id, phone, ownerId, fields: {} })
+            }
           }
         }
         return found.length === 1 && found[0] !== undefined ? Option.some(found[0]) : Option.none<Crm.CrmRecord>()

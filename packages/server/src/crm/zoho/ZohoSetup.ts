@@ -8,6 +8,7 @@
 import { Effect } from "effect"
 import { isRecord, listOf, text } from "./ZohoApi.js"
 import { type FieldSpec, KEY_FIELD, LARGE_TEXTAREA_LENGTH, MESSAGE_FIELDS, MESSAGES_MODULE, TEMPLATE_FIELDS, TEMPLATES_MODULE } from "./ZohoSchema.js"
+import * as ZohoProfiles from "./ZohoProfiles.js"
 import { ZohoSession } from "./ZohoSession.js"
 
 export interface SetupReport {
@@ -43,12 +44,20 @@ export const setup = (orgId: string) =>
     const profile = me?.["profile"]
     const profileId = isRecord(profile) ? text(profile, "id") : undefined
     const modules = listOf(yield* session.call(orgId, "GET", "/settings/modules"), "modules")
+    // Every profile that reads Leads or Contacts sees Parley's modules (ZohoProfiles), not only the connecting one.
+    const access = yield* ZohoProfiles.readers(session, orgId, profileId)
+    const ready: Array<(typeof MODULES)[number]> = []
     for (const m of MODULES) {
       if (modules.some((found) => text(found, "api_name") === m.apiName)) {
         existing.push(`module ${m.apiName}`)
       } else {
         const answer = yield* Effect.either(session.call(orgId, "POST", "/settings/modules", {
-          modules: [{ api_name: m.apiName, plural_label: m.plural, singular_label: m.singular, profiles: profileId === undefined ? [] : [{ id: profileId }] }]
+          modules: [{
+            api_name: m.apiName,
+            plural_label: m.plural,
+            singular_label: m.singular,
+            profiles: access !== undefined && access.length > 0 ? access.map((p) => ({ id: p.id })) : profileId === undefined ? [] : [{ id: profileId }]
+          }]
         }))
         if (answer._tag === "Right" && succeeded(answer.right.status, answer.right.json, "modules")) {
           created.push(`module ${m.apiName}`)
@@ -60,6 +69,7 @@ export const setup = (orgId: string) =>
           continue
         }
       }
+      ready.push(m)
       const fields = listOf(yield* session.call(orgId, "GET", `/settings/fields?module=${m.apiName}`), "fields")
       const missing = m.fields.filter((f) => !fields.some((found) => text(found, "api_name") === f.api_name))
       for (const f of m.fields) if (!missing.includes(f)) existing.push(`field ${m.apiName}.${f.api_name}`)
@@ -86,6 +96,13 @@ export const setup = (orgId: string) =>
         byHand.push(`In module ${m.apiName}, create the fields ${missing.map(describeField).join("; ")}` +
           (missing.some((f) => f.api_name === KEY_FIELD) ? ` (${KEY_FIELD} must be marked "Do not allow duplicate values")` : "") + ".")
       }
+    }
+    if (access === undefined) {
+      byHand.push(ZohoProfiles.unlistedInstruction(ready))
+    } else if (ready.length > 0) {
+      const granted = yield* ZohoProfiles.grant(session, orgId, ready, access)
+      created.push(...granted.created)
+      byHand.push(...granted.byHand)
     }
     const report: SetupReport = { created, existing, byHand }
     return report

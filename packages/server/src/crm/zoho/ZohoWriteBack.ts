@@ -32,6 +32,7 @@ import { makeFieldLengths } from "./ZohoFieldLengths.js"
 import { MESSAGES_MODULE, zohoTime } from "./ZohoSchema.js"
 import { ZohoSession } from "./ZohoSession.js"
 import { backoffMs, isPermanent, recordRefusal } from "./ZohoRetry.js"
+import * as ZohoWorkflows from "./ZohoWorkflows.js"
 
 export const BATCH = 100
 /** How long a partial batch waits past its oldest row's due time for more rows to fill it. */
@@ -69,6 +70,7 @@ export const make = Effect.gen(function*() {
   const config = yield* ServerConfig
   const { skipLocked } = yield* RowLocks
   const fieldLengths = makeFieldLengths(session)
+  const workflows = yield* ZohoWorkflows.make
   const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
   const decodeDueByOrg = Schema.decodeUnknown(Schema.Array(DueByOrg))
   const decodePending = Schema.decodeUnknown(Schema.Array(Pending))
@@ -138,10 +140,11 @@ export const make = Effect.gen(function*() {
           Status_Changed_At: zohoTime(a.modified)
         }]
       })
-      // A transcript or error longer than its field is cut to fit (ZohoFieldLengths), never refused for good.
+      // A transcript or error longer than its field is cut to fit (ZohoFieldLengths), never refused for good;
+      // one PUT, or two where some records reach their final status and workflow rules may run (ZohoWorkflows).
       const answer = yield* Effect.either(Effect.flatMap(
         fieldLengths.fit(orgId, MESSAGES_MODULE, data),
-        (fitted) => session.call(orgId, "PUT", `/${MESSAGES_MODULE}`, { data: fitted, trigger: [] })
+        (fitted) => workflows.put(session, orgId, fitted)
       ))
       if (answer._tag === "Left") {
         // A refusal of the whole PUT names no record: each is retried, as for an outage.

@@ -87,6 +87,25 @@ interface FakeModule {
 
 export type ZohoRecord = Record<string, unknown> & { readonly id: string }
 
+/** A profile: what its users may do in each module (Zoho's `Crm_Implied_{View,Create,Edit,Delete}_{module}`). */
+export interface ZohoFakeProfile {
+  readonly id: string
+  readonly name: string
+  /** Zoho's own Administrator profile: its permissions cannot be changed through the API. */
+  readonly system?: boolean
+}
+
+const ACTIONS = ["View", "Create", "Edit", "Delete"] as const
+type ModuleAction = (typeof ACTIONS)[number]
+
+interface Permission {
+  readonly id: string
+  readonly profileId: string
+  readonly module: string
+  readonly action: ModuleAction
+  enabled: boolean
+}
+
 interface Grant {
   readonly zuid: string
   readonly scope: ReadonlyArray<string>
@@ -111,6 +130,9 @@ const noContent = (response: ServerResponse): void => {
 }
 
 type CrmFault = "429" | "500" | "drop"
+
+/** The values of a write's `trigger` array (Zoho's automations an API write may run). */
+const TRIGGERS: ReadonlyArray<string> = ["workflow", "approval", "blueprint", "pathfinder", "orchestration"]
 
 const FIELDS = (pairs: ReadonlyArray<FieldSpec>): Array<ZohoFakeField> =>
   pairs.map(([api_name, field_label, data_type]) => ({ api_name, field_label, data_type: data_type ?? "text" }))
@@ -138,6 +160,7 @@ const ZOHO_SCOPE_OF: ReadonlyArray<readonly [RegExp, string]> = [
   [/^\/users/, "ZohoCRM.users"],
   [/^\/org/, "ZohoCRM.org"],
   [/^\/settings\/modules/, "ZohoCRM.settings.modules"],
+  [/^\/settings\/profiles/, "ZohoCRM.settings.profiles"],
   [/^\/settings\/fields/, "ZohoCRM.settings.fields"],
   [/^\//, "ZohoCRM.modules"]
 ]
@@ -164,6 +187,11 @@ export class ZohoFake {
   metadataWritable = true
   /** Refresh grants answered (successful or not). */
   refreshes = 0
+  /**
+   * The record writes Zoho would have run workflow rules on: those whose request said `trigger` with
+   * "workflow" (Zoho runs no rule on an API write otherwise), in order.
+   */
+  readonly workflowRuns: Array<{ readonly module: string; readonly id: string; readonly on: "create" | "edit" }> = []
   /** Record ids whose GET answers NO_PERMISSION. */
   readonly deniedRecords = new Set<string>()
   readonly modules = new Map<string, FakeModule>()
@@ -172,6 +200,16 @@ export class ZohoFake {
   private readonly refreshTokens = new Map<string, Grant & { revoked: boolean; uses: Array<number> }>()
   private readonly accessTokens = new Map<string, Token>()
   private readonly faults: Array<CrmFault> = []
+  /**
+   * Profiles and their module permissions. A module is visible to a user only if the module's `profiles`
+   * include the user's profile and that profile has View on it; creating and editing records need Create and
+   * Edit. A module created through the API grants the profiles named in its `profiles` every permission.
+   */
+  readonly profiles = new Map<string, ZohoFakeProfile>()
+  /** False: profile and module-access changes are refused (403 NO_PERMISSION), as for a user without Manage Profiles. */
+  profilesWritable = true
+  private readonly permissions = new Map<string, Permission>()
+  private readonly moduleProfiles = new Map<string, Set<string>>()
   private nextId = 5725767000000524001n
   private server: FakeServer | undefined
   private tokenLifetimeMs = 3_600_000
@@ -192,7 +230,60 @@ export class ZohoFake {
     for (const m of STANDARD_MODULES) {
       this.modules.set(m.api_name, { ...m, fields: [...m.fields] })
       this.records.set(m.api_name, new Map())
+      this.moduleProfiles.set(m.api_name, new Set())
     }
+    const standardModules = STANDARD_MODULES.map((m) => m.api_name)
+    this.addProfile({ id: "5725767000000026011", name: "Administrator", system: true }, standardModules)
+    this.addProfile({ id: "5725767000000026014", name: "Standard" }, standardModules)
+  }
+
+  /** A profile whose users have every permission on `modules` (standard modules) and none on the others. */
+  addProfile(profile: ZohoFakeProfile, modules: ReadonlyArray<string>): void {
+    this.profiles.set(profile.id, profile)
+    for (const module of this.modules.values()) {
+      const granted = modules.includes(module.api_name)
+      if (granted) this.moduleProfiles.get(module.api_name)?.add(profile.id)
+      for (const action of ACTIONS) this.permission(profile.id, module.api_name).get(action).enabled = granted
+    }
+  }
+
+  /** Whether users of the profile may do `action` in the module (what Zoho enforces on every call). */
+  may(profileId: string, module: string, action: ModuleAction): boolean {
+    return (this.moduleProfiles.get(module)?.has(profileId) ?? false) && this.permission(profileId, module).get(action).enabled
+  }
+
+  /** The profiles a module is accessible to. */
+  profilesOf(module: string): ReadonlyArray<string> {
+    return [...(this.moduleProfiles.get(module) ?? [])]
+  }
+
+  /** An access token for a user, as that user's own session would hold (for tests acting as that user). */
+  tokenFor(zuid: string): string {
+    return this.issueAccess({ zuid, scope: ["ZohoCRM.modules.ALL", "ZohoCRM.settings.ALL", "ZohoCRM.users.READ", "ZohoCRM.org.READ"] }).access_token
+  }
+
+  private permission(profileId: string, module: string): { readonly get: (action: ModuleAction) => Permission } {
+    return {
+      get: (action) => {
+        const found = [...this.permissions.values()].find((p) => p.profileId === profileId && p.module === module && p.action === action)
+        if (found !== undefined) return found
+        const created: Permission = { id: this.newId(), profileId, module, action, enabled: false }
+        this.permissions.set(created.id, created)
+        return created
+      }
+    }
+  }
+
+  /** Sets the profiles a module is accessible to; profiles given access get every permission, as Zoho does. */
+  private grantModule(module: string, profileIds: ReadonlyArray<string>): void {
+    const granted = this.moduleProfiles.get(module) ?? new Set<string>()
+    for (const id of granted) {
+      if (!profileIds.includes(id)) for (const action of ACTIONS) this.permission(id, module).get(action).enabled = false
+    }
+    for (const id of profileIds) {
+      if (!granted.has(id)) for (const action of ACTIONS) this.permission(id, module).get(action).enabled = true
+    }
+    this.moduleProfiles.set(module, new Set(profileIds))
   }
 
   static async start(options: { readonly clientId?: string; readonly clientSecret?: string } = {}): Promise<ZohoFake> {
@@ -430,8 +521,13 @@ export class ZohoFake {
     if (path === "/settings/modules" && method === "GET") {
       return sendJson(response, 200, {
         modules: [...this.modules.values()].map((m) => {
-          const viewable = !(user.hiddenModules ?? []).includes(m.api_name)
-          return { api_name: m.api_name, module_name: m.module_name, plural_label: m.plural_label, singular_label: m.singular_label, id: `57257670000000${m.api_name.length}`, generated_type: m.generated_type, api_supported: true, viewable, creatable: viewable, editable: viewable, deletable: viewable }
+          const hidden = (user.hiddenModules ?? []).includes(m.api_name)
+          const may = (action: ModuleAction) => !hidden && this.may(user.profile.id, m.api_name, action)
+          return {
+            api_name: m.api_name, module_name: m.module_name, plural_label: m.plural_label, singular_label: m.singular_label, id: `57257670000000${m.api_name.length}`,
+            generated_type: m.generated_type, api_supported: true, viewable: may("View"), creatable: may("Create"), editable: may("Edit"), deletable: may("Delete"),
+            profiles: this.profilesOf(m.api_name).map((id) => ({ id, name: this.profiles.get(id)?.name ?? id }))
+          }
         })
       })
     }
@@ -442,6 +538,8 @@ export class ZohoFake {
         const apiName = typeof item["api_name"] === "string" ? item["api_name"] : String(item["plural_label"] ?? "").replace(/\W+/g, "_")
         if (this.modules.has(apiName)) return { code: "DUPLICATE_DATA", details: { api_name: "api_name" }, message: "duplicate data", status: "error" }
         if (!Array.isArray(item["profiles"]) || item["profiles"].length === 0) return { code: "MANDATORY_NOT_FOUND", details: { api_name: "profiles" }, message: "required field not found", status: "error" }
+        const profileIds = item["profiles"].map((p: unknown) => (typeof p === "object" && p !== null && "id" in p ? String(p.id) : ""))
+        if (profileIds.some((id) => !this.profiles.has(id))) return { code: "INVALID_DATA", details: { api_name: "profiles" }, message: "invalid profile id", status: "error" }
         this.modules.set(apiName, {
           api_name: apiName,
           module_name: apiName,
@@ -451,9 +549,65 @@ export class ZohoFake {
           fields: [{ api_name: "Name", field_label: `${String(item["singular_label"] ?? apiName)} Name`, data_type: "text", length: 120, system_mandatory: true }]
         })
         this.moduleRecords(apiName)
+        this.moduleProfiles.set(apiName, new Set())
+        this.grantModule(apiName, profileIds)
         return { code: "SUCCESS", details: { id: this.newId() }, message: "module created", status: "success" }
       })
       return sendJson(response, 201, { modules: answers })
+    }
+    const moduleSetting = /^\/settings\/modules\/([A-Za-z0-9_]+)$/.exec(path)
+    if (moduleSetting !== null) {
+      const m = this.modules.get(moduleSetting[1] ?? "")
+      if (m === undefined) return error(400, "INVALID_MODULE", "the module name given seems to be invalid", { resource_path_index: 2 })
+      const profiles = () => this.profilesOf(m.api_name).map((id) => ({ id, name: this.profiles.get(id)?.name ?? id }))
+      if (method === "GET") return sendJson(response, 200, { modules: [{ api_name: m.api_name, plural_label: m.plural_label, singular_label: m.singular_label, generated_type: m.generated_type, profiles: profiles() }] })
+      if (method !== "PUT") return error(400, "INVALID_REQUEST_METHOD", "The http request method type is not a valid one")
+      if (!this.profilesWritable) return error(403, "NO_PERMISSION", "permission denied", { permissions: ["Crm_Implied_Manage_Profiles"] })
+      const item = Array.isArray(json()["modules"]) ? (json()["modules"] as Array<Record<string, unknown>>)[0] : undefined
+      const given = item?.["profiles"]
+      // The OpenAPI file: singular_label, plural_label and a non-empty profiles list are required.
+      const missing = ["singular_label", "plural_label", "profiles"].find((k) => item?.[k] === undefined) ??
+        (Array.isArray(given) && given.length > 0 ? undefined : "profiles")
+      if (missing !== undefined) return sendJson(response, 400, { modules: [{ code: "MANDATORY_NOT_FOUND", details: { api_name: missing, json_path: `$.modules[0].${missing}` }, message: "required field not found", status: "error" }] })
+      const ids = (Array.isArray(given) ? given : []).map((p: unknown) => (typeof p === "object" && p !== null && "id" in p ? String(p.id) : ""))
+      if (ids.some((id) => !this.profiles.has(id))) return sendJson(response, 400, { modules: [{ code: "INVALID_DATA", details: { api_name: "profiles", json_path: "$.modules[0].profiles" }, message: "invalid profile id", status: "error" }] })
+      this.grantModule(m.api_name, ids)
+      return sendJson(response, 200, { modules: [{ code: "SUCCESS", details: { id: `57257670000000${m.api_name.length}` }, message: "module updated successfully", status: "success" }] })
+    }
+    if (path === "/settings/profiles" && method === "GET") {
+      return sendJson(response, 200, {
+        profiles: [...this.profiles.values()].map((p) => ({ id: p.id, name: p.name, display_label: p.name, api_name: p.name.replace(/\W+/g, "_"), custom: p.system !== true && p.name !== "Standard", type: "normal_profile" })),
+        info: { page: 1, per_page: 200, count: this.profiles.size, more_records: false }
+      })
+    }
+    const profileSetting = /^\/settings\/profiles\/(\d+)$/.exec(path)
+    if (profileSetting !== null) {
+      const profile = this.profiles.get(profileSetting[1] ?? "")
+      if (profile === undefined) return error(400, "INVALID_DATA", "the id given seems to be invalid", { resource_path_index: 2 })
+      if (method === "GET") {
+        const details = [...this.modules.keys()].flatMap((module) =>
+          ACTIONS.map((action) => {
+            const p = this.permission(profile.id, module).get(action)
+            return { id: p.id, name: `Crm_Implied_${action}_${module}`, module, display_label: action, enabled: this.may(profile.id, module, action) }
+          })
+        )
+        return sendJson(response, 200, { profiles: [{ id: profile.id, name: profile.name, display_label: profile.name, custom: profile.system !== true, permissions_details: details }] })
+      }
+      if (method !== "PUT") return error(400, "INVALID_REQUEST_METHOD", "The http request method type is not a valid one")
+      if (!this.profilesWritable) return error(403, "NO_PERMISSION", "permission denied", { permissions: ["Crm_Implied_Manage_Profiles"] })
+      if (profile.system === true) return sendJson(response, 400, { profiles: [{ code: "NOT_ALLOWED", details: { id: profile.id }, message: "the permissions of a system profile cannot be changed", status: "error" }] })
+      const item = Array.isArray(json()["profiles"]) ? (json()["profiles"] as Array<Record<string, unknown>>)[0] : undefined
+      const changes = Array.isArray(item?.["permissions_details"]) ? item["permissions_details"] as Array<Record<string, unknown>> : []
+      const unknown = changes.find((c) => {
+        const found = this.permissions.get(String(c["id"]))
+        return found === undefined || found.profileId !== profile.id || typeof c["enabled"] !== "boolean"
+      })
+      if (unknown !== undefined) return sendJson(response, 400, { profiles: [{ code: "INVALID_DATA", details: { api_name: "permissions_details", id: unknown["id"] }, message: "invalid permission", status: "error" }] })
+      for (const c of changes) {
+        const found = this.permissions.get(String(c["id"]))
+        if (found !== undefined) found.enabled = c["enabled"] === true
+      }
+      return sendJson(response, 200, { profiles: [{ code: "SUCCESS", details: { id: profile.id }, message: "profile updated successfully", status: "success" }] })
     }
     if (path === "/settings/fields") {
       const module = this.modules.get(url.searchParams.get("module") ?? "")
@@ -496,9 +650,14 @@ export class ZohoFake {
     const match = /^\/([A-Za-z_]+)(?:\/([^/]+))?$/.exec(path)
     const module = match?.[1] === undefined ? undefined : this.modules.get(match[1])
     if (match === null || module === undefined) return error(400, "INVALID_MODULE", "the module name given seems to be invalid")
-    if ((user.hiddenModules ?? []).includes(module.api_name)) {
+    if ((user.hiddenModules ?? []).includes(module.api_name) || !this.may(user.profile.id, module.api_name, "View")) {
       return error(403, "NO_PERMISSION", "permission denied", { permissions: [`Crm_Implied_View_${module.api_name}`] })
     }
+    // Writing needs Create (a new record) or Edit (an update, an upsert's match) in the user's profile.
+    const writeDenied = (action: ModuleAction) =>
+      this.may(user.profile.id, module.api_name, action)
+        ? undefined
+        : { code: "NO_PERMISSION", details: { permissions: [`Crm_Implied_${action}_${module.api_name}`] }, message: "permission denied", status: "error" }
     const store = this.moduleRecords(module.api_name)
     const fieldsParam = url.searchParams.get("fields")
     const project = (record: ZohoRecord): ZohoRecord => {
@@ -537,6 +696,24 @@ export class ZohoFake {
     }
     const data = Array.isArray(json()["data"]) ? json()["data"] as Array<Record<string, unknown>> : []
     if (data.length > 100) return error(400, "LIMIT_EXCEEDED", "the number of records exceeds 100", { limit: 100 })
+    // `trigger`: an array of Zoho's automation kinds; absent means all of them run (Zoho's default).
+    const trigger = json()["trigger"]
+    if (trigger !== undefined && (!Array.isArray(trigger) || trigger.some((t) => typeof t !== "string" || !TRIGGERS.includes(t)))) {
+      return error(400, "INVALID_DATA", "invalid data", { api_name: "trigger" })
+    }
+    const runsWorkflows = trigger === undefined || (Array.isArray(trigger) && trigger.includes("workflow"))
+    const ran = (id: string, on: "create" | "edit") => {
+      if (runsWorkflows) this.workflowRuns.push({ module: module.api_name, id, on })
+    }
+    // `Owner` names an active user of the organisation by id; Zoho answers it as `{ name, id }`.
+    const ownerOf = (record: Record<string, unknown>): { readonly name: string; readonly id: string } | "invalid" | undefined => {
+      const owner = record["Owner"]
+      if (owner === undefined) return undefined
+      const id = typeof owner === "object" && owner !== null && "id" in owner ? owner.id : undefined
+      const found = [...this.users.values()].find((u) => u.id === id)
+      return found === undefined ? "invalid" : { name: found.full_name, id: found.id }
+    }
+    const invalidOwner = { code: "INVALID_DATA", details: { api_name: "Owner", expected_data_type: "lookup" }, message: "invalid data", status: "error" }
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, "+00:00")
     const by = { name: user.full_name, id: user.id }
     const fieldOk = (record: Record<string, unknown>): ZohoFakeField | undefined =>
@@ -584,17 +761,25 @@ export class ZohoFake {
         if (bad !== undefined) return invalid(bad)
         const long = tooLong(record, index)
         if (long !== undefined) return long
+        const owner = ownerOf(record)
+        if (owner === "invalid") return invalidOwner
         const existing = checks.length === 0 ? undefined : [...store.values()].find((r) => checks.some((c) => record[c] !== undefined && r[c] === record[c]))
         if (existing !== undefined) {
-          store.set(existing.id, { ...existing, ...record, id: existing.id, Modified_Time: now })
+          const denied = writeDenied("Edit")
+          if (denied !== undefined) return denied
+          store.set(existing.id, { ...existing, ...record, id: existing.id, Modified_Time: now, Owner: owner ?? existing["Owner"] })
+          ran(existing.id, "edit")
           return success(existing.id, "record updated", { action: "update", duplicate_field: checks[0] })
         }
         const clash = uniqueClash(record, undefined)
         if (clash !== undefined) return { code: "DUPLICATE_DATA", details: { api_name: clash.api_name, id: [...store.values()].find((r) => r[clash.api_name] === record[clash.api_name])?.id }, message: "duplicate data", status: "error" }
         const missing = mandatoryMissing(record, index)
         if (missing !== undefined) return missing
+        const denied = writeDenied("Create")
+        if (denied !== undefined) return denied
         const id = this.newId()
-        store.set(id, { ...record, id, Created_Time: now, Modified_Time: now, Owner: by })
+        store.set(id, { ...record, id, Created_Time: now, Modified_Time: now, Owner: owner ?? by })
+        ran(id, "create")
         return success(id, "record added", sub === "upsert" ? { action: "insert", duplicate_field: null } : {})
       })
     } else if (method === "PUT" && sub === undefined) {
@@ -606,7 +791,12 @@ export class ZohoFake {
         if (bad !== undefined) return invalid(bad)
         const long = tooLong(record, index)
         if (long !== undefined) return long
-        store.set(id, { ...existing, ...record, id, Modified_Time: now })
+        const owner = ownerOf(record)
+        if (owner === "invalid") return invalidOwner
+        const denied = writeDenied("Edit")
+        if (denied !== undefined) return denied
+        store.set(id, { ...existing, ...record, id, Modified_Time: now, Owner: owner ?? existing["Owner"] })
+        ran(id, "edit")
         return success(id, "record updated")
       })
     } else {
