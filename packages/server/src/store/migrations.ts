@@ -560,6 +560,17 @@ const mediaUrls = Effect.gen(function*() {
   yield* sql`ALTER TABLE actions ADD COLUMN media_urls TEXT NOT NULL DEFAULT '[]'`
 })
 
+/**
+ * Zoho connections keep the code of their last error (OAUTH_SCOPE_MISMATCH, INVALID_CLIENT…, shown by `crm
+ * status` and the console apart from the words) and when the current user was last read (at least every ten
+ * minutes, so a token that now belongs to someone else is caught between refreshes, across replicas).
+ */
+const zohoConnectionChecks = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE zoho_connections ADD COLUMN last_error_code TEXT`
+  yield* sql`ALTER TABLE zoho_connections ADD COLUMN identity_checked_at BIGINT NOT NULL DEFAULT 0`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -575,5 +586,6 @@ export const migrations = {
   "0015_trace_links": traceLinks,
   "0016_key_usage": keyUsage,
   "0021_allowance_periods": allowancePeriods,
-  "0022_media_urls": mediaUrls
+  "0022_media_urls": mediaUrls,
+  "0026_zoho_connection_checks": zohoConnectionChecks
 }

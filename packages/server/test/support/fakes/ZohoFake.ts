@@ -141,6 +141,10 @@ export class ZohoFake {
   metadataWritable = true
   /** Refresh grants answered (successful or not). */
   refreshes = 0
+  /** Scopes the next consents leave out of the grant (as an older or hand-edited consent link would). */
+  readonly consentDropsScopes: Array<string> = []
+  /** The `api_domain` token answers name instead of this server (a foreign one, in tests of the refusal). */
+  apiDomainOverride: string | undefined
   /** Record ids whose GET answers NO_PERMISSION. */
   readonly deniedRecords = new Set<string>()
   readonly modules = new Map<string, FakeModule>()
@@ -152,6 +156,7 @@ export class ZohoFake {
   private nextId = 5725767000000524001n
   private server: FakeServer | undefined
   private tokenLifetimeMs = 3_600_000
+  private currentSecret: string | undefined
   private hold: { readonly markWritten: () => void; readonly released: Promise<void> } | undefined
 
   private constructor(options: { readonly clientId?: string; readonly clientSecret?: string }) {
@@ -181,6 +186,19 @@ export class ZohoFake {
   get url(): string {
     if (this.server === undefined) throw new Error("ZohoFake is not started")
     return this.server.url
+  }
+
+  /** The client's secret is regenerated in Zoho's API console (or set back to `secret`): others are refused. */
+  rotateClientSecret(secret?: string): string {
+    this.currentSecret = secret ?? randomBytes(20).toString("hex")
+    return this.currentSecret
+  }
+
+  /** Live grants and their tokens lose a scope (a connection made before Parley asked for it). */
+  narrowGrants(scope: string): void {
+    for (const token of [...this.refreshTokens.values(), ...this.accessTokens.values()]) {
+      Object.assign(token, { scope: token.scope.filter((s) => s !== scope) })
+    }
   }
 
   addUser(user: ZohoFakeUser): void {
@@ -255,6 +273,11 @@ export class ZohoFake {
     return this.server?.stop() ?? Promise.resolve()
   }
 
+  /** Refresh tokens issued and not revoked: grants still live at Zoho. */
+  get liveGrants(): number {
+    return [...this.refreshTokens.values()].filter((t) => !t.revoked).length
+  }
+
   /** CRM calls (not the accounts server's) received so far. */
   get crmCalls(): number {
     return this.requests.filter((r) => r.path.startsWith("/crm/")).length
@@ -299,7 +322,8 @@ export class ZohoFake {
         return sendJson(response, 400, { error: "invalid_client" })
       }
       const code = `1000.${randomBytes(16).toString("hex")}`
-      this.codes.set(code, { zuid: this.consentingUser, scope: (url.searchParams.get("scope") ?? "").split(",") })
+      const asked = (url.searchParams.get("scope") ?? "").split(",")
+      this.codes.set(code, { zuid: this.consentingUser, scope: asked.filter((s) => !this.consentDropsScopes.includes(s)) })
       const target = new URL(redirect)
       target.searchParams.set("state", url.searchParams.get("state") ?? "")
       target.searchParams.set("code", code)
@@ -316,7 +340,7 @@ export class ZohoFake {
     }
     if (url.pathname === "/oauth/v2/token" && request.method === "POST") {
       if (param("client_id") !== this.clientId) return sendJson(response, 200, { error: "invalid_client" })
-      if (param("client_secret") !== this.clientSecret) return sendJson(response, 200, { error: "invalid_client_secret" })
+      if (param("client_secret") !== (this.currentSecret ?? this.clientSecret)) return sendJson(response, 200, { error: "invalid_client_secret" })
       const grant = param("grant_type")
       if (grant === "authorization_code") {
         const code = param("code") ?? ""
@@ -351,7 +375,7 @@ export class ZohoFake {
   private issueAccess(grant: Grant) {
     const token = `1000.${randomBytes(16).toString("hex")}.${randomBytes(16).toString("hex")}`
     this.accessTokens.set(token, { ...grant, orgId: this.orgId, expiresAt: Date.now() + this.tokenLifetimeMs })
-    return { access_token: token, scope: grant.scope.join(" "), api_domain: this.url, token_type: "Bearer", expires_in: Math.round(this.tokenLifetimeMs / 1000) }
+    return { access_token: token, scope: grant.scope.join(" "), api_domain: this.apiDomainOverride ?? this.url, token_type: "Bearer", expires_in: Math.round(this.tokenLifetimeMs / 1000) }
   }
 
   // --- CRM v8 ----------------------------------------------------------------------------------------
