@@ -4,8 +4,11 @@
  * the API's authentication reads) stays in the embedded CRM either way.
  *
  * What Zoho answers, and how stale it may be:
- * - templates: the `Parley_Templates` records (at most 200), ordered by name
- *   case-insensitively, cached 60 seconds per organisation;
+ * - templates: every `Parley_Templates` record (read 200 a page, up to
+ *   MAX_TEMPLATE_PAGES pages), ordered as the embedded CRM orders them
+ *   (Crm.byTemplateName: "Step 2" before "Step 10"), cached 60 seconds per
+ *   organisation; `GET /templates` lists the first 200, and any of them can
+ *   be sent by its `templateUuid`;
  * - records (links and merge fields): read from Zoho at each creation, only
  *   the fields the template needs; field labels map to API names through
  *   `/settings/fields`, cached 10 minutes per organisation and module;
@@ -17,14 +20,17 @@ import type { CrmModule } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
-import { dataOf, listOf, text } from "./ZohoApi.js"
+import { dataOf, isRecord, listOf, text } from "./ZohoApi.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
 import * as ZohoSession from "./ZohoSession.js"
 
 export const TEMPLATE_CACHE_MS = 60_000
 export const FIELD_CACHE_MS = 10 * 60_000
-const MAX_TEMPLATES = 200
+/** Zoho answers at most 200 records a page. */
+const TEMPLATE_PAGE = 200
+/** A bound on one organisation's template read (10,000 templates); Zoho's `page` works up to 2,000 records, `page_token` after. */
+const MAX_TEMPLATE_PAGES = 50
 
 /** The field that names a record of each module. */
 const NAME_FIELD: Readonly<Record<CrmModule, string>> = {
@@ -62,8 +68,17 @@ export const layer: Layer.Layer<
         const now = yield* Clock.currentTimeMillis
         const hit = templates.get(orgId)
         if (hit !== undefined && now - hit.at < TEMPLATE_CACHE_MS) return hit.value
-        const answer = yield* session.call(orgId, "GET", `/${TEMPLATES_MODULE}?fields=Name,Body,Record_Type&per_page=${MAX_TEMPLATES}`)
-        const rows = dataOf(answer).flatMap((r): Array<Crm.TemplateRow> => {
+        const records: Array<Readonly<Record<string, unknown>>> = []
+        let cursor = "page=1"
+        for (let page = 1; page <= MAX_TEMPLATE_PAGES; page++) {
+          const answer = yield* session.call(orgId, "GET", `/${TEMPLATES_MODULE}?fields=Name,Body,Record_Type&per_page=${TEMPLATE_PAGE}&${cursor}`)
+          records.push(...dataOf(answer))
+          const info = isRecord(answer.json) && isRecord(answer.json["info"]) ? answer.json["info"] : {}
+          if (info["more_records"] !== true) break
+          const token = text(info, "next_page_token")
+          cursor = token === undefined ? `page=${page + 1}` : `page_token=${encodeURIComponent(token)}`
+        }
+        const rows = records.flatMap((r): Array<Crm.TemplateRow> => {
           const id = text(r, "id")
           if (id === undefined) return []
           const recordType = text(r, "Record_Type")
@@ -76,10 +91,8 @@ export const layer: Layer.Layer<
             body: text(r, "Body") ?? ""
           }]
         })
-        // As users expect a list of names: case-insensitively, then by id for equal names.
-        const sorted = [...rows].sort((a, b) =>
-          a.name.localeCompare(b.name, "en", { sensitivity: "base" }) || a.crmId.localeCompare(b.crmId)
-        )
+        // The order every CRM of the port lists templates in, so the first 200 are the ones users expect.
+        const sorted = [...rows].sort(Crm.byTemplateName)
         templates.set(orgId, { at: now, value: sorted })
         return sorted
       })
