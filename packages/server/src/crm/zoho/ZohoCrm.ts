@@ -26,6 +26,8 @@ import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUu
 import * as ZohoSession from "./ZohoSession.js"
 
 export const TEMPLATE_CACHE_MS = 60_000
+/** An unknown templateUuid re-reads the templates, at most this often per organisation. */
+const TEMPLATE_MISS_REREAD_MS = 5_000
 export const FIELD_CACHE_MS = 10 * 60_000
 /** Zoho answers at most 200 records a page. */
 const TEMPLATE_PAGE = 200
@@ -38,6 +40,28 @@ const NAME_FIELD: Readonly<Record<CrmModule, string>> = {
   Contacts: "Full_Name",
   Vendors: "Vendor_Name",
   Deals: "Deal_Name"
+}
+
+/** `${User.<label>}` fields as the record's `fields` carry them (see Templates.SENDER_MODULE). */
+const SENDER_PREFIX = "User."
+
+/** Zoho's `${User.…}` merge labels → the key of the user in `/users` answers. */
+const USER_FIELDS: Readonly<Record<string, string>> = {
+  "First Name": "first_name",
+  "Last Name": "last_name",
+  "Full Name": "full_name",
+  "Email": "email",
+  "Phone": "phone",
+  "Mobile": "mobile"
+}
+
+/** A field's value as Zoho's merge writes it: text as it is, a lookup or owner by its name, nothing as "". */
+const mergeValue = (value: unknown): string => {
+  if (typeof value === "string") return value
+  if (typeof value === "number" || typeof value === "boolean") return String(value)
+  if (Array.isArray(value)) return value.map(mergeValue).filter((v) => v !== "").join(", ")
+  if (isRecord(value)) return mergeValue(value["name"])
+  return ""
 }
 
 interface Cached<A> {
@@ -58,16 +82,17 @@ export const layer: Layer.Layer<
     const connections = yield* ZohoConnections
     const templates = new Map<string, Cached<ReadonlyArray<Crm.TemplateRow>>>()
     const fieldMaps = new Map<string, Cached<ReadonlyMap<string, string>>>()
+    const senders = new Map<string, Cached<Readonly<Record<string, unknown>>>>()
 
     const settings = yield* SettingsCache
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
     const isZoho = (orgId: string) => settings.cachedValue(`zoho-connected\u0000${orgId}`, connections.exists(orgId))
 
-    const listTemplates = (orgId: string) =>
+    const listTemplates = (orgId: string, maxAgeMs = TEMPLATE_CACHE_MS) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const hit = templates.get(orgId)
-        if (hit !== undefined && now - hit.at < TEMPLATE_CACHE_MS) return hit.value
+        if (hit !== undefined && now - hit.at < maxAgeMs) return hit.value
         const records: Array<Readonly<Record<string, unknown>>> = []
         let cursor = "page=1"
         for (let page = 1; page <= MAX_TEMPLATE_PAGES; page++) {
@@ -115,11 +140,26 @@ export const layer: Layer.Layer<
         return map
       })
 
+    /**
+     * The connected user (whom every key runs as, so the sender of every text), as `/users?type=CurrentUser`
+     * answers, cached like the field maps.
+     */
+    const currentUser = (orgId: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const hit = senders.get(orgId)
+        if (hit !== undefined && now - hit.at < FIELD_CACHE_MS) return hit.value
+        const user = listOf(yield* session.call(orgId, "GET", "/users?type=CurrentUser"), "users")[0] ?? {}
+        senders.set(orgId, { at: now, value: user })
+        return user
+      })
+
     const findRecord = (orgId: string, module: CrmModule, id: string, fieldLabels?: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         // Zoho's ids are digits; anything else cannot name a record (and must not reach the URL).
         if (!/^\d{1,25}$/.test(id)) return Option.none<Crm.CrmRecord>()
-        const labels = fieldLabels ?? []
+        const labels = (fieldLabels ?? []).filter((label) => !label.startsWith(SENDER_PREFIX))
+        const senderLabels = (fieldLabels ?? []).filter((label) => label.startsWith(SENDER_PREFIX))
         const map = yield* fieldMap(orgId, module)
         const wanted = new Set([NAME_FIELD[module], "Phone", "Owner"])
         for (const label of labels) {
@@ -130,10 +170,18 @@ export const layer: Layer.Layer<
         const record = dataOf(answer)[0]
         if (record === undefined) return Option.none<Crm.CrmRecord>()
         const fields: Record<string, string> = {}
+        // A field of the module merges as Zoho's own merge does: a lookup or owner by its name, an empty value
+        // as nothing. A label the module does not have stays unfilled (the template is refused, naming it).
         for (const label of labels) {
           const api = map.get(label)
-          const value = api === undefined ? undefined : text(record, api)
-          if (value !== undefined) fields[label] = value
+          if (api !== undefined) fields[label] = mergeValue(record[api])
+        }
+        if (senderLabels.length > 0) {
+          const sender = yield* currentUser(orgId)
+          for (const label of senderLabels) {
+            const key = USER_FIELDS[label.slice(SENDER_PREFIX.length)]
+            if (key !== undefined) fields[label] = mergeValue(sender[key])
+          }
         }
         const owner = record["Owner"]
         return Option.some<Crm.CrmRecord>({
@@ -143,7 +191,8 @@ export const layer: Layer.Layer<
           name: text(record, NAME_FIELD[module]) ?? id,
           phone: text(record, "Phone") ?? null,
           ownerId: typeof owner === "object" && owner !== null && "id" in owner && typeof owner.id === "string" ? owner.id : null,
-          fields
+          fields,
+          emptyMergesAsBlank: true
         })
       })
 
@@ -200,14 +249,20 @@ export const layer: Layer.Layer<
       connection: embedded.connection,
       setConnection: (orgId, c) => {
         templates.delete(orgId)
+        senders.delete(orgId)
         for (const key of fieldMaps.keys()) if (key.startsWith(`${orgId}\u0000`)) fieldMaps.delete(key)
         return embedded.setConnection(orgId, c)
       },
       listTemplates: (orgId, limit) =>
         route(orgId, () => Effect.map(listTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
       findTemplate: (orgId, id) =>
-        route(orgId, () => Effect.map(listTemplates(orgId), (rows) => Option.fromNullable(rows.find((t) => t.id === id))), () =>
-          embedded.findTemplate(orgId, id)),
+        route(orgId, () =>
+          Effect.gen(function*() {
+            const cached = (yield* listTemplates(orgId)).find((t) => t.id === id)
+            if (cached !== undefined) return Option.some(cached)
+            // A template created in Zoho since the last read is found at once; unknown ids re-read at most this often.
+            return Option.fromNullable((yield* listTemplates(orgId, TEMPLATE_MISS_REREAD_MS)).find((t) => t.id === id))
+          }), () => embedded.findTemplate(orgId, id)),
       upsertTemplate: (row) =>
         route(row.orgId, () =>
           Effect.fail(new Crm.CrmError({ operation: "zoho.upsertTemplate", cause: "templates are kept in Zoho (Parley_Templates)" })), () =>

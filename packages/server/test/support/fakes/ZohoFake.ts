@@ -118,6 +118,15 @@ const STANDARD_MODULES: ReadonlyArray<FakeModule> = [
   standardModule("Deals", "Deal", [["Deal_Name", "Deal Name"], ["Stage", "Stage"], ["Amount", "Amount", "currency"]])
 ]
 
+const LOOKUP_FIELDS: ReadonlyArray<readonly [string, string, string, string, string?]> = [
+  ["Leads", "Owner", "Lead Owner", "ownerlookup"],
+  ["Contacts", "Owner", "Contact Owner", "ownerlookup"],
+  ["Contacts", "Account_Name", "Account Name", "lookup", "Accounts"],
+  ["Deals", "Owner", "Deal Owner", "ownerlookup"],
+  ["Deals", "Contact_Name", "Contact Name", "lookup", "Contacts"],
+  ["Deals", "Account_Name", "Account Name", "lookup", "Accounts"]
+]
+
 const ZOHO_SCOPE_OF: ReadonlyArray<readonly [RegExp, string]> = [
   [/^\/users/, "ZohoCRM.users"],
   [/^\/org/, "ZohoCRM.org"],
@@ -174,6 +183,13 @@ export class ZohoFake {
     for (const m of STANDARD_MODULES) {
       this.modules.set(m.api_name, { ...m, fields: [...m.fields] })
       this.records.set(m.api_name, new Map())
+    }
+    // Owner and lookup fields as Zoho's standard modules have them (a record answers them as {name, id}).
+    for (const [module, api_name, field_label, data_type, target] of LOOKUP_FIELDS) {
+      const fields = this.modules.get(module)?.fields
+      if (fields !== undefined && !fields.some((f) => f.api_name === api_name)) {
+        fields.push({ api_name, field_label, data_type, ...(target === undefined ? {} : { lookup: { module: { api_name: target } } }) })
+      }
     }
   }
 
@@ -408,7 +424,7 @@ export class ZohoFake {
 
     if (path === "/users" && url.searchParams.get("type") === "CurrentUser") {
       return sendJson(response, 200, {
-        users: [{ id: user.id, full_name: user.full_name, email: user.email, zuid: user.zuid, status: "active", profile: user.profile, role: { name: "CEO", id: "5725767000000026005" }, time_zone: "Europe/London" }]
+        users: [{ id: user.id, first_name: user.full_name.split(" ")[0] ?? null, last_name: user.full_name.split(" ").slice(1).join(" "), full_name: user.full_name, email: user.email, zuid: user.zuid, status: "active", profile: user.profile, role: { name: "CEO", id: "5725767000000026005" }, time_zone: "Europe/London" }]
       })
     }
     if (path === "/org") {
