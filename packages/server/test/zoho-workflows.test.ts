@@ -33,9 +33,9 @@ interface ZohoWebhook {
 }
 
 const readmeWebhook = (): ZohoWebhook => {
-  const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8")
+  const readme = readFileSync(new URL("../../../docs/crm.md", import.meta.url), "utf8")
   const block = /<!-- zoho-webhook-recipe -->\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1]
-  if (block === undefined) throw new Error("README.md has no zoho-webhook-recipe block")
+  if (block === undefined) throw new Error("docs/crm.md has no zoho-webhook-recipe block")
   const parsed = JSON.parse(block) as { webhooks: ReadonlyArray<ZohoWebhook> }
   const webhook = parsed.webhooks[0]
   if (webhook === undefined) throw new Error("the recipe has no webhook")

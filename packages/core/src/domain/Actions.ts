@@ -42,7 +42,7 @@ import { Idempotency } from "./Idempotency.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
 import { allowanceUnits } from "./Segments.js"
 import { isOpen, nextOpening, parseSendingHours } from "./SendingHours.js"
-import { placeholders, renderTemplate } from "./Templates.js"
+import { fieldLabelsFor, renderTemplate } from "./Templates.js"
 import { isVisible, visibility } from "./Visibility.js"
 import { isSessionOpen } from "./WhatsApp.js"
 
@@ -287,9 +287,7 @@ export const layer: Layer.Layer<
               }
               templateId = template.value.id
               // Only the fields the template's placeholders name are asked of the CRM.
-              const labels = placeholders(template.value.body)
-                .filter((p) => p.module === request.record?.module)
-                .map((p) => p.field)
+              const labels = fieldLabelsFor(template.value.body, request.record?.module)
               record = yield* linkedRecord(caller, request.record, labels)
               body = yield* renderTemplate(template.value.body, record)
             } else {

@@ -109,8 +109,17 @@ export interface CrmRecord {
   readonly name: string
   readonly phone: string | null
   readonly ownerId: string | null
-  /** Field values by label as CRM users write them (`First Name`). */
+  /**
+   * Field values by label as CRM users write them (`First Name`); a lookup or owner field by the name of
+   * what it names. The sending user's fields, where the CRM merges them, are keyed `User.<label>`
+   * (`User.First Name`).
+   */
   readonly fields: Readonly<Record<string, string>>
+  /**
+   * True where the CRM's own merge fills a known but empty field with nothing (Zoho): an empty value then
+   * merges as an empty string. Otherwise (the embedded CRM) an empty field is refused like an unknown one.
+   */
+  readonly emptyMergesAsBlank?: boolean
 }
 
 /**

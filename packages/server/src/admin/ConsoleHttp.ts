@@ -9,10 +9,17 @@ import type { Html } from "./Html.js"
 
 export const SESSION_COOKIE = "parley_admin"
 
+/**
+ * The console's Content-Security-Policy. `formTargets` are the other origins a form on the page may end up
+ * at: Chromium applies `form-action` to the redirects after a post too, so a form whose answer redirects to
+ * an external consent page (Zoho's accounts server) needs that origin here.
+ */
+export const contentSecurityPolicy = (formTargets: ReadonlyArray<string> = []): string =>
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  `form-action ${["'self'", ...formTargets].join(" ")}; frame-ancestors 'none'; base-uri 'none'`
+
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "content-security-policy": contentSecurityPolicy(),
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   // Sign-in links carry their token in the URL: it must not leave in a Referer. (Not no-referrer: with it,

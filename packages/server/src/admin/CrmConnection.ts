@@ -38,10 +38,16 @@ export const disconnectAccount = (orgId: string) =>
  */
 export interface ExternalCrmService {
   readonly name: string
+  /** The origin the consent page is served from: the CRM page's forms may be redirected there (see ConsoleHttp). */
+  readonly consentOrigin: Option.Option<string>
   readonly start: (orgId: string, returnTo: string) => Effect.Effect<Option.Option<string>, StorageError>
 }
 
 export class ExternalCrm extends Context.Tag("@parley/server/admin/ExternalCrm")<ExternalCrm, ExternalCrmService>() {}
 
 /** What the console uses while no server module provides ExternalCrm. */
-export const unavailableZoho: ExternalCrmService = { name: "Zoho CRM", start: () => Effect.succeed(Option.none()) }
+export const unavailableZoho: ExternalCrmService = {
+  name: "Zoho CRM",
+  consentOrigin: Option.none(),
+  start: () => Effect.succeed(Option.none())
+}

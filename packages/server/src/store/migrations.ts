@@ -631,6 +631,17 @@ const zohoWorkflows = Effect.gen(function*() {
   )`
 })
 
+/**
+ * Zoho connections keep the code of their last error (OAUTH_SCOPE_MISMATCH, INVALID_CLIENT…, shown by `crm
+ * status` and the console apart from the words) and when the current user was last read (at least every ten
+ * minutes, so a token that now belongs to someone else is caught between refreshes, across replicas).
+ */
+const zohoConnectionChecks = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE zoho_connections ADD COLUMN last_error_code TEXT`
+  yield* sql`ALTER TABLE zoho_connections ADD COLUMN identity_checked_at BIGINT NOT NULL DEFAULT 0`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -649,6 +660,7 @@ export const migrations = {
   "0022_media_urls": mediaUrls,
   "0023_zoho_outbox": zohoOutbox,
   "0024_zoho_call_slots": zohoCallSlots,
+  "0026_zoho_connection_checks": zohoConnectionChecks,
   "0028_zoho_workflows": zohoWorkflows,
   "0035_consent": consent
 }

@@ -7,7 +7,7 @@ import { Effect, Option } from "effect"
 import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
 import * as ZohoWorkflows from "../../crm/zoho/ZohoWorkflows.js"
 import type { Session } from "../AdminStore.js"
-import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
+import { type ConsoleRequest, contentSecurityPolicy, page, redirect } from "../ConsoleHttp.js"
 import { accountIdFor, connectAccount, disconnectAccount, ExternalCrm, unavailableZoho } from "../CrmConnection.js"
 import { html } from "../Html.js"
 import { actionButton, csrfField, type FieldErrors, layout, textField } from "../Layout.js"
@@ -26,16 +26,26 @@ const crmPage = (session: Session, errors: FieldErrors, notice: string | undefin
     const external = Option.getOrElse(yield* Effect.serviceOption(ExternalCrm), () => unavailableZoho)
     // The same view `parley crm status` prints: which CRM, as whom, since when, the last error; never a token.
     const status = yield* ZohoConnect.status(session.orgId)
+    const lastError = status.lastError === null
+      ? ""
+      : html`<dt>Last error from Zoho</dt><dd>${status.lastError.code === null ? "" : html`<code>${status.lastError.code}</code> `}${status.lastError.message}${
+        status.lastError.at === null ? "" : ` (${status.lastError.at})`
+      }</dd>`
     const zoho = status.provider === "zoho" && status.user !== null
       ? html`<dt>CRM</dt><dd>Zoho CRM${status.zohoOrg === null ? "" : html` — ${status.zohoOrg.name} (<code>${status.zohoOrg.id}</code>)`}</dd>
 <dt>Connected as</dt><dd>${status.user.name} (${status.user.email}, ZUID <code>${status.user.zuid}</code>)</dd>
 <dt>Since</dt><dd>${status.since ?? "unknown"}</dd>
-${status.lastError === null ? "" : html`<dt>Last error</dt><dd>${status.lastError.message}${status.lastError.at === null ? "" : ` (${status.lastError.at})`}</dd>`}`
+${lastError}`
       : undefined
     // The same setting as `parley crm update ORG --workflows on|off`.
     const workflowsOn = yield* (yield* ZohoWorkflows.make).enabled(session.orgId)
+    // Zoho's last error stays visible after the connection lapsed (a refused refresh token, another user):
+    // it is what says why, and what to do.
+    const lapsed = status.provider === "zoho" && status.lastError !== null
+      ? html`<dl>${lastError}</dl>`
+      : ""
     const state = connection.state === "disconnected"
-      ? html`<p>No CRM account is connected. API requests fail with <code>OAUTH_REQUIRED</code> until one is.</p>`
+      ? html`<p>No CRM account is connected. API requests fail with <code>OAUTH_REQUIRED</code> until one is.</p>${lapsed}`
       : html`<dl>
 ${zoho ?? html`<dt>CRM</dt><dd>Built-in CRM</dd>
 <dt>Connected as</dt><dd>${connection.account.name} (<code>${connection.account.id}</code>)</dd>`}
@@ -69,7 +79,11 @@ ${textField({ name: "account", label: "Account name", value: accountName, errors
 <button type="submit">${connection.state === "disconnected" ? "Connect" : "Reconnect"}</button>
 </form>`
       }),
-      { status: Object.keys(errors).length === 0 ? 200 : 400 }
+      {
+        status: Object.keys(errors).length === 0 ? 200 : 400,
+        // "Connect Zoho CRM" posts here and is redirected to Zoho's consent page: that origin must be allowed.
+        headers: { "content-security-policy": contentSecurityPolicy(Option.toArray(external.consentOrigin)) }
+      }
     )
   })
 

@@ -98,7 +98,9 @@ const status = Command.make("status", { json, org }, (input) =>
           ["user", view.user === null ? "-" : `${view.user.name} <${view.user.email}> (zuid ${view.user.zuid})`],
           ["organisation", view.zohoOrg === null ? "-" : `${view.zohoOrg.name} (${view.zohoOrg.id})`],
           ["since", view.since ?? "-"],
-          ["last error", view.lastError === null ? "-" : `${view.lastError.message} (${view.lastError.at ?? "?"})`]
+          ["last error", view.lastError === null
+            ? "-"
+            : `${view.lastError.code === null ? "" : `${view.lastError.code}: `}${view.lastError.message} (${view.lastError.at ?? "?"})`]
         ])
       ].join("\n"))
   })).pipe(Command.withDescription("Show the organisation's CRM connection (provider, user, organisation, last error; never a token)"))

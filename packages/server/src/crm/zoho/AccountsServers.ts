@@ -11,19 +11,26 @@ import { Option } from "effect"
 
 export const DEFAULT_ACCOUNTS_URL = "https://accounts.zoho.com"
 
-/** Zoho's data centres: accounts server host → API domain host (US, EU, IN, AU, JP, CA, SA, CN). */
-export const DATA_CENTRES: ReadonlyArray<{ readonly accounts: string; readonly api: string }> = [
-  { accounts: "accounts.zoho.com", api: "www.zohoapis.com" },
-  { accounts: "accounts.zoho.eu", api: "www.zohoapis.eu" },
-  { accounts: "accounts.zoho.in", api: "www.zohoapis.in" },
-  { accounts: "accounts.zoho.com.au", api: "www.zohoapis.com.au" },
-  { accounts: "accounts.zoho.jp", api: "www.zohoapis.jp" },
-  { accounts: "accounts.zohocloud.ca", api: "www.zohoapis.ca" },
-  { accounts: "accounts.zoho.sa", api: "www.zohoapis.sa" },
-  { accounts: "accounts.zoho.com.cn", api: "www.zohoapis.com.cn" }
+/**
+ * Zoho's data centres, the one table of them: the accounts server a user signs in on → its CRM API domain.
+ * The README's table and the tests are this list (zoho-accounts-servers.test.ts reads both).
+ */
+export const DATA_CENTRES: ReadonlyArray<{ readonly region: string; readonly accounts: string; readonly api: string }> = [
+  { region: "United States", accounts: "accounts.zoho.com", api: "www.zohoapis.com" },
+  { region: "European Union", accounts: "accounts.zoho.eu", api: "www.zohoapis.eu" },
+  { region: "United Kingdom", accounts: "accounts.zoho.uk", api: "www.zohoapis.uk" },
+  { region: "India", accounts: "accounts.zoho.in", api: "www.zohoapis.in" },
+  { region: "Australia", accounts: "accounts.zoho.com.au", api: "www.zohoapis.com.au" },
+  { region: "Japan", accounts: "accounts.zoho.jp", api: "www.zohoapis.jp" },
+  { region: "Canada", accounts: "accounts.zohocloud.ca", api: "www.zohoapis.ca" },
+  { region: "Saudi Arabia", accounts: "accounts.zoho.sa", api: "www.zohoapis.sa" },
+  { region: "China", accounts: "accounts.zoho.com.cn", api: "www.zohoapis.com.cn" }
 ]
 
-const API_HOST = /^(www|sandbox|developer)\.zohoapis\.(com|eu|in|com\.au|jp|ca|sa|com\.cn)$/
+/** The API hosts tokens may go to: each data centre's, and its sandbox and developer editions'. */
+const API_HOSTS: ReadonlySet<string> = new Set(
+  DATA_CENTRES.flatMap((dc) => ["www", "sandbox", "developer"].map((edition) => dc.api.replace(/^www\./, `${edition}.`)))
+)
 
 const parse = (url: string): URL | undefined => {
   try {
@@ -53,5 +60,5 @@ export const trustedApiDomain = (candidate: string, configured: Option.Option<st
   if (url === undefined || url.username !== "" || url.password !== "") return undefined
   // A local or regional set-up names its own host for both (the fake serves accounts and API on one port).
   if (url.origin === configuredOrigin(configured)) return url.origin
-  return url.protocol === "https:" && url.port === "" && API_HOST.test(url.hostname) ? url.origin : undefined
+  return url.protocol === "https:" && url.port === "" && API_HOSTS.has(url.hostname) ? url.origin : undefined
 }

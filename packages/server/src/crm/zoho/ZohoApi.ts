@@ -24,6 +24,8 @@ export interface TokenAnswer {
   readonly refreshToken: string | undefined
   readonly apiDomain: string | undefined
   readonly expiresInSeconds: number
+  /** The scopes granted, as Zoho lists them (space- or comma-separated); absent when Zoho names none. */
+  readonly scope: string | undefined
 }
 
 const unavailable = (operation: string, cause: unknown) => new Crm.CrmError({ operation, cause, reason: "unavailable" })
@@ -72,6 +74,7 @@ export const tokenRequest = (
         accessToken,
         refreshToken: typeof json["refresh_token"] === "string" ? json["refresh_token"] : undefined,
         apiDomain: typeof json["api_domain"] === "string" ? json["api_domain"] : undefined,
+        scope: typeof json["scope"] === "string" ? json["scope"] : undefined,
         // Legacy answers give seconds in expires_in_sec and milliseconds in expires_in.
         expiresInSeconds: typeof json["expires_in_sec"] === "number" ? json["expires_in_sec"] : expires > 86_400 ? expires / 1000 : expires
       })

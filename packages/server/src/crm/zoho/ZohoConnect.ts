@@ -17,21 +17,11 @@ import { ServerConfig, type ServerSettings } from "../../config/ServerConfig.js"
 import { publicBase } from "../../providers/CallbackUrls.js"
 import { DEFAULT_ACCOUNTS_URL, trustedAccountsServer, trustedApiDomain } from "./AccountsServers.js"
 import { crmRequest, listOf, revokeToken, text, tokenRequest } from "./ZohoApi.js"
-import { type ZohoConnection, ZohoConnections } from "./ZohoConnections.js"
+import { type NewZohoConnection, ZohoConnections } from "./ZohoConnections.js"
+import { missingScopes, SCOPES } from "./ZohoScopes.js"
 import { MESSAGES_MODULE, TEMPLATES_MODULE } from "./ZohoSchema.js"
 
 export const CALLBACK_PATH = "/oauth/zoho/callback"
-
-/** Every scope Parley's calls need (README: "Connecting a real Zoho CRM"). */
-export const SCOPES: ReadonlyArray<string> = [
-  "ZohoCRM.modules.ALL",
-  "ZohoCRM.settings.modules.ALL",
-  "ZohoCRM.settings.fields.ALL",
-  // crm setup: which profiles read Leads/Contacts, and their access to Parley's modules (ZohoProfiles).
-  "ZohoCRM.settings.profiles.ALL",
-  "ZohoCRM.users.READ",
-  "ZohoCRM.org.READ"
-]
 
 /** Connecting failed in a way the person connecting can act on; `message` says how, in words. */
 export class ZohoConnectFailed extends Data.TaggedError("ZohoConnectFailed")<{
@@ -50,6 +40,16 @@ const clientOf = (config: ServerSettings) =>
       })
     )
     : Effect.succeed({ id: config.zohoClientId.value, secret: Redacted.value(config.zohoClientSecret.value) })
+
+/** The accounts server consent starts on: PARLEY_ZOHO_ACCOUNTS_URL's origin, else Zoho's US server. */
+export const accountsOrigin = (config: ServerSettings): string => {
+  const configured = Option.getOrElse(config.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL)
+  try {
+    return new URL(configured).origin
+  } catch {
+    return DEFAULT_ACCOUNTS_URL
+  }
+}
 
 /** The consent URL for an organisation (valid 10 minutes, usable once). */
 export const start = (orgId: string, options: { readonly switchOrg?: boolean } = {}) =>
@@ -143,18 +143,45 @@ export const complete = (params: CallbackParams) =>
         CrmError: () => Effect.fail(unavailable())
       })
     )
+    if (token.refreshToken === undefined) {
+      return yield* new ZohoConnectFailed({ status: 400, message: "Zoho granted no refresh token (offline access); start again." })
+    }
     const apiDomain = trustedApiDomain(token.apiDomain ?? "", config.zohoAccountsUrl)
-    if (token.refreshToken === undefined || apiDomain === undefined) {
+    if (apiDomain === undefined) {
+      // The grant is live at Zoho even though Parley will never use it: revoked, not left behind.
+      yield* revokeToken(accountsOrigin, token.refreshToken)
       return yield* new ZohoConnectFailed({
         status: 400,
-        message: token.refreshToken === undefined
-          ? "Zoho granted no refresh token (offline access); start again."
-          : "Zoho's answer names an API domain that is not one of Zoho's; nothing was connected."
+        message: "Zoho's answer names an API domain that is not one of Zoho's; the grant was revoked and nothing was connected."
       })
     }
+    // A grant without a scope Parley needs would connect, then fail its calls: refused and revoked here.
+    // (Zoho names the granted scopes in the token answer; when it names none, the reads below still check.)
+    const lacking = token.scope === undefined ? [] : missingScopes(token.scope)
+    if (lacking.length > 0) {
+      yield* revokeToken(accountsOrigin, token.refreshToken)
+      return yield* new ZohoConnectFailed({
+        status: 403,
+        message: `OAUTH_SCOPE_MISMATCH: Zoho granted Parley too little: missing scope ${lacking.join(", ")}. ` +
+          "The grant was revoked and nothing changed; connect again and accept every scope Parley asks for."
+      })
+    }
+    const refreshToken = token.refreshToken
     const read = (path: string, name: string) =>
       Effect.map(
-        Effect.catchAll(crmRequest(apiDomain, token.accessToken, "GET", path), () => Effect.fail(unavailable())),
+        Effect.catchAll(crmRequest(apiDomain, token.accessToken, "GET", path), (error) =>
+          error._tag === "CrmError" && error.cause === "OAUTH_SCOPE_MISMATCH"
+            ? Effect.zipRight(
+              revokeToken(accountsOrigin, refreshToken),
+              Effect.fail(
+                new ZohoConnectFailed({
+                  status: 403,
+                  message: `OAUTH_SCOPE_MISMATCH: Zoho refused ${path.split("?")[0] ?? path} for lack of a scope; ` +
+                    `Parley needs ${SCOPES.join(", ")}. The grant was revoked and nothing changed.`
+                })
+              )
+            )
+            : Effect.fail(unavailable())),
         (answer) => listOf(answer, name)
       )
     const user = (yield* read("/users?type=CurrentUser", "users"))[0]
@@ -180,7 +207,7 @@ export const complete = (params: CallbackParams) =>
           "start again with `parley crm connect ORG --provider zoho --switch-org`."
       })
     }
-    const connection: Omit<ZohoConnection, "lastError" | "lastErrorAt"> = {
+    const connection: NewZohoConnection = {
       orgId,
       zohoOrgId,
       zohoOrgName: text(org, "company_name") ?? zohoOrgId,
@@ -219,7 +246,8 @@ export interface ZohoStatus {
   readonly user: { readonly name: string; readonly email: string; readonly zuid: string; readonly id: string; readonly profile: string | null } | null
   readonly zohoOrg: { readonly id: string; readonly name: string } | null
   readonly since: string | null
-  readonly lastError: { readonly message: string; readonly at: string | null } | null
+  /** Zoho's last error: its code when it has one (OAUTH_SCOPE_MISMATCH, INVALID_CLIENT, OAUTH_REQUIRED…). */
+  readonly lastError: { readonly code: string | null; readonly message: string; readonly at: string | null } | null
 }
 
 /** What the organisation's CRM connection is, never a token. */
@@ -241,7 +269,7 @@ export const status = (orgId: string) =>
       user: { name: z.userName, email: z.email, zuid: z.zuid, id: z.userId, profile: z.profile },
       zohoOrg: { id: z.zohoOrgId, name: z.zohoOrgName },
       since: z.connectedAt,
-      lastError: z.lastError === null ? null : { message: z.lastError, at: z.lastErrorAt }
+      lastError: z.lastError === null ? null : { code: z.lastErrorCode, message: z.lastError, at: z.lastErrorAt }
     }
     return view
   })

@@ -39,7 +39,14 @@ export interface ZohoConnection {
   readonly connectedAt: string
   readonly lastError: string | null
   readonly lastErrorAt: string | null
+  /** Zoho's or Parley's code for the last error (OAUTH_SCOPE_MISMATCH, INVALID_CLIENT…), when it has one. */
+  readonly lastErrorCode: string | null
+  /** When the current user behind the token was last read (epoch ms). */
+  readonly identityCheckedAt: number
 }
+
+/** What a new connection is saved from: the rest starts empty (no error, identity read at connection). */
+export type NewZohoConnection = Omit<ZohoConnection, "lastError" | "lastErrorAt" | "lastErrorCode" | "identityCheckedAt">
 
 const Row = Schema.Struct({
   org_id: Schema.String,
@@ -58,15 +65,20 @@ const Row = Schema.Struct({
   modules: DbJson(Schema.Array(ZohoModuleAccess)),
   connected_at: Schema.String,
   last_error: NullableString,
-  last_error_at: NullableString
+  last_error_at: NullableString,
+  last_error_code: NullableString,
+  identity_checked_at: DbInt
 })
 
 export interface ZohoConnectionsService {
   readonly get: (orgId: string) => Effect.Effect<Option.Option<ZohoConnection>, StorageError | SecretBox.SecretKeyError>
   readonly exists: (orgId: string) => Effect.Effect<boolean, StorageError>
-  readonly save: (connection: Omit<ZohoConnection, "lastError" | "lastErrorAt">) => Effect.Effect<void, StorageError>
+  readonly save: (connection: NewZohoConnection) => Effect.Effect<void, StorageError>
   readonly saveAccessToken: (orgId: string, token: string, expiresAt: number) => Effect.Effect<void, StorageError>
-  readonly recordError: (orgId: string, message: string | null, at: string) => Effect.Effect<void, StorageError>
+  /** The last error, in words an administrator acts on, with its code when it has one (null message: none). */
+  readonly recordError: (orgId: string, message: string | null, at: string, code?: string) => Effect.Effect<void, StorageError>
+  /** The current user behind the token was read at `at` and is still the connected one. */
+  readonly markIdentityChecked: (orgId: string, at: number) => Effect.Effect<void, StorageError>
   readonly remove: (orgId: string) => Effect.Effect<void, StorageError>
   /**
    * Takes the organisation's refresh lease until `until` if nobody holds it (one conditional update, so one
@@ -100,7 +112,7 @@ export const layer: Layer.Layer<ZohoConnections, never, SqlClient.SqlClient | Se
       Result: Row,
       execute: (orgId) => sql`SELECT org_id, zoho_org_id, zoho_org_name, user_id, zuid, user_name, email, profile,
         accounts_url, api_domain, refresh_token, access_token, access_expires_at, modules, connected_at, last_error,
-        last_error_at FROM zoho_connections WHERE org_id = ${orgId}`
+        last_error_at, last_error_code, identity_checked_at FROM zoho_connections WHERE org_id = ${orgId}`
     })
     const open = (row: typeof Row.Type) =>
       Effect.gen(function*() {
@@ -121,7 +133,9 @@ export const layer: Layer.Layer<ZohoConnections, never, SqlClient.SqlClient | Se
           modules: row.modules,
           connectedAt: row.connected_at,
           lastError: row.last_error,
-          lastErrorAt: row.last_error_at
+          lastErrorAt: row.last_error_at,
+          lastErrorCode: row.last_error_code,
+          identityCheckedAt: row.identity_checked_at
         }
         return connection
       })
@@ -154,20 +168,27 @@ export const layer: Layer.Layer<ZohoConnections, never, SqlClient.SqlClient | Se
             modules: JSON.stringify(c.modules),
             connected_at: c.connectedAt,
             last_error: null,
-            last_error_at: null
+            last_error_at: null,
+            last_error_code: null,
+            identity_checked_at: Date.parse(c.connectedAt)
           })
         } ON CONFLICT (org_id) DO UPDATE SET zoho_org_id = excluded.zoho_org_id, zoho_org_name = excluded.zoho_org_name,
           user_id = excluded.user_id, zuid = excluded.zuid, user_name = excluded.user_name, email = excluded.email,
           profile = excluded.profile, accounts_url = excluded.accounts_url, api_domain = excluded.api_domain,
           refresh_token = excluded.refresh_token, access_token = excluded.access_token,
           access_expires_at = excluded.access_expires_at, refresh_lease_until = 0, modules = excluded.modules,
-          connected_at = excluded.connected_at, last_error = NULL, last_error_at = NULL`),
+          connected_at = excluded.connected_at, last_error = NULL, last_error_at = NULL, last_error_code = NULL,
+          identity_checked_at = excluded.identity_checked_at`),
       saveAccessToken: (orgId, token, expiresAt) =>
         storage("zoho.saveAccessToken")(sql`UPDATE zoho_connections SET access_token = ${box.seal(token)},
-          access_expires_at = ${expiresAt}, last_error = NULL, last_error_at = NULL WHERE org_id = ${orgId}`),
-      recordError: (orgId, message, at) =>
+          access_expires_at = ${expiresAt}, last_error = NULL, last_error_at = NULL, last_error_code = NULL
+          WHERE org_id = ${orgId}`),
+      recordError: (orgId, message, at, code) =>
         storage("zoho.recordError")(sql`UPDATE zoho_connections SET last_error = ${message},
-          last_error_at = ${message === null ? null : at} WHERE org_id = ${orgId}`),
+          last_error_at = ${message === null ? null : at}, last_error_code = ${message === null ? null : code ?? null}
+          WHERE org_id = ${orgId}`),
+      markIdentityChecked: (orgId, at) =>
+        storage("zoho.markIdentityChecked")(sql`UPDATE zoho_connections SET identity_checked_at = ${at} WHERE org_id = ${orgId}`),
       remove: (orgId) => storage("zoho.remove")(sql`DELETE FROM zoho_connections WHERE org_id = ${orgId}`),
       takeRefreshLease: (orgId, now, until) =>
         storage("zoho.takeRefreshLease")(

@@ -4,10 +4,12 @@
  * the API's authentication reads) stays in the embedded CRM either way.
  *
  * What Zoho answers, and how stale it may be:
- * - templates: the `Parley_Templates` records (at most 200), ordered by name
- *   case-insensitively, cached 60 seconds per organisation; while Zoho is down
- *   or throttling, the last list read (its age in the `Age` header), read
- *   again in the background;
+ * - templates: every `Parley_Templates` record (read 200 a page, up to
+ *   MAX_TEMPLATE_PAGES pages), ordered as the embedded CRM orders them
+ *   (Crm.byTemplateName: "Step 2" before "Step 10"), cached 60 seconds per
+ *   organisation; `GET /templates` lists the first 200, and any of them can
+ *   be sent by its `templateUuid`; while Zoho is down or throttling, the last
+ *   list read (its age in the `Age` header), read again in the background;
  * - records (links and merge fields): read from Zoho at each creation, only
  *   the fields the template needs; field labels map to API names through
  *   `/settings/fields`, cached 10 minutes per organisation and module;
@@ -20,7 +22,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { setResponseHeaders } from "../../http/RequestState.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
-import { dataOf, listOf, refusalOf, text } from "./ZohoApi.js"
+import { dataOf, isRecord, listOf, refusalOf, text } from "./ZohoApi.js"
 import { limitCalls } from "./ZohoCallSlots.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
@@ -31,8 +33,13 @@ import * as ZohoSession from "./ZohoSession.js"
 import * as ZohoWorkflows from "./ZohoWorkflows.js"
 
 export const TEMPLATE_CACHE_MS = 60_000
+/** An unknown templateUuid re-reads the templates, at most this often per organisation. */
+const TEMPLATE_MISS_REREAD_MS = 5_000
 export const FIELD_CACHE_MS = 10 * 60_000
-const MAX_TEMPLATES = 200
+/** Zoho answers at most 200 records a page. */
+const TEMPLATE_PAGE = 200
+/** A bound on one organisation's template read (10,000 templates); Zoho's `page` works up to 2,000 records, `page_token` after. */
+const MAX_TEMPLATE_PAGES = 50
 
 /** The field that names a record of each module. */
 const NAME_FIELD: Readonly<Record<CrmModule, string>> = {
@@ -40,6 +47,28 @@ const NAME_FIELD: Readonly<Record<CrmModule, string>> = {
   Contacts: "Full_Name",
   Vendors: "Vendor_Name",
   Deals: "Deal_Name"
+}
+
+/** `${User.<label>}` fields as the record's `fields` carry them (see Templates.SENDER_MODULE). */
+const SENDER_PREFIX = "User."
+
+/** Zoho's `${User.…}` merge labels → the key of the user in `/users` answers. */
+const USER_FIELDS: Readonly<Record<string, string>> = {
+  "First Name": "first_name",
+  "Last Name": "last_name",
+  "Full Name": "full_name",
+  "Email": "email",
+  "Phone": "phone",
+  "Mobile": "mobile"
+}
+
+/** A field's value as Zoho's merge writes it: text as it is, a lookup or owner by its name, nothing as "". */
+const mergeValue = (value: unknown): string => {
+  if (typeof value === "string") return value
+  if (typeof value === "number" || typeof value === "boolean") return String(value)
+  if (Array.isArray(value)) return value.map(mergeValue).filter((v) => v !== "").join(", ")
+  if (isRecord(value)) return mergeValue(value["name"])
+  return ""
 }
 
 interface Cached<A> {
@@ -65,18 +94,28 @@ export const layer: Layer.Layer<
     const fieldMaps = new Map<string, Cached<ReadonlyMap<string, string>>>()
     const owners = yield* ZohoOwners.make
     const workflows = yield* ZohoWorkflows.make
+    const senders = new Map<string, Cached<Readonly<Record<string, unknown>>>>()
 
     const settings = yield* SettingsCache
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
     const isZoho = (orgId: string) => settings.cachedValue(`zoho-connected\u0000${orgId}`, connections.exists(orgId))
 
-    const listTemplates = (orgId: string) =>
+    const listTemplates = (orgId: string, maxAgeMs = TEMPLATE_CACHE_MS) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const hit = templates.get(orgId)
-        if (hit !== undefined && now - hit.at < TEMPLATE_CACHE_MS) return hit.value
-        const answer = yield* session.call(orgId, "GET", `/${TEMPLATES_MODULE}?fields=Name,Body,Record_Type&per_page=${MAX_TEMPLATES}`)
-        const rows = dataOf(answer).flatMap((r): Array<Crm.TemplateRow> => {
+        if (hit !== undefined && now - hit.at < maxAgeMs) return hit.value
+        const records: Array<Readonly<Record<string, unknown>>> = []
+        let cursor = "page=1"
+        for (let page = 1; page <= MAX_TEMPLATE_PAGES; page++) {
+          const answer = yield* session.call(orgId, "GET", `/${TEMPLATES_MODULE}?fields=Name,Body,Record_Type&per_page=${TEMPLATE_PAGE}&${cursor}`)
+          records.push(...dataOf(answer))
+          const info = isRecord(answer.json) && isRecord(answer.json["info"]) ? answer.json["info"] : {}
+          if (info["more_records"] !== true) break
+          const token = text(info, "next_page_token")
+          cursor = token === undefined ? `page=${page + 1}` : `page_token=${encodeURIComponent(token)}`
+        }
+        const rows = records.flatMap((r): Array<Crm.TemplateRow> => {
           const id = text(r, "id")
           if (id === undefined) return []
           const recordType = text(r, "Record_Type")
@@ -89,10 +128,8 @@ export const layer: Layer.Layer<
             body: text(r, "Body") ?? ""
           }]
         })
-        // As users expect a list of names: case-insensitively, then by id for equal names.
-        const sorted = [...rows].sort((a, b) =>
-          a.name.localeCompare(b.name, "en", { sensitivity: "base" }) || a.crmId.localeCompare(b.crmId)
-        )
+        // The order every CRM of the port lists templates in, so the first 200 are the ones users expect.
+        const sorted = [...rows].sort(Crm.byTemplateName)
         templates.set(orgId, { at: now, value: sorted })
         return sorted
       })
@@ -154,11 +191,26 @@ export const layer: Layer.Layer<
         return map
       }))
 
+    /**
+     * The connected user (whom every key runs as, so the sender of every text), as `/users?type=CurrentUser`
+     * answers, cached like the field maps.
+     */
+    const currentUser = (orgId: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const hit = senders.get(orgId)
+        if (hit !== undefined && now - hit.at < FIELD_CACHE_MS) return hit.value
+        const user = listOf(yield* session.call(orgId, "GET", "/users?type=CurrentUser"), "users")[0] ?? {}
+        senders.set(orgId, { at: now, value: user })
+        return user
+      })
+
     const findRecord = (orgId: string, module: CrmModule, id: string, fieldLabels?: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         // Zoho's ids are digits; anything else cannot name a record (and must not reach the URL).
         if (!/^\d{1,25}$/.test(id)) return Option.none<Crm.CrmRecord>()
-        const labels = fieldLabels ?? []
+        const labels = (fieldLabels ?? []).filter((label) => !label.startsWith(SENDER_PREFIX))
+        const senderLabels = (fieldLabels ?? []).filter((label) => label.startsWith(SENDER_PREFIX))
         const map = yield* fieldMap(orgId, module)
         const wanted = new Set([NAME_FIELD[module], "Phone", "Owner"])
         for (const label of labels) {
@@ -169,10 +221,18 @@ export const layer: Layer.Layer<
         const record = dataOf(answer)[0]
         if (record === undefined) return Option.none<Crm.CrmRecord>()
         const fields: Record<string, string> = {}
+        // A field of the module merges as Zoho's own merge does: a lookup or owner by its name, an empty value
+        // as nothing. A label the module does not have stays unfilled (the template is refused, naming it).
         for (const label of labels) {
           const api = map.get(label)
-          const value = api === undefined ? undefined : text(record, api)
-          if (value !== undefined) fields[label] = value
+          if (api !== undefined) fields[label] = mergeValue(record[api])
+        }
+        if (senderLabels.length > 0) {
+          const sender = yield* currentUser(orgId)
+          for (const label of senderLabels) {
+            const key = USER_FIELDS[label.slice(SENDER_PREFIX.length)]
+            if (key !== undefined) fields[label] = mergeValue(sender[key])
+          }
         }
         const ownerId = ZohoOwners.ownerIdOf(record)
         yield* owners.remember(orgId, module, id, ownerId)
@@ -183,7 +243,8 @@ export const layer: Layer.Layer<
           name: text(record, NAME_FIELD[module]) ?? id,
           phone: text(record, "Phone") ?? null,
           ownerId,
-          fields
+          fields,
+          emptyMergesAsBlank: true
         })
       })
 
@@ -262,14 +323,20 @@ export const layer: Layer.Layer<
       connection: embedded.connection,
       setConnection: (orgId, c) => {
         templates.delete(orgId)
+        senders.delete(orgId)
         for (const key of fieldMaps.keys()) if (key.startsWith(`${orgId}\u0000`)) fieldMaps.delete(key)
         return embedded.setConnection(orgId, c)
       },
       listTemplates: (orgId, limit) =>
         route(orgId, () => Effect.map(servedTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
       findTemplate: (orgId, id) =>
-        route(orgId, () => Effect.map(listTemplates(orgId), (rows) => Option.fromNullable(rows.find((t) => t.id === id))), () =>
-          embedded.findTemplate(orgId, id)),
+        route(orgId, () =>
+          Effect.gen(function*() {
+            const cached = (yield* listTemplates(orgId)).find((t) => t.id === id)
+            if (cached !== undefined) return Option.some(cached)
+            // A template created in Zoho since the last read is found at once; unknown ids re-read at most this often.
+            return Option.fromNullable((yield* listTemplates(orgId, TEMPLATE_MISS_REREAD_MS)).find((t) => t.id === id))
+          }), () => embedded.findTemplate(orgId, id)),
       upsertTemplate: (row) =>
         route(row.orgId, () =>
           Effect.fail(new Crm.CrmError({ operation: "zoho.upsertTemplate", cause: "templates are kept in Zoho (Parley_Templates)" })), () =>

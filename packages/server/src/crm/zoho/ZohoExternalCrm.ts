@@ -7,15 +7,18 @@
 import { Effect, Layer, Option } from "effect"
 import { ExternalCrm } from "../../admin/CrmConnection.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
-import { start } from "./ZohoConnect.js"
+import { accountsOrigin, start } from "./ZohoConnect.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 
 export const layer = Layer.effect(
   ExternalCrm,
   Effect.gen(function*() {
     const context = yield* Effect.context<ServerConfig | ZohoConnections>()
+    const config = yield* ServerConfig
+    const configured = Option.isSome(config.zohoClientId) && Option.isSome(config.zohoClientSecret)
     return ExternalCrm.of({
       name: "Zoho CRM",
+      consentOrigin: configured ? Option.some(accountsOrigin(config)) : Option.none(),
       start: (orgId) =>
         start(orgId).pipe(
           Effect.map((started) => Option.some(started.url)),

@@ -25,7 +25,8 @@ export interface FieldSpec {
   readonly field_label: string
   readonly data_type: string
   readonly length?: number
-  readonly unique?: { readonly casesensitive: boolean }
+  /** Zoho's OpenAPI file (zoho/crm-oas v8.0, fields.json `unique`) types `casesensitive` as a string. */
+  readonly unique?: { readonly casesensitive: "true" | "false" }
   readonly pick_list_values?: ReadonlyArray<{ readonly display_value: string; readonly actual_value: string }>
   readonly lookup?: { readonly module: { readonly api_name: string } }
   /** A multi-line field's size: Parley creates every one large (32,000 characters), never Zoho's small default. */
@@ -45,7 +46,7 @@ export const TEMPLATE_FIELDS: ReadonlyArray<FieldSpec> = [
 ]
 
 export const MESSAGE_FIELDS: ReadonlyArray<FieldSpec> = [
-  { api_name: KEY_FIELD, field_label: "Parley Key", data_type: "text", length: 64, unique: { casesensitive: true } },
+  { api_name: KEY_FIELD, field_label: "Parley Key", data_type: "text", length: 64, unique: { casesensitive: "true" } },
   { api_name: "Kind", field_label: "Kind", data_type: "picklist", pick_list_values: picklist(["Message", "AI Call"]) },
   { api_name: "Direction", field_label: "Direction", data_type: "picklist", pick_list_values: picklist(["Outbound", "Inbound"]) },
   { api_name: "Channel", field_label: "Channel", data_type: "picklist", pick_list_values: picklist(["SMS", "WhatsApp", "Call"]) },

@@ -9,22 +9,32 @@
  * conditional update) decides who refreshes while the others re-read the row
  * until the new token is there.
  *
- * After every refresh the current user is read again: a token that now
- * belongs to another Zoho user than the one connected marks the connection
+ * The current user is read again after every refresh and at least every
+ * IDENTITY_CHECK_MS between refreshes (the time of the last read is in the
+ * connection's row, so replicas share it): a token that now belongs to
+ * another Zoho user than the one connected marks the connection
  * IDENTITY_CHANGED; a refused refresh token (`invalid_code`) marks it
- * OAUTH_REQUIRED. Both need a reconnect.
+ * OAUTH_REQUIRED. Both need a reconnect. A refused client
+ * (`invalid_client`, `invalid_client_secret`) is not the connection's fault:
+ * the server's PARLEY_ZOHO_CLIENT_ID or _SECRET no longer match Zoho's, and
+ * the connection is kept for when they do. Each is recorded, with its code,
+ * as the connection's last error (`crm status`, the console's CRM page), as
+ * is a call Zoho refuses for lack of a scope (OAUTH_SCOPE_MISMATCH).
  */
 import { Crm } from "@parley/core/domain"
 import { Clock, Context, Effect, Option, Redacted } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { type CrmAnswer, crmRequest, listOf, text, tokenRequest } from "./ZohoApi.js"
 import { type ZohoConnection, ZohoConnections } from "./ZohoConnections.js"
+import { SCOPES } from "./ZohoScopes.js"
 
 /** Refresh this long before Zoho's expiry, so no call carries a token about to lapse. */
 const EARLY_REFRESH_MS = 60_000
 /** How long a refresh lease lasts (a process that dies holding it delays the next refresh this long). */
 const LEASE_MS = 15_000
 const WAIT_STEP_MS = 100
+/** The current user is read at least this often, so a changed identity is caught within minutes. */
+export const IDENTITY_CHECK_MS = 10 * 60_000
 
 export interface ZohoSessionService {
   /** One CRM call (path under /crm/v8) as the organisation's connected user. */
@@ -67,10 +77,13 @@ export const make = (crm: Crm.CrmService) =>
             : Effect.succeed(found.value)
       )
 
+    const recordError = (orgId: string, code: string, message: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.ignore(connections.recordError(orgId, message, new Date(now).toISOString(), code)))
+
     const lapse = (orgId: string, state: "disconnected" | "identity_changed", message: string) =>
       Effect.gen(function*() {
-        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-        yield* Effect.ignore(connections.recordError(orgId, message, now))
+        yield* recordError(orgId, state === "disconnected" ? "OAUTH_REQUIRED" : "IDENTITY_CHANGED", message)
         const current = yield* Effect.orElseSucceed(crm.connection(orgId), () => ({ state: "disconnected" as const }))
         if (current.state !== "disconnected") {
           yield* Effect.ignore(
@@ -82,6 +95,17 @@ export const make = (crm: Crm.CrmService) =>
           cause: message,
           reason: state === "disconnected" ? "oauth_required" : "identity_changed"
         })
+      })
+
+    /** Who the token belongs to now: the connected user, or someone else (IDENTITY_CHANGED). */
+    const checkIdentity = (connection: ZohoConnection, accessToken: string) =>
+      Effect.gen(function*() {
+        const me = yield* crmRequest(connection.apiDomain, accessToken, "GET", "/users?type=CurrentUser")
+        const zuid = text(listOf(me, "users")[0] ?? {}, "zuid")
+        if (zuid !== undefined && zuid !== connection.zuid) {
+          return yield* lapse(connection.orgId, "identity_changed", "The Zoho token now belongs to another user; reconnect.")
+        }
+        yield* Effect.ignore(connections.markIdentityChecked(connection.orgId, yield* Clock.currentTimeMillis))
       })
 
     /** Refreshes the access token (this process holds the lease), then checks who it belongs to. */
@@ -99,21 +123,27 @@ export const make = (crm: Crm.CrmService) =>
           refresh_token: connection.refreshToken
         }).pipe(
           Effect.catchTag("ZohoTokenRefused", (refused) =>
-            lapse(connection.orgId, "disconnected", `Zoho refused the refresh token (${refused.error}); reconnect.`))
+            refused.error === "invalid_client" || refused.error === "invalid_client_secret"
+              ? Effect.zipRight(
+                recordError(
+                  connection.orgId,
+                  "INVALID_CLIENT",
+                  `Zoho refused Parley's client (${refused.error}): the client id or secret changed. Set ` +
+                    "PARLEY_ZOHO_CLIENT_ID and PARLEY_ZOHO_CLIENT_SECRET to the client's current values in Zoho's API " +
+                    "console and restart; the connection itself is kept (no reconnect needed)."
+                ),
+                Effect.fail(new Crm.CrmError({ operation: "zoho.refresh", cause: refused.error, reason: "unavailable" }))
+              )
+              : lapse(connection.orgId, "disconnected", `Zoho refused the refresh token (${refused.error}); reconnect.`))
         )
         const now = yield* Clock.currentTimeMillis
         const expiresAt = now + answer.expiresInSeconds * 1000
         yield* Effect.mapError(connections.saveAccessToken(connection.orgId, answer.accessToken, expiresAt), storageFailure("zoho.saveAccessToken"))
-        // Who the token belongs to now: the connected user, or someone else (IDENTITY_CHANGED).
-        const me = yield* Effect.catchTag(
-          crmRequest(connection.apiDomain, answer.accessToken, "GET", "/users?type=CurrentUser"),
+        yield* Effect.catchTag(
+          checkIdentity(connection, answer.accessToken),
           "ZohoInvalidToken",
           () => Effect.fail(new Crm.CrmError({ operation: "zoho.currentUser", cause: "INVALID_TOKEN", reason: "oauth_required" }))
         )
-        const zuid = text(listOf(me, "users")[0] ?? {}, "zuid")
-        if (zuid !== undefined && zuid !== connection.zuid) {
-          return yield* lapse(connection.orgId, "identity_changed", "The Zoho token now belongs to another user; reconnect.")
-        }
         return answer.accessToken
       })
 
@@ -145,6 +175,10 @@ export const make = (crm: Crm.CrmService) =>
     const call: ZohoSessionService["call"] = (orgId, method, path, body) =>
       Effect.gen(function*() {
         const first = yield* token(orgId, null)
+        if ((yield* Clock.currentTimeMillis) - first.connection.identityCheckedAt >= IDENTITY_CHECK_MS) {
+          // Between refreshes too: a token re-issued to another user is caught within minutes, not an hour.
+          yield* Effect.catchTag(checkIdentity(first.connection, first.token), "ZohoInvalidToken", () => Effect.void)
+        }
         return yield* crmRequest(first.connection.apiDomain, first.token, method, path, body).pipe(
           // Expired or revoked early: refresh once (single-flight) and try again.
           Effect.catchTag("ZohoInvalidToken", () =>
@@ -153,7 +187,16 @@ export const make = (crm: Crm.CrmService) =>
                 crmRequest(second.connection.apiDomain, second.token, method, path, body),
                 "ZohoInvalidToken",
                 () => Effect.fail(new Crm.CrmError({ operation: "zoho.call", cause: "INVALID_TOKEN", reason: "oauth_required" }))
-              )))
+              ))),
+          Effect.tapErrorTag("CrmError", (error) =>
+            error.cause === "OAUTH_SCOPE_MISMATCH"
+              ? recordError(
+                orgId,
+                "OAUTH_SCOPE_MISMATCH",
+                `Zoho refused ${method} ${path.split("?")[0] ?? path} for lack of a scope: the grant does not cover what ` +
+                  `Parley needs (${SCOPES.join(", ")}); reconnect and accept every scope.`
+              )
+              : Effect.void)
         )
       })
 

@@ -156,6 +156,15 @@ const STANDARD_MODULES: ReadonlyArray<FakeModule> = [
   standardModule("Deals", "Deal", [["Deal_Name", "Deal Name"], ["Stage", "Stage"], ["Amount", "Amount", "currency"]])
 ]
 
+const LOOKUP_FIELDS: ReadonlyArray<readonly [string, string, string, string, string?]> = [
+  ["Leads", "Owner", "Lead Owner", "ownerlookup"],
+  ["Contacts", "Owner", "Contact Owner", "ownerlookup"],
+  ["Contacts", "Account_Name", "Account Name", "lookup", "Accounts"],
+  ["Deals", "Owner", "Deal Owner", "ownerlookup"],
+  ["Deals", "Contact_Name", "Contact Name", "lookup", "Contacts"],
+  ["Deals", "Account_Name", "Account Name", "lookup", "Accounts"]
+]
+
 const ZOHO_SCOPE_OF: ReadonlyArray<readonly [RegExp, string]> = [
   [/^\/users/, "ZohoCRM.users"],
   [/^\/org/, "ZohoCRM.org"],
@@ -192,6 +201,10 @@ export class ZohoFake {
    * "workflow" (Zoho runs no rule on an API write otherwise), in order.
    */
   readonly workflowRuns: Array<{ readonly module: string; readonly id: string; readonly on: "create" | "edit" }> = []
+  /** Scopes the next consents leave out of the grant (as an older or hand-edited consent link would). */
+  readonly consentDropsScopes: Array<string> = []
+  /** The `api_domain` token answers name instead of this server (a foreign one, in tests of the refusal). */
+  apiDomainOverride: string | undefined
   /** Record ids whose GET answers NO_PERMISSION. */
   readonly deniedRecords = new Set<string>()
   readonly modules = new Map<string, FakeModule>()
@@ -213,6 +226,7 @@ export class ZohoFake {
   private nextId = 5725767000000524001n
   private server: FakeServer | undefined
   private tokenLifetimeMs = 3_600_000
+  private currentSecret: string | undefined
   private hold: { readonly markWritten: () => void; readonly released: Promise<void> } | undefined
 
   private constructor(options: { readonly clientId?: string; readonly clientSecret?: string }) {
@@ -231,6 +245,13 @@ export class ZohoFake {
       this.modules.set(m.api_name, { ...m, fields: [...m.fields] })
       this.records.set(m.api_name, new Map())
       this.moduleProfiles.set(m.api_name, new Set())
+    }
+    // Owner and lookup fields as Zoho's standard modules have them (a record answers them as {name, id}).
+    for (const [module, api_name, field_label, data_type, target] of LOOKUP_FIELDS) {
+      const fields = this.modules.get(module)?.fields
+      if (fields !== undefined && !fields.some((f) => f.api_name === api_name)) {
+        fields.push({ api_name, field_label, data_type, ...(target === undefined ? {} : { lookup: { module: { api_name: target } } }) })
+      }
     }
     const standardModules = STANDARD_MODULES.map((m) => m.api_name)
     this.addProfile({ id: "5725767000000026011", name: "Administrator", system: true }, standardModules)
@@ -295,6 +316,19 @@ export class ZohoFake {
   get url(): string {
     if (this.server === undefined) throw new Error("ZohoFake is not started")
     return this.server.url
+  }
+
+  /** The client's secret is regenerated in Zoho's API console (or set back to `secret`): others are refused. */
+  rotateClientSecret(secret?: string): string {
+    this.currentSecret = secret ?? randomBytes(20).toString("hex")
+    return this.currentSecret
+  }
+
+  /** Live grants and their tokens lose a scope (a connection made before Parley asked for it). */
+  narrowGrants(scope: string): void {
+    for (const token of [...this.refreshTokens.values(), ...this.accessTokens.values()]) {
+      Object.assign(token, { scope: token.scope.filter((s) => s !== scope) })
+    }
   }
 
   addUser(user: ZohoFakeUser): void {
@@ -369,6 +403,11 @@ export class ZohoFake {
     return this.server?.stop() ?? Promise.resolve()
   }
 
+  /** Refresh tokens issued and not revoked: grants still live at Zoho. */
+  get liveGrants(): number {
+    return [...this.refreshTokens.values()].filter((t) => !t.revoked).length
+  }
+
   /** CRM calls (not the accounts server's) received so far. */
   get crmCalls(): number {
     return this.requests.filter((r) => r.path.startsWith("/crm/")).length
@@ -427,7 +466,8 @@ export class ZohoFake {
         return sendJson(response, 400, { error: "invalid_client" })
       }
       const code = `1000.${randomBytes(16).toString("hex")}`
-      this.codes.set(code, { zuid: this.consentingUser, scope: (url.searchParams.get("scope") ?? "").split(",") })
+      const asked = (url.searchParams.get("scope") ?? "").split(",")
+      this.codes.set(code, { zuid: this.consentingUser, scope: asked.filter((s) => !this.consentDropsScopes.includes(s)) })
       const target = new URL(redirect)
       target.searchParams.set("state", url.searchParams.get("state") ?? "")
       target.searchParams.set("code", code)
@@ -444,7 +484,7 @@ export class ZohoFake {
     }
     if (url.pathname === "/oauth/v2/token" && request.method === "POST") {
       if (param("client_id") !== this.clientId) return sendJson(response, 200, { error: "invalid_client" })
-      if (param("client_secret") !== this.clientSecret) return sendJson(response, 200, { error: "invalid_client_secret" })
+      if (param("client_secret") !== (this.currentSecret ?? this.clientSecret)) return sendJson(response, 200, { error: "invalid_client_secret" })
       const grant = param("grant_type")
       if (grant === "authorization_code") {
         const code = param("code") ?? ""
@@ -479,7 +519,7 @@ export class ZohoFake {
   private issueAccess(grant: Grant) {
     const token = `1000.${randomBytes(16).toString("hex")}.${randomBytes(16).toString("hex")}`
     this.accessTokens.set(token, { ...grant, orgId: this.orgId, expiresAt: Date.now() + this.tokenLifetimeMs })
-    return { access_token: token, scope: grant.scope.join(" "), api_domain: this.url, token_type: "Bearer", expires_in: Math.round(this.tokenLifetimeMs / 1000) }
+    return { access_token: token, scope: grant.scope.join(" "), api_domain: this.apiDomainOverride ?? this.url, token_type: "Bearer", expires_in: Math.round(this.tokenLifetimeMs / 1000) }
   }
 
   // --- CRM v8 ----------------------------------------------------------------------------------------
@@ -512,7 +552,7 @@ export class ZohoFake {
 
     if (path === "/users" && url.searchParams.get("type") === "CurrentUser") {
       return sendJson(response, 200, {
-        users: [{ id: user.id, full_name: user.full_name, email: user.email, zuid: user.zuid, status: "active", profile: user.profile, role: { name: "CEO", id: "5725767000000026005" }, time_zone: "Europe/London" }]
+        users: [{ id: user.id, first_name: user.full_name.split(" ")[0] ?? null, last_name: user.full_name.split(" ").slice(1).join(" "), full_name: user.full_name, email: user.email, zuid: user.zuid, status: "active", profile: user.profile, role: { name: "CEO", id: "5725767000000026005" }, time_zone: "Europe/London" }]
       })
     }
     if (path === "/org") {
