@@ -214,6 +214,31 @@ describe("carrier inbound webhook", () => {
       expect((await post(bogus)).status).toBe(400)
     })
 
+    it("takes what the official SDK's validateRequest takes: the URL signed without the port Parley is reached on, a repeated key", async () => {
+      // Twilio signed the URL it was given (no port); a proxy forwards it to Parley's port. `MediaUrl0` twice:
+      // the SDK signs each distinct value once, in value order.
+      const pairs: ReadonlyArray<readonly [string, string]> = [
+        ["From", "+447700900012"],
+        ["To", "+14155550100"],
+        ["Body", "two takes"],
+        ["MessageSid", "SMsdk1"],
+        ["Tag", "b"],
+        ["Tag", "a"]
+      ]
+      const seen = `${server.baseUrl}/carrier/inbound`
+      const signedUrl = seen.replace(/:\d+\//, "/")
+      const params = { From: "+447700900012", To: "+14155550100", Body: "two takes", MessageSid: "SMsdk1", Tag: ["b", "a"] }
+      const signature = twilioSdk.getExpectedTwilioSignature(TOKEN, signedUrl, params)
+      expect(twilioSdk.validateRequest(TOKEN, signature, seen, params)).toBe(true)
+      const response = await fetch(seen, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": signature },
+        body: new URLSearchParams(pairs.map(([k, v]) => [k, v])).toString()
+      })
+      expect(response.status).toBe(200)
+      expect(await listed("SMsdk1")).toMatchObject({ body: "two takes" })
+    })
+
     it("takes messages from an alphanumeric sender ID and from a 7-digit number (Niue +6834002), and lists their conversations", async () => {
       const fromSenderId = { From: "MyBank", To: "+14155550100", Body: "Your card was used", MessageSid: "SMsenderid1" }
       expect((await post(fromSenderId)).status).toBe(200)
