@@ -233,7 +233,7 @@ describe("carrier inbound webhook", () => {
       const response = await fetch(seen, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": signature },
-        body: new URLSearchParams(pairs.map(([k, v]) => [k, v])).toString()
+        body: new URLSearchParams(pairs.map(([k, v]): [string, string] => [k, v])).toString()
       })
       expect(response.status).toBe(200)
       expect(await listed("SMsdk1")).toMatchObject({ body: "two takes" })
