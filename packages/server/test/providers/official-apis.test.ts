@@ -7,11 +7,12 @@
 import { createHmac } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import { Vapi } from "@vapi-ai/server-sdk"
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Buckets } from "../../src/providers/CallbackGate.js"
 import { sendMessage, twilioContentVariables } from "../../src/providers/twilio/TwilioClient.js"
 import { createCall, verifyVapiSecret } from "../../src/providers/vapi/VapiClient.js"
+import { callDetailsRecheck } from "../../src/providers/vapi/VapiReports.js"
 import {
   VAPI_BUSY_REASONS,
   VAPI_COMPLETED_REASONS,
@@ -58,9 +59,36 @@ describe("Vapi endedReason", () => {
     ["customer-did-not-answer", "No Answer"],
     ["voicemail", "No Answer"],
     ["customer-busy", "Busy"],
-    ["twilio-failed-to-connect-call", "Failed"]
+    ["twilio-failed-to-connect-call", "Failed"],
+    // Vapi's SIP troubleshooting: 408 and 480 are the callee not answering or not reachable now.
+    ["call.in-progress.error-providerfault-outbound-sip-408-request-timeout", "No Answer"],
+    ["call.in-progress.error-providerfault-outbound-sip-480-temporarily-unavailable", "No Answer"],
+    ["call.in-progress.error-providerfault-outbound-sip-503-service-unavailable", "Failed"]
   ])("%s is %s", (reason, status) => {
     expect(vapiEnding(reason).status).toBe(status)
+  })
+})
+
+describe("a Vapi call read again (recheck)", () => {
+  const call = (status: string | null, endedReason: string | null) =>
+    ({ id: "call-1", status, endedReason, transcript: "AI: hello", recordingUrl: null })
+
+  it("ended with no endedReason yet says nothing: it waits for the reason, as Retell's recheck does", () => {
+    expect(Option.isNone(callDetailsRecheck(call("ended", null)))).toBe(true)
+    expect(Option.isNone(callDetailsRecheck(call(null, null)))).toBe(true)
+  })
+
+  it("ended with a reason ends the call by it; a call under way keeps its status", () => {
+    expect(callDetailsRecheck(call("ended", "customer-ended-call"))).toEqual(
+      Option.some({ status: "Completed", providerStatus: "customer-ended-call", body: "AI: hello" })
+    )
+    const timeout = "call.in-progress.error-providerfault-outbound-sip-480-temporarily-unavailable"
+    expect(callDetailsRecheck(call("ended", timeout))).toEqual(
+      Option.some({ status: "No Answer", providerStatus: timeout, errorMessage: timeout })
+    )
+    expect(callDetailsRecheck(call("in-progress", null))).toEqual(
+      Option.some({ status: "In Progress", providerStatus: "in-progress" })
+    )
   })
 })
 

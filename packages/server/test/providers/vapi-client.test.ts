@@ -220,6 +220,27 @@ describe("reconciling an unknown outcome", () => {
     expect(fake.requests.filter((r) => r.method === "GET" && r.path === "/call").length).toBeGreaterThan(1)
   })
 
+  it("finds the newest call when Vapi lists oldest first: no order is assumed (Vapi's GET /call promises none)", async () => {
+    fake.listOrder = "oldest-first"
+    try {
+      const since = Date.now()
+      for (let i = 0; i < 120; i++) await created(request())
+      const req = request()
+      const actionId = req.metadata["parleyActionId"]!
+      fake.dropNextAfterAccept()
+      expect((await failure(req)).reason).toBe("unknown_outcome")
+      const made = fake.calls.at(-1)!
+      const found = await find({ since })
+      expect(found.filter((f) => f.parleyActionId === actionId).map((f) => f.call.id)).toEqual([made.id])
+      expect(found.length).toBeGreaterThanOrEqual(121)
+      expect(new Set(found.map((f) => f.call.id)).size).toBe(found.length)
+      // Oldest first, as findCalls promises, whatever order Vapi listed them in.
+      expect(found.map((f) => f.createdAt)).toEqual([...found.map((f) => f.createdAt)].sort((a, b) => a - b))
+    } finally {
+      fake.listOrder = "newest-first"
+    }
+  })
+
   it("a failed read is unavailable (safe to ask again); a wrong key is auth_failed", async () => {
     const query = { phoneNumberId: PHONE_NUMBER, customerNumber: CUSTOMER, since: Date.now() }
     await fake.down()

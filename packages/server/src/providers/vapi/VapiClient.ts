@@ -23,8 +23,8 @@ export const VAPI_TIMEOUT_MS = 15_000
 export const VAPI_CLOCK_SKEW_MS = 60_000
 /** The page size findCalls asks for (Vapi's default is 100). */
 const FIND_LIMIT = 100
-/** Pages findCalls reads at most (newest first) before giving up with an error: 2,000 calls from one number in the window. */
-const FIND_MAX_PAGES = 20
+/** Lists findCalls reads at most before giving up with an error (each window halved holds fewer calls than a page). */
+const FIND_MAX_PAGES = 40
 
 export interface VapiAccount {
   /** Default VAPI_API_BASE; a local fake otherwise. */
@@ -253,53 +253,64 @@ const createdAt = (json: CallJson) => (json.createdAt === null ? NaN : Date.pars
  * createdAtGe), oldest first, each with the `parleyActionId` of its
  * assistantOverrides.metadata. Which is the action's is the caller's decision.
  *
- * GET /call answers a plain array, newest first, of at most `limit` calls: the
- * next page asks for calls no newer than the oldest seen (createdAtLe; calls
- * made in the same millisecond are not skipped, those already seen are), until
- * a page is short or brings nothing new. Past FIND_MAX_PAGES the answer is an
- * error, never a partial list that could miss the call.
+ * GET /call answers a plain array of at most `limit` calls and takes no sort
+ * order: Vapi's reference promises none, so nothing here assumes which calls a
+ * full page left out. A window whose answer is short holds no more calls; a
+ * full one is halved by creation time (createdAtGe/createdAtLe, both ends
+ * inclusive, in milliseconds) and both halves read, until every window read
+ * was short. Past FIND_MAX_PAGES lists, or a single millisecond with a full
+ * page, the answer is an error, never a partial list that could miss the call.
  */
 export const findCalls = Effect.fn("VapiClient.findCalls")(function*(
   account: VapiAccount,
   query: VapiFindQuery,
   options: VapiCallOptions = {}
 ) {
-  const since = new Date(query.since - VAPI_CLOCK_SKEW_MS).toISOString()
-  let before: string | null = null
   const seen = new Map<string, CallJson>()
-  for (let page = 0; ; page++) {
-    if (page === FIND_MAX_PAGES) {
+  let reads = 0
+  const read = (from: number, to: number | null) =>
+    Effect.gen(function*() {
+      reads++
+      const params = new URLSearchParams({
+        phoneNumberId: query.phoneNumberId,
+        createdAtGe: new Date(from).toISOString(),
+        limit: String(FIND_LIMIT),
+        ...(to === null ? {} : { createdAtLe: new Date(to).toISOString() })
+      })
+      const answer = yield* exchange({
+        method: "GET",
+        url: endpoint(account, `/call?${params.toString()}`),
+        headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
+        timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
+      })
+      // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
+      if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
+      if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+      const calls = decodeCalls(parseJson(answer.body))
+      if (Option.isNone(calls)) {
+        return yield* new VapiCallError({
+          reason: "unavailable",
+          status: answer.status,
+          message: "Vapi answered the call list with a body that is not a list of calls.",
+          retryAfterMs: null
+        })
+      }
+      for (const json of calls.value) seen.set(json.id, json)
+      return calls.value.length >= FIND_LIMIT
+    })
+  const since = query.since - VAPI_CLOCK_SKEW_MS
+  // The first read is open-ended; when it is full, the window closes at the newest a call can be (Vapi's clock).
+  const windows: Array<readonly [number, number]> = []
+  if (yield* read(since, null)) windows.push([since, (yield* Clock.currentTimeMillis) + VAPI_CLOCK_SKEW_MS])
+  while (windows.length > 0) {
+    if (reads + 2 > FIND_MAX_PAGES) {
       return yield* connectionError("unavailable", `more than ${FIND_MAX_PAGES} pages of calls from the number`)
     }
-    const params = new URLSearchParams({
-      phoneNumberId: query.phoneNumberId,
-      createdAtGe: since,
-      limit: String(FIND_LIMIT),
-      ...(before === null ? {} : { createdAtLe: before })
-    })
-    const answer = yield* exchange({
-      method: "GET",
-      url: endpoint(account, `/call?${params.toString()}`),
-      headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
-      timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
-    })
-    // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
-    if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-    if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
-    const calls = decodeCalls(parseJson(answer.body))
-    if (Option.isNone(calls)) {
-      return yield* new VapiCallError({
-        reason: "unavailable",
-        status: answer.status,
-        message: "Vapi answered the call list with a body that is not a list of calls.",
-        retryAfterMs: null
-      })
-    }
-    const fresh = calls.value.filter((json) => !seen.has(json.id))
-    for (const json of fresh) seen.set(json.id, json)
-    const oldest = calls.value.reduce<number>((min, json) => Math.min(min, createdAt(json)), Number.POSITIVE_INFINITY)
-    if (calls.value.length < FIND_LIMIT || fresh.length === 0 || !Number.isFinite(oldest)) break
-    before = new Date(oldest).toISOString()
+    const [from, to] = windows.pop() ?? [since, since]
+    if (from >= to) return yield* connectionError("unavailable", `more than ${FIND_LIMIT} calls from the number in one millisecond`)
+    const middle = Math.floor((from + to) / 2)
+    if (yield* read(from, middle)) windows.push([from, middle])
+    if (yield* read(middle + 1, to)) windows.push([middle + 1, to])
   }
   return [...seen.values()]
     .filter((json) =>

@@ -6,12 +6,13 @@
 import { Organisations, ProviderReports, type Providers } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import type { ServerSettings } from "../../config/ServerConfig.js"
-import { defineProvider, type ProviderClient, type Recheck } from "../Provider.js"
+import { defineProvider, type ProviderClient } from "../Provider.js"
 import { API_BASE_FIELD } from "../ProviderSettings.js"
 import { VAPI_EVENTS_PATH, vapiCallbackRoutes } from "./VapiCallbacks.js"
 import * as Vapi from "./VapiClient.js"
 import { checkVapiSettings, readVapiSettings, storeVapiSettings, VAPI_FIELDS, type VapiSettings } from "./VapiSettings.js"
-import { vapiCallStatus, vapiEnding } from "./VapiStatuses.js"
+import { callDetailsRecheck } from "./VapiReports.js"
+import { vapiCallStatus } from "./VapiStatuses.js"
 
 /** An organisation's numbers and bots, for their Vapi ids. */
 interface Directory {
@@ -27,28 +28,6 @@ const callChange = (call: Vapi.VapiCall, now: number, recheckMs: number): Provid
     sid: call.id,
     ...(call.status === null ? {} : { providerStatus: call.status })
   }
-}
-
-/** What a call read again says; None while it says nothing Parley's list has a status for. */
-const recheckOf = (call: Vapi.VapiCallDetails): Option.Option<Recheck> => {
-  const ending = call.status === "ended" || (call.status === null && call.endedReason !== null)
-    ? vapiEnding(call.endedReason ?? "")
-    : null
-  const status = ending?.status ?? (call.status === null ? null : vapiCallStatus(call.status))
-  if (status === null) return Option.none()
-  const raw = call.endedReason ?? call.status ?? ""
-  return Option.some(
-    status === "Completed"
-      ? {
-        status,
-        providerStatus: raw,
-        body: call.transcript ?? "",
-        ...(call.recordingUrl === null ? {} : { audioFileId: call.recordingUrl })
-      }
-      : ProviderReports.isFinal("ai_call", status)
-      ? { status, providerStatus: raw, errorMessage: ending?.errorMessage ?? raw }
-      : { status, providerStatus: raw }
-  )
 }
 
 const vapiClient = (settings: VapiSettings, directory: Directory, config: ServerSettings): ProviderClient => {
@@ -92,7 +71,7 @@ const vapiClient = (settings: VapiSettings, directory: Directory, config: Server
         }),
         (call) => callChange(call, now, config.providerRecheckMs)
       ),
-    recheck: (_row, sid) => Effect.map(Vapi.getCall(settings, sid), Option.flatMap(recheckOf))
+    recheck: (_row, sid) => Effect.map(Vapi.getCall(settings, sid), Option.flatMap(callDetailsRecheck))
   }
 }
 

@@ -29,9 +29,11 @@
  *   gives a number any of the SDK's 597 `endedReason`s; any other number
  *   talks and hangs up (`customer-ended-call`).
  * - `GET /call` with Vapi's documented filters (id, assistantId, phoneNumberId,
- *   limit, createdAtGt/Lt/Ge/Le), newest first, as a plain array of at most
- *   `limit` calls (default 100) — the next page is the client's to ask for, by
- *   createdAtLe — and `GET /call/{id}`.
+ *   limit, createdAtGt/Lt/Ge/Le), as a plain array of at most `limit` calls
+ *   (default 100) — the next page is the client's to ask for, by the createdAt
+ *   filters — and `GET /call/{id}`. Vapi's reference names no order and takes
+ *   no sort parameter: newest first by default, `listOrder` picks which calls a
+ *   full page keeps (oldest first, or newest first) so a client cannot lean on it.
  * - The same test controls as the Twilio fake: `failNext` (429/500/503),
  *   `failNextWithConcurrencyLimit` (Vapi's 400 "Over Concurrency Limit"),
  *   `dropNextAfterAccept`, `hangNext`, `down`/`up`, `tweakNextCallbacks`,
@@ -223,6 +225,8 @@ export class VapiFake extends ProviderFake {
   private readonly endings = new Map<string, Ending>()
   /** Server messages describe the call without its assistantOverrides (so without Parley's metadata). */
   messagesWithoutMetadata = false
+  /** The order `GET /call` lists calls in, and so which a full page keeps (Vapi promises no order). */
+  listOrder: "newest-first" | "oldest-first" = "newest-first"
 
   private constructor(private readonly options: VapiFakeOptions) {
     super()
@@ -582,7 +586,7 @@ export class VapiFake extends ProviderFake {
         (gt === null || c.createdAt > gt) && (lt === null || c.createdAt < lt) &&
         (ge === null || c.createdAt >= ge) && (le === null || c.createdAt <= le)
       )
-      .sort((a, b) => b.createdAt - a.createdAt || b.sequence - a.sequence)
+      .sort((a, b) => (b.createdAt - a.createdAt || b.sequence - a.sequence) * (this.listOrder === "newest-first" ? 1 : -1))
       .slice(0, limit)
     sendJson(response, 200, calls.map((call) => this.resource(call)))
   }
