@@ -342,8 +342,12 @@ export interface VapiServerAuth {
   readonly signatureHeader?: string | undefined
   /** HMAC: the header carrying the timestamp. Default `x-timestamp`. */
   readonly timestampHeader?: string | undefined
-  /** HMAC: what is signed, from `{timestamp}`, `{body}`, `{method}`, `{url}`. Default `{timestamp}.{body}`. */
+  /** HMAC: what is signed, from `{timestamp}`, `{body}`, `{method}`, `{url}`, `{svix-id}`. Default `{timestamp}.{body}`. */
   readonly payloadFormat?: string | undefined
+  /** HMAC: the header carrying the message id that `{svix-id}` stands for. Default `svix-id`. */
+  readonly messageIdHeader?: string | undefined
+  /** HMAC: what precedes the signature (`sha256=`, `v1,`); when not given, any `name=`, `name:` or `name,` is. */
+  readonly signaturePrefix?: string | undefined
   /** Bearer credential: the header carrying the token. Default `Authorization`. */
   readonly credentialHeader?: string | undefined
 }
@@ -372,7 +376,8 @@ const timestampMillis = (value: string): number => {
   return Date.parse(trimmed)
 }
 
-const HMAC_ALGORITHMS = ["sha256", "sha512"] as const
+/** The algorithms of the SDK's `HmacAuthenticationPlanAlgorithm`, and its `HmacAuthenticationPlanSignatureEncoding`s. */
+const HMAC_ALGORITHMS = ["sha1", "sha256", "sha512"] as const
 const HMAC_ENCODINGS = ["hex", "base64"] as const
 
 /**
@@ -381,10 +386,13 @@ const HMAC_ENCODINGS = ["hex", "base64"] as const
  * - `x-vapi-secret: <secret>`: the server URL's secret;
  * - a Bearer credential: `Bearer <secret>` (or the bare secret, prefix disabled) in `Authorization` or the
  *   credential's configured header;
- * - an HMAC credential: the signature header holds HMAC-SHA256 or HMAC-SHA512, hex or base64, optionally
- *   prefixed (`sha256=`), keyed with the secret, of the payload format (`{timestamp}.{body}` by default);
- *   the timestamp must be within VAPI_SIGNATURE_TOLERANCE_MS of now, so a captured message cannot be
- *   replayed later.
+ * - an HMAC credential (the SDK's `HmacAuthenticationPlan`): the signature header holds HMAC-SHA1, -SHA256
+ *   or -SHA512, hex or base64, optionally prefixed (`sha256=`, `sha256:`, Svix's `v1,`; several
+ *   space-separated signatures, as Svix sends while rotating, are each tried), keyed with the secret — or
+ *   with the bytes it encodes when it is base64 (`secretIsBase64`; a Svix `whsec_` prefix is not part of
+ *   them) — of the payload format (`{timestamp}.{body}` by default; `{svix-id}` is the message id header's
+ *   value); the timestamp must be within VAPI_SIGNATURE_TOLERANCE_MS of now, so a captured message cannot
+ *   be replayed later.
  * Every candidate is compared in constant time, whichever matched.
  */
 export const verifyVapiSecret = (
@@ -403,6 +411,26 @@ export const verifyVapiSecret = (
   return byHeader || byBearer || verifyVapiHmac(secret, request, auth)
 }
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/** The keys a secret may sign with: itself, and the bytes it spells in base64 (Vapi's `secretIsBase64`). */
+const hmacKeys = (secret: string): ReadonlyArray<string | Buffer> => {
+  const encoded = secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret
+  return encoded !== "" && BASE64.test(encoded) ? [secret, Buffer.from(encoded, "base64")] : [secret]
+}
+
+/**
+ * What may be the signature itself in a header value: each space-separated entry, as given and without
+ * its prefix — the configured one, else a leading `name=` (not base64 padding), `name:` or `name,`
+ * (neither `:` nor `,` occurs in hex or base64).
+ */
+const signatureCandidates = (value: string, prefix: string | undefined): ReadonlyArray<string> =>
+  value.split(" ").filter((entry) => entry !== "").flatMap((entry) => {
+    if (prefix !== undefined) return entry.startsWith(prefix) ? [entry.slice(prefix.length)] : []
+    const bare = entry.replace(/^[A-Za-z0-9_.-]+[:,]/, "").replace(/^[A-Za-z0-9_-]+=(?!=*$)/, "")
+    return bare === entry ? [entry] : [entry, bare]
+  })
+
 const verifyVapiHmac = (secret: string, request: VapiSignedRequest, auth: VapiServerAuth): boolean => {
   const signature = header(request.headers, auth.signatureHeader ?? "x-signature")
   if (signature === undefined || signature === "") return false
@@ -413,17 +441,28 @@ const verifyVapiHmac = (secret: string, request: VapiSignedRequest, auth: VapiSe
     const at = timestampMillis(timestamp)
     if (!Number.isFinite(at) || Math.abs(request.now - at) > VAPI_SIGNATURE_TOLERANCE_MS) return false
   }
-  const payload = format.replace(/\{(timestamp|body|method|url)\}/g, (_, name: string) =>
-    name === "timestamp" ? timestamp ?? "" : name === "body" ? request.rawBody : name === "method" ? request.method : request.url
+  const messageId = header(request.headers, auth.messageIdHeader ?? "svix-id")
+  if (format.includes("{svix-id}") && (messageId === undefined || messageId === "")) return false
+  const payload = format.replace(/\{(timestamp|body|method|url|svix-id)\}/g, (_, name: string) =>
+    name === "timestamp"
+      ? timestamp ?? ""
+      : name === "body"
+      ? request.rawBody
+      : name === "method"
+      ? request.method
+      : name === "url"
+      ? request.url
+      : messageId ?? ""
   )
-  // "sha256=<hex>", GitHub-style: the prefix is whatever precedes the first "=" that is not base64 padding.
-  const bare = signature.replace(/^[A-Za-z0-9_-]+=(?!=*$)/, "")
-  const expected = HMAC_ALGORITHMS.flatMap((algorithm) => {
-    const mac = createHmac(algorithm, secret).update(payload).digest()
-    return HMAC_ENCODINGS.map((encoding) => mac.toString(encoding))
-  })
+  const expected = hmacKeys(secret).flatMap((key) =>
+    HMAC_ALGORITHMS.flatMap((algorithm) => {
+      const mac = createHmac(algorithm, key).update(payload).digest()
+      return HMAC_ENCODINGS.map((encoding) => mac.toString(encoding))
+    })
+  )
+  const given = signatureCandidates(signature, auth.signaturePrefix)
   return expected
-    .map((candidate) => constantTimeEqual(bare, candidate) || constantTimeEqual(signature, candidate))
+    .flatMap((candidate) => given.map((entry) => constantTimeEqual(entry, candidate)))
     .reduce((matched, next) => matched || next, false)
 }
 

@@ -54,21 +54,38 @@ import {
 
 export type VapiServerAuth = "x-vapi-secret" | "bearer" | "hmac"
 
-/** How an HMAC or Bearer credential signs, beyond Vapi's defaults. */
-export interface VapiSigning {
-  readonly algorithm?: "sha256" | "sha512"
-  readonly encoding?: "hex" | "base64"
-  /** e.g. "sha256=". */
-  readonly prefix?: string
-  readonly signatureHeader?: string
-  readonly timestampHeader?: string
-  /** From {timestamp} {body} {method} {url}. */
-  readonly payloadFormat?: string
+/**
+ * How an HMAC credential signs (the SDK's `HmacAuthenticationPlan`, its secret being the server secret), and
+ * the test's own controls: the timestamp's offset and a Bearer credential's header and prefix.
+ */
+export interface VapiSigning extends Partial<Omit<Vapi.HmacAuthenticationPlan, "secretKey">> {
   /** The timestamp sent, from now (ms). Default 0; a negative one makes the message look old. */
   readonly timestampOffsetMs?: number
   /** Bearer credential: its header (default authorization) and whether "Bearer " prefixes the token. */
   readonly bearerHeader?: string
   readonly bearerPrefix?: boolean
+}
+
+const PLAN_ALGORITHMS: ReadonlySet<string> = new Set(Object.values(Vapi.HmacAuthenticationPlanAlgorithm))
+const PLAN_ENCODINGS: ReadonlySet<string> = new Set(Object.values(Vapi.HmacAuthenticationPlanSignatureEncoding))
+const PLAN_PLACEHOLDERS: ReadonlySet<string> = new Set(["{body}", "{timestamp}", "{method}", "{url}", "{svix-id}"])
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/**
+ * What Vapi refuses of a plan when the credential is made (the SDK's enums; a payload format naming
+ * anything but the documented placeholders; a base64 secret that is not base64): the fake refuses it too,
+ * so a test cannot sign in a way Vapi never would.
+ */
+const checkPlan = (secret: string, signing: VapiSigning): void => {
+  if (signing.algorithm !== undefined && !PLAN_ALGORITHMS.has(signing.algorithm)) {
+    throw new Error(`Vapi's HmacAuthenticationPlan has no algorithm ${signing.algorithm}`)
+  }
+  if (signing.signatureEncoding !== undefined && !PLAN_ENCODINGS.has(signing.signatureEncoding)) {
+    throw new Error(`Vapi's HmacAuthenticationPlan has no signatureEncoding ${signing.signatureEncoding}`)
+  }
+  const unknown = (signing.payloadFormat ?? "").match(/\{[^}]*\}/g)?.filter((p) => !PLAN_PLACEHOLDERS.has(p)) ?? []
+  if (unknown.length > 0) throw new Error(`Vapi's payloadFormat has no placeholder ${unknown.join(", ")}`)
+  if (signing.secretIsBase64 === true && !BASE64.test(secret)) throw new Error("secretIsBase64, but the secret is not base64")
 }
 
 export interface VapiFakeOptions {
@@ -243,6 +260,7 @@ export class VapiFake extends ProviderFake {
 
   /** Where server messages go (the organisation's server URL) and how they are authenticated. */
   setServer(url: string, secret: string, auth: VapiServerAuth = "x-vapi-secret", signing: VapiSigning = {}): void {
+    if (auth === "hmac") checkPlan(secret, signing)
     this.serverUrl = url
     this.secret = secret
     this.auth = auth
@@ -549,14 +567,22 @@ export class VapiFake extends ProviderFake {
         headers[signing.bearerHeader ?? "authorization"] = signing.bearerPrefix === false ? secret : `Bearer ${secret}`
       }
       if (this.auth === "hmac") {
+        // The plan's defaults: timestamp included, `{timestamp}.{body}`, x-signature, x-timestamp, hex.
         const timestamp = String(Date.now() + (signing.timestampOffsetMs ?? 0))
-        const payload = (signing.payloadFormat ?? "{timestamp}.{body}").replace(
-          /\{(timestamp|body|method|url)\}/g,
-          (_, name: string) => name === "timestamp" ? timestamp : name === "body" ? body : name === "method" ? "POST" : url
+        const includeTimestamp = signing.includeTimestamp ?? true
+        const messageId = `msg_${randomUUID().replaceAll("-", "")}`
+        const payload = (signing.payloadFormat ?? (includeTimestamp ? "{timestamp}.{body}" : "{body}")).replace(
+          /\{(timestamp|body|method|url|svix-id)\}/g,
+          (_, name: string) =>
+            name === "timestamp" ? timestamp : name === "body" ? body : name === "method" ? "POST" : name === "url" ? url : messageId
         )
-        headers[signing.timestampHeader ?? "x-timestamp"] = timestamp
-        headers[signing.signatureHeader ?? "x-signature"] = (signing.prefix ?? "") +
-          createHmac(signing.algorithm ?? "sha256", secret).update(payload).digest(signing.encoding ?? "hex")
+        if (includeTimestamp) headers[signing.timestampHeader ?? "x-timestamp"] = timestamp
+        if (signing.messageIdHeader !== undefined || (signing.payloadFormat ?? "").includes("{svix-id}")) {
+          headers[signing.messageIdHeader ?? "svix-id"] = messageId
+        }
+        const key = signing.secretIsBase64 === true ? Buffer.from(secret, "base64") : secret
+        headers[signing.signatureHeader ?? "x-signature"] = (signing.signaturePrefix ?? "") +
+          createHmac(signing.algorithm ?? "sha256", key).update(payload).digest(signing.signatureEncoding ?? "hex")
       }
     }
     let answered: number | null = null
