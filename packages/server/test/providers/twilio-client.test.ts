@@ -19,6 +19,7 @@ import {
   twilioSignature,
   verifyTwilioSignature
 } from "../../src/providers/twilio/TwilioClient.js"
+import { checkTwilioSettings, readTwilioSettings } from "../../src/providers/twilio/TwilioSettings.js"
 import { CallbackReceiver, type ReceivedCallback } from "../support/fakes/CallbackReceiver.js"
 import { TwilioFake } from "../support/fakes/TwilioFake.js"
 
@@ -552,5 +553,27 @@ describe("the fake's message list", () => {
     }
     expect(page1.messages.map((m) => m.sid)).toEqual([first.sid])
     expect(page1.next_page_uri).toBeNull()
+  })
+})
+
+describe("the Content API base: its own setting, not the REST base", () => {
+  const input = { accountSid: `AC${"0".repeat(32)}`, authToken: "token" }
+  const edge = "https://api.dublin.ie1.twilio.com"
+
+  it("stays Twilio's Content API (content.twilio.com) when only --api-base is given", () => {
+    const checked = checkTwilioSettings({ ...input, apiBase: edge }, edge)
+    expect(Either.isRight(checked) ? checked.right.contentApiBase : "refused").toBeUndefined()
+    const own = checkTwilioSettings({ ...input, apiBase: edge, contentApiBase: "https://content.example/" }, edge)
+    expect(Either.isRight(own) ? own.right.contentApiBase : "refused").toBe("https://content.example")
+  })
+
+  it("reads settings stored with the REST base copied into it as unset on Twilio's hosts, kept elsewhere", () => {
+    const stored = (apiBase: string) => ({
+      apiBase,
+      accountId: input.accountSid,
+      sealed: { authToken: "token", contentApiBase: apiBase }
+    })
+    expect(readTwilioSettings(stored(edge)).contentApiBase).toBeUndefined()
+    expect(readTwilioSettings(stored("http://127.0.0.1:4010")).contentApiBase).toBe("http://127.0.0.1:4010")
   })
 })
