@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Buckets } from "../../src/providers/CallbackGate.js"
 import { sendMessage, twilioContentVariables } from "../../src/providers/twilio/TwilioClient.js"
 import { createCall, verifyVapiSecret } from "../../src/providers/vapi/VapiClient.js"
+import { vapiNumberId } from "../../src/providers/vapi/VapiProvider.js"
 import { callDetailsRecheck } from "../../src/providers/vapi/VapiReports.js"
 import {
   VAPI_BUSY_REASONS,
@@ -66,6 +67,25 @@ describe("Vapi endedReason", () => {
     ["call.in-progress.error-providerfault-outbound-sip-503-service-unavailable", "Failed"]
   ])("%s is %s", (reason, status) => {
     expect(vapiEnding(reason).status).toBe(status)
+  })
+})
+
+describe("a number's Vapi phone number id, under its own name", () => {
+  const VAPI_ID = "3f8a1c2e-5b6d-4e7f-8a9b-0c1d2e3f4a5b"
+  const PN = `PN${"a".repeat(32)}`
+
+  it("is the id named vapi:, wherever it stands among the number's ids", () => {
+    expect(vapiNumberId([PN, `vapi:${VAPI_ID}`])).toBe(VAPI_ID)
+    expect(vapiNumberId(["twilio:PNsomething", `vapi:${VAPI_ID}`, "another-bare-id"])).toBe(VAPI_ID)
+  })
+
+  it("is no guess: another provider's id that does not start with PN is never taken for Vapi's", () => {
+    // A bare id beside another one: which is Vapi's cannot be told (before: the first not starting with PN).
+    expect(vapiNumberId(["retell:+14155550100", "carrier-number-7", VAPI_ID])).toBeUndefined()
+    expect(vapiNumberId(["twilio:PN123"])).toBeUndefined()
+    // A lone bare id from before ids were named still works, unless it is a Twilio number sid.
+    expect(vapiNumberId([PN, VAPI_ID])).toBe(VAPI_ID)
+    expect(vapiNumberId([PN])).toBeUndefined()
   })
 })
 

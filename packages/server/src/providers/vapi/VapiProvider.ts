@@ -30,16 +30,33 @@ const callChange = (call: Vapi.VapiCall, now: number, recheckMs: number): Provid
   }
 }
 
+/** A Twilio phone number sid, as Twilio spells one (not merely "starts with PN"). */
+const TWILIO_NUMBER_SID = /^PN[0-9a-fA-F]{32}$/
+/** How a number's id at one provider is named among its ids: `vapi:<id>`. */
+export const VAPI_ID_PREFIX = "vapi:"
+
+/**
+ * The number's Vapi phone number id among its provider ids: the one named `vapi:<id>`; else, for ids given
+ * bare (before ids were named), the one bare id that is neither a Twilio phone number sid nor named for
+ * another provider — and none when several are, rather than a guess.
+ */
+export const vapiNumberId = (providerIds: ReadonlyArray<string>): string | undefined => {
+  const named = providerIds.find((id) => id.startsWith(VAPI_ID_PREFIX))
+  if (named !== undefined) return named.slice(VAPI_ID_PREFIX.length) || undefined
+  const bare = providerIds.filter((id) => !TWILIO_NUMBER_SID.test(id) && !/^[a-z]+:/.test(id))
+  return bare.length === 1 ? bare[0] : undefined
+}
+
 const vapiClient = (settings: VapiSettings, directory: Directory, config: ServerSettings): ProviderClient => {
   const phoneNumberId = (action: Providers.Handoff) =>
-    directory.numbers.find((n) => n.phoneNumber === action.line)?.providerIds?.find((p) => !p.startsWith("PN"))
+    vapiNumberId(directory.numbers.find((n) => n.phoneNumber === action.line)?.providerIds ?? [])
   const assistantId = (action: Providers.Handoff) => directory.bots.find((b) => b.id === action.botId)?.providerId ?? undefined
   return {
     cannotSend: (action) => {
       if (phoneNumberId(action) === undefined) {
         const number = directory.numbers.find((n) => n.phoneNumber === action.line)
         return `The number ${action.line} has no Vapi phone number id: add it with ` +
-          `\`parley numbers add --org ${action.orgId} --sid ${number?.sid ?? "SID"} … --provider-id <Vapi phone number id>\`.`
+          `\`parley numbers add --org ${action.orgId} --sid ${number?.sid ?? "SID"} … --provider-id ${VAPI_ID_PREFIX}<Vapi phone number id>\`.`
       }
       if (assistantId(action) === undefined) {
         return `The bot ${action.botId ?? ""} has no Vapi assistant id: add it with ` +
