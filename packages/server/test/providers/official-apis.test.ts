@@ -81,11 +81,12 @@ describe("a number's Vapi phone number id, under its own name", () => {
 
   it("is no guess: another provider's id that does not start with PN is never taken for Vapi's", () => {
     // A bare id beside another one: which is Vapi's cannot be told (before: the first not starting with PN).
-    expect(vapiNumberId(["retell:+14155550100", "carrier-number-7", VAPI_ID])).toBeUndefined()
-    expect(vapiNumberId(["twilio:PN123"])).toBeUndefined()
-    // A lone bare id from before ids were named still works, unless it is a Twilio number sid.
-    expect(vapiNumberId([PN, VAPI_ID])).toBe(VAPI_ID)
-    expect(vapiNumberId([PN])).toBeUndefined()
+    expect(vapiNumberId(["carrier-number-7", VAPI_ID])).toBeUndefined()
+    expect(vapiNumberId([PN, VAPI_ID])).toBeUndefined()
+    expect(vapiNumberId(["twilio:PN123", "retell:+14155550100"])).toBeUndefined()
+    // A lone bare id from before ids were named still works, beside ids named for other providers.
+    expect(vapiNumberId([VAPI_ID])).toBe(VAPI_ID)
+    expect(vapiNumberId([`twilio:${PN}`, VAPI_ID])).toBe(VAPI_ID)
   })
 })
 

@@ -30,20 +30,18 @@ const callChange = (call: Vapi.VapiCall, now: number, recheckMs: number): Provid
   }
 }
 
-/** A Twilio phone number sid, as Twilio spells one (not merely "starts with PN"). */
-const TWILIO_NUMBER_SID = /^PN[0-9a-fA-F]{32}$/
 /** How a number's id at one provider is named among its ids: `vapi:<id>`. */
 export const VAPI_ID_PREFIX = "vapi:"
 
 /**
- * The number's Vapi phone number id among its provider ids: the one named `vapi:<id>`; else, for ids given
- * bare (before ids were named), the one bare id that is neither a Twilio phone number sid nor named for
- * another provider — and none when several are, rather than a guess.
+ * The number's Vapi phone number id among its provider ids: the one named `vapi:<id>`; else, for an id
+ * given bare (before ids were named), the number's only bare id — none when it has several, rather than a
+ * guess at which is Vapi's from another provider's id format.
  */
 export const vapiNumberId = (providerIds: ReadonlyArray<string>): string | undefined => {
   const named = providerIds.find((id) => id.startsWith(VAPI_ID_PREFIX))
   if (named !== undefined) return named.slice(VAPI_ID_PREFIX.length) || undefined
-  const bare = providerIds.filter((id) => !TWILIO_NUMBER_SID.test(id) && !/^[a-z]+:/.test(id))
+  const bare = providerIds.filter((id) => !/^[a-z]+:/.test(id))
   return bare.length === 1 ? bare[0] : undefined
 }
 

@@ -44,8 +44,8 @@ export const toCallReport = (message: VapiServerMessage): CallbackReport | null 
 /**
  * What a call read again (GET /call/{id}) says, for a call whose server messages Parley missed; None while
  * it says nothing Parley's list has a status for. `ended` with no `endedReason` yet says nothing: Vapi
- * fills the reason in as it closes the call, and the next look has it (as Retell's recheck waits for its
- * disconnection_reason), where reading it as "no reason" would end a call that went well Failed.
+ * fills the reason in as it closes the call, and the next look has it (as the other AI-call provider's
+ * recheck waits for its reason), where reading it as "no reason" would end a call that went well Failed.
  */
 export const callDetailsRecheck = (call: VapiCallDetails): Option.Option<Recheck> => {
   const ended = call.status === "ended" || call.status === null
