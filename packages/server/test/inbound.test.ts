@@ -72,7 +72,7 @@ describe("carrier inbound webhook", () => {
 
   it("answers 404 for a number no organisation has, and 400 for malformed numbers", async () => {
     expect((await post({ From: "+447700900001", To: "+19995550100", Body: "hi" })).status).toBe(404)
-    expect((await post({ From: "nobody", To: "+14155550100", Body: "hi" })).status).toBe(400)
+    expect((await post({ From: "nobody@example.com", To: "+14155550100", Body: "hi" })).status).toBe(400)
   })
 
   describe("MMS: media URLs in mediaUrls, apart from the text in body", () => {
@@ -170,6 +170,90 @@ describe("carrier inbound webhook", () => {
     expect(conversations.status).toBe(200)
     const page = (await conversations.json()) as { items: ReadonlyArray<{ phone: string }> }
     expect(page.items.some((c) => c.phone === "89898")).toBe(true)
+  })
+  describe("what Twilio delivers beyond text and media (issue 35)", () => {
+    interface Listed { readonly id: string; readonly body: string; readonly sid?: string | null; readonly mediaUrls?: ReadonlyArray<string> }
+    const listed = async (sid: string): Promise<Listed | undefined> => {
+      const list = (await (await server.fetch("/api/v1/messages?status=Received", { key: demo.keys.live })).json()) as {
+        items: ReadonlyArray<Listed>
+      }
+      return list.items.find((m) => m.sid === sid)
+    }
+    const conversationPhones = async (): Promise<ReadonlyArray<string>> => {
+      const response = await server.fetch("/api/v1/conversations", { key: demo.keys.live })
+      expect(response.status).toBe(200)
+      return ((await response.json()) as { items: ReadonlyArray<{ phone: string }> }).items.map((c) => c.phone)
+    }
+
+    it("takes a WhatsApp location (empty Body, no media): its label, address and coordinates are the record's text", async () => {
+      // The fields of Twilio's inbound WhatsApp location message, signed by the official SDK.
+      const fields = {
+        From: "whatsapp:+447700900011",
+        To: "whatsapp:+14155550199",
+        Body: "",
+        NumMedia: "0",
+        Latitude: "51.5034070",
+        Longitude: "-0.1275920",
+        Address: "10 Downing Street, London",
+        Label: "Number 10",
+        MessageSid: "SMlocation1"
+      }
+      const response = await post(fields, twilioSdk.getExpectedTwilioSignature(TOKEN, `${server.baseUrl}/carrier/inbound`, fields))
+      expect(response.status).toBe(200)
+      const message = await listed("SMlocation1")
+      expect(message).toMatchObject({
+        body: "Location: Number 10, 10 Downing Street, London (geo:51.5034070,-0.1275920)",
+        mediaUrls: []
+      })
+      // A bare pin (no label, no address) still says where.
+      const pin = { From: "whatsapp:+447700900011", To: "whatsapp:+14155550199", Body: "", Latitude: "-33.8688", Longitude: "151.2093", MessageSid: "SMlocation2" }
+      expect((await post(pin)).status).toBe(200)
+      expect((await listed("SMlocation2"))?.body).toBe("Location: (geo:-33.8688,151.2093)")
+      // Coordinates that are not degrees are no location: with nothing else, the message is still refused.
+      const bogus = { From: "whatsapp:+447700900011", To: "whatsapp:+14155550199", Body: "", Latitude: "91", Longitude: "0", MessageSid: "SMlocation3" }
+      expect((await post(bogus)).status).toBe(400)
+    })
+
+    it("takes what the official SDK's validateRequest takes: the URL signed without the port Parley is reached on, a repeated key", async () => {
+      // Twilio signed the URL it was given (no port); a proxy forwards it to Parley's port. `MediaUrl0` twice:
+      // the SDK signs each distinct value once, in value order.
+      const pairs: ReadonlyArray<readonly [string, string]> = [
+        ["From", "+447700900012"],
+        ["To", "+14155550100"],
+        ["Body", "two takes"],
+        ["MessageSid", "SMsdk1"],
+        ["Tag", "b"],
+        ["Tag", "a"]
+      ]
+      const seen = `${server.baseUrl}/carrier/inbound`
+      const signedUrl = seen.replace(/:\d+\//, "/")
+      const params = { From: "+447700900012", To: "+14155550100", Body: "two takes", MessageSid: "SMsdk1", Tag: ["b", "a"] }
+      const signature = twilioSdk.getExpectedTwilioSignature(TOKEN, signedUrl, params)
+      expect(twilioSdk.validateRequest(TOKEN, signature, seen, params)).toBe(true)
+      const response = await fetch(seen, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": signature },
+        body: new URLSearchParams(pairs.map(([k, v]): [string, string] => [k, v])).toString()
+      })
+      expect(response.status).toBe(200)
+      expect(await listed("SMsdk1")).toMatchObject({ body: "two takes" })
+    })
+
+    it("takes messages from an alphanumeric sender ID and from a 7-digit number (Niue +6834002), and lists their conversations", async () => {
+      const fromSenderId = { From: "MyBank", To: "+14155550100", Body: "Your card was used", MessageSid: "SMsenderid1" }
+      expect((await post(fromSenderId)).status).toBe(200)
+      const fromNiue = { From: "+6834002", To: "+14155550100", Body: "Fakaalofa lahi atu", MessageSid: "SMniue1" }
+      expect((await post(fromNiue)).status).toBe(200)
+      expect(await listed("SMsenderid1")).toMatchObject({ body: "Your card was used" })
+      expect(await listed("SMniue1")).toMatchObject({ body: "Fakaalofa lahi atu" })
+      const phones = await conversationPhones()
+      expect(phones).toContain("MyBank")
+      expect(phones).toContain("+6834002")
+      // Still refused: what no carrier sends as a sender.
+      for (const from of ["+123456", "A very long sender", "<script>", "+0123456789"]) {
+        expect((await post({ From: from, To: "+14155550100", Body: "hi" })).status, from).toBe(400)
+      }
+    })
   })
 })
 

@@ -40,6 +40,8 @@ const FINAL = new Set(["Delivered", "Undelivered", "Failed"])
 
 describe("Twilio", () => {
   let twilio: TwilioFake
+  /** Twilio's Content API, on its own host as content.twilio.com is (the REST fake does not serve it). */
+  let content: TwilioFake
   let server: TestServer
   let demo: DemoSummary
 
@@ -52,7 +54,7 @@ describe("Twilio", () => {
   const connect = (authToken = twilio.authToken) =>
     cliOk([
       "providers", "set", "--org", demo.orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
-      "--auth-token", authToken, "--api-base", twilio.url
+      "--auth-token", authToken, "--api-base", twilio.url, "--content-api-base", content.url
     ])
   const send = async (payload: Record<string, unknown>): Promise<string> => {
     const response = await server.fetch("/api/v1/messages", {
@@ -84,14 +86,15 @@ describe("Twilio", () => {
     twilio.requests.filter((r) => r.method === "POST" && r.form.some(([k, v]) => k === "To" && v.endsWith(to)))
 
   beforeAll(async () => {
-    twilio = await TwilioFake.start({
-      stepMs: 30,
+    const templates = {
       contentTemplates: {
         [TEMPLATE]: "Hello {{1}}, your order ships {{2}}.",
         [NAMED_TEMPLATE]: "Hi {{first_name}}, see you at {{time}}."
       },
       contentDefaults: { [NAMED_TEMPLATE]: { time: "noon" } }
-    })
+    }
+    twilio = await TwilioFake.start({ stepMs: 30, ...templates })
+    content = await TwilioFake.start({ ...templates, contentApi: true, accountSid: twilio.accountSid, authToken: twilio.authToken })
     // Polling many records a second would meet the per-key rate limit; it is not under test here.
     server = await TestServer.start({
       env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "5000" }
@@ -102,6 +105,7 @@ describe("Twilio", () => {
   afterAll(async () => {
     await server?.dispose()
     await twilio?.stop()
+    await content?.stop()
   })
 
   it("sends a live text through Twilio and follows its signed callbacks to Delivered", async () => {
@@ -366,6 +370,9 @@ describe("Twilio", () => {
       expect(JSON.parse(new Map(created?.form ?? []).get("ContentVariables") ?? "{}")).toEqual({ "1": "Ada", "2": "on Friday" })
       expect(twilio.messages.find((m) => m.to === `whatsapp:${to}`)?.body).toBe("Hello Ada, your order ships on Friday.")
       expect((await read(record.id) as ActionRecord & { body?: string }).body).toBe("Hello Ada, your order ships on Friday.")
+      // Read from the Content API's own base (--content-api-base), never from the REST base.
+      expect(content.contentReads).toContain(TEMPLATE)
+      expect(twilio.requests.filter((r) => r.path.startsWith("/v1/Content"))).toEqual([])
     }, HEAVY)
 
     it("takes a template's named variables ({{first_name}}), the template's defaults filling the rest", async () => {

@@ -177,13 +177,15 @@ describe("Vapi", () => {
     }, HEAVY)
 
     it.each([
-      ["sha512", "base64", "sha512="],
-      ["sha256", "base64", ""],
-      ["sha256", "hex", "sha256="]
-    ] as const)("accepts HMAC credentials in %s, %s, prefix %j", async (algorithm, encoding, prefix) => {
-      vapi.setServer(events(), SECRET, "hmac", { algorithm, encoding, prefix })
+      ["sha512", "base64", "sha512=", "+14155550225"],
+      ["sha256", "base64", "", "+14155550226"],
+      ["sha256", "hex", "sha256=", "+14155550227"],
+      ["sha1", "hex", "", "+14155550228"],
+      ["sha256", "hex", "sha256:", "+14155550229"],
+      ["sha256", "base64", "v1,", "+14155550230"]
+    ] as const)("accepts HMAC credentials in %s, %s, prefix %j", async (algorithm, signatureEncoding, signaturePrefix, to) => {
+      vapi.setServer(events(), SECRET, "hmac", { algorithm, signatureEncoding, signaturePrefix })
       try {
-        const to = `+1415555${algorithm === "sha512" ? "0225" : encoding === "base64" ? "0226" : "0227"}`
         const id = await call(to)
         expect((await settle(id)).status).toBe("Completed")
         await vapi.settled()

@@ -17,17 +17,22 @@ export const E164 = Schema.String.pipe(
 })
 
 /**
- * A counterpart's address as carriers deliver it: an E.164 number, or a short code (3 to 8 digits, such
- * as 89898) — businesses write from short codes, and their messages must not be lost or break a list.
+ * A counterpart's address as carriers deliver it: an E.164 number (7 digits and up here: Niue's `+6834002` is a
+ * whole number, where the contract's E.164 for Parley's own lines and recipients starts at 8), a short code (3 to
+ * 8 digits, such as 89898), or an alphanumeric sender ID (up to 11 letters, digits and spaces, at least one
+ * letter, such as `MyBank`) — businesses write from short codes and sender IDs, and their messages must not be
+ * lost or break a list.
  */
 export const PhoneOrShortCode = Schema.String.pipe(
-  Schema.pattern(/^(\+[1-9]\d{7,14}|\d{3,8})$/, {
-    message: () => "must be an E.164 telephone number such as +14155550100 or a short code such as 89898"
+  Schema.pattern(/^(\+[1-9]\d{6,14}|\d{3,8}|(?=[A-Za-z0-9 ]*[A-Za-z])[A-Za-z0-9 ]{1,11})$/, {
+    message: () =>
+      "must be an E.164 telephone number such as +14155550100, a short code such as 89898 or an alphanumeric sender ID such as MyBank"
   })
 ).annotations({
   identifier: "PhoneOrShortCode",
-  description: "Telephone number in E.164 format (`^\\+[1-9]\\d{7,14}$`) or a short code of 3 to 8 digits.",
-  examples: ["+14155550100", "89898"]
+  description: "Telephone number in E.164 format (`^\\+[1-9]\\d{6,14}$`), a short code of 3 to 8 digits, or an alphanumeric " +
+    "sender ID (1 to 11 letters, digits and spaces, at least one letter).",
+  examples: ["+14155550100", "89898", "MyBank"]
 })
 
 const OFFSET_TIMESTAMP =

@@ -16,8 +16,8 @@
  * so a message the carrier identified is stored once per carrier id: a retry
  * answers the action stored the first time and emits nothing.
  */
-import { Clock, Context, Data, Effect, Layer, Option } from "effect"
-import type { Channel } from "../contract/Primitives.js"
+import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { type Channel, PhoneOrShortCode } from "../contract/Primitives.js"
 import { Crm, type CrmError } from "../ports/Crm.js"
 import { ActionStore, type Action, publicId } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
@@ -49,6 +49,11 @@ export const CRM_BUDGET = "3 seconds"
  * so an upsert the first made is found, not duplicated, by the second.
  */
 export const inboundCrmKey = (orgId: string, sidOrLocal: string): string => `inbound\u0000${orgId}\u0000${sidOrLocal}`
+
+/** Whom a message can come from: what a conversation's `phone` may be. */
+const isSender = Schema.is(PhoneOrShortCode)
+/** An alphanumeric sender ID (`MyBank`) is no one's phone: no CRM record is looked up for it. */
+const isSenderId = (from: string): boolean => /[A-Za-z]/.test(from)
 
 /** Rolls back the transaction of a carrier's retry; the first delivery's action is answered instead. */
 class AlreadyReceived extends Data.TaggedError("AlreadyReceived")<{ readonly actionId: string }> {}
@@ -94,6 +99,11 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
         if (message.channel === "WhatsApp" && !line.whatsApp) {
           return yield* new InboundRejected({ message: `${message.to} is not connected to WhatsApp` })
         }
+        if (!isSender(message.from)) {
+          return yield* new InboundRejected({
+            message: `${JSON.stringify(message.from)} is not an E.164 number, a short code or an alphanumeric sender ID`
+          })
+        }
         const mediaUrls = message.mediaUrls ?? []
         if (message.body.trim() === "" && mediaUrls.length === 0) {
           return yield* new InboundRejected({ message: "the message has neither text nor media" })
@@ -115,7 +125,10 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
             Effect.timeout(CRM_BUDGET),
             Effect.catchTags({ CrmError: () => Effect.succeed(otherwise), TimeoutException: () => Effect.succeed(otherwise) })
           )
-        const record = Option.getOrUndefined(yield* crmPart(crm.findByPhone(message.orgId, message.from), Option.none()))
+        // An alphanumeric sender ID is no one's phone: no CRM record is looked up for it.
+        const record = isSenderId(message.from)
+          ? undefined
+          : Option.getOrUndefined(yield* crmPart(crm.findByPhone(message.orgId, message.from), Option.none()))
         const nowMs = yield* Clock.currentTimeMillis
         const now = new Date(nowMs).toISOString()
         const link = record === undefined ? null : { module: record.module, id: record.id, name: record.name }

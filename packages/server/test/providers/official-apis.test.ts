@@ -7,11 +7,13 @@
 import { createHmac } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import { Vapi } from "@vapi-ai/server-sdk"
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Buckets } from "../../src/providers/CallbackGate.js"
 import { sendMessage, twilioContentVariables } from "../../src/providers/twilio/TwilioClient.js"
 import { createCall, verifyVapiSecret } from "../../src/providers/vapi/VapiClient.js"
+import { vapiNumberId } from "../../src/providers/vapi/VapiProvider.js"
+import { callDetailsRecheck } from "../../src/providers/vapi/VapiReports.js"
 import {
   VAPI_BUSY_REASONS,
   VAPI_COMPLETED_REASONS,
@@ -58,9 +60,56 @@ describe("Vapi endedReason", () => {
     ["customer-did-not-answer", "No Answer"],
     ["voicemail", "No Answer"],
     ["customer-busy", "Busy"],
-    ["twilio-failed-to-connect-call", "Failed"]
+    ["twilio-failed-to-connect-call", "Failed"],
+    // Vapi's SIP troubleshooting: 408 and 480 are the callee not answering or not reachable now.
+    ["call.in-progress.error-providerfault-outbound-sip-408-request-timeout", "No Answer"],
+    ["call.in-progress.error-providerfault-outbound-sip-480-temporarily-unavailable", "No Answer"],
+    ["call.in-progress.error-providerfault-outbound-sip-503-service-unavailable", "Failed"]
   ])("%s is %s", (reason, status) => {
     expect(vapiEnding(reason).status).toBe(status)
+  })
+})
+
+describe("a number's Vapi phone number id, under its own name", () => {
+  const VAPI_ID = "3f8a1c2e-5b6d-4e7f-8a9b-0c1d2e3f4a5b"
+  const PN = `PN${"a".repeat(32)}`
+
+  it("is the id named vapi:, wherever it stands among the number's ids", () => {
+    expect(vapiNumberId([PN, `vapi:${VAPI_ID}`])).toBe(VAPI_ID)
+    expect(vapiNumberId(["twilio:PNsomething", `vapi:${VAPI_ID}`, "another-bare-id"])).toBe(VAPI_ID)
+  })
+
+  it("is no guess: another provider's id that does not start with PN is never taken for Vapi's", () => {
+    // A bare id beside another one: which is Vapi's cannot be told (before: the first not starting with PN).
+    expect(vapiNumberId(["carrier-number-7", VAPI_ID])).toBeUndefined()
+    expect(vapiNumberId([PN, VAPI_ID])).toBeUndefined()
+    expect(vapiNumberId(["twilio:PN123", "retell:+14155550100"])).toBeUndefined()
+    // A lone bare id from before ids were named still works, beside ids named for other providers.
+    expect(vapiNumberId([VAPI_ID])).toBe(VAPI_ID)
+    expect(vapiNumberId([`twilio:${PN}`, VAPI_ID])).toBe(VAPI_ID)
+  })
+})
+
+describe("a Vapi call read again (recheck)", () => {
+  const call = (status: string | null, endedReason: string | null) =>
+    ({ id: "call-1", status, endedReason, transcript: "AI: hello", recordingUrl: null })
+
+  it("ended with no endedReason yet says nothing: it waits for the reason, as Retell's recheck does", () => {
+    expect(Option.isNone(callDetailsRecheck(call("ended", null)))).toBe(true)
+    expect(Option.isNone(callDetailsRecheck(call(null, null)))).toBe(true)
+  })
+
+  it("ended with a reason ends the call by it; a call under way keeps its status", () => {
+    expect(callDetailsRecheck(call("ended", "customer-ended-call"))).toEqual(
+      Option.some({ status: "Completed", providerStatus: "customer-ended-call", body: "AI: hello" })
+    )
+    const timeout = "call.in-progress.error-providerfault-outbound-sip-480-temporarily-unavailable"
+    expect(callDetailsRecheck(call("ended", timeout))).toEqual(
+      Option.some({ status: "No Answer", providerStatus: timeout, errorMessage: timeout })
+    )
+    expect(callDetailsRecheck(call("in-progress", null))).toEqual(
+      Option.some({ status: "In Progress", providerStatus: "in-progress" })
+    )
   })
 })
 

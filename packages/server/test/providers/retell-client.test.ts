@@ -311,6 +311,24 @@ describe("reconciling an unknown outcome", () => {
     }
   })
 
+  it("a list without has_more (required in Retell's reference): an error (could not tell), never None", async () => {
+    for (const answer of [{ items: [] }, { items: [{ call_id: "call_other", call_type: "phone_call" }] }]) {
+      const bare = await FakeServer.start((_request, _body, response) => sendJson(response, 200, answer))
+      try {
+        const result = await find(
+          { fromNumber: FROM, toNumber: CUSTOMER, since: Date.now(), parleyActionId: "act_missing" },
+          { apiBase: bare.url, apiKey: "key" }
+        )
+        expect(Either.isLeft(result) ? [result.left.reason, result.left.message] : result).toEqual([
+          "unavailable",
+          expect.stringContaining("has_more")
+        ])
+      } finally {
+        await bare.stop()
+      }
+    }
+  })
+
   it("a failed read is unavailable (safe to ask again); a wrong key is auth_failed", async () => {
     const query = { fromNumber: FROM, toNumber: CUSTOMER, since: Date.now(), parleyActionId: "act_x" }
     await fake.down()

@@ -4,7 +4,9 @@
  * unavailable, unknown outcome), WhatsApp fields, reconciliation after a send
  * whose answer was lost, and the status callbacks with their signatures.
  */
+import { fc, test } from "@fast-check/vitest"
 import { Effect, Either, Option } from "effect"
+import twilioSdk from "twilio"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
   classifyTwilioError,
@@ -17,6 +19,7 @@ import {
   twilioSignature,
   verifyTwilioSignature
 } from "../../src/providers/twilio/TwilioClient.js"
+import { checkTwilioSettings, readTwilioSettings } from "../../src/providers/twilio/TwilioSettings.js"
 import { CallbackReceiver, type ReceivedCallback } from "../support/fakes/CallbackReceiver.js"
 import { TwilioFake } from "../support/fakes/TwilioFake.js"
 
@@ -125,7 +128,89 @@ describe("X-Twilio-Signature", () => {
     expect(verifyTwilioSignature("t", "https://parley.example/providers/twilio/status", params, signed)).toBe(true)
     const plain = twilioSignature("t", "https://parley.example/providers/twilio/status", params)
     expect(verifyTwilioSignature("t", "https://parley.example:443/providers/twilio/status", params, plain)).toBe(true)
-    expect(verifyTwilioSignature("t", "https://parley.example:8443/providers/twilio/status", params, plain)).toBe(false)
+    // A proxy that shows a port Twilio's URL did not have: Twilio signed the URL without it.
+    expect(verifyTwilioSignature("t", "https://parley.example:8443/providers/twilio/status", params, plain)).toBe(true)
+    // A port the URL Parley sees does not have cannot be guessed: only the scheme's default is tried.
+    const other = twilioSignature("t", "https://parley.example:8443/providers/twilio/status", params)
+    expect(verifyTwilioSignature("t", "https://parley.example/providers/twilio/status", params, other)).toBe(false)
+  })
+})
+
+describe("X-Twilio-Signature against the official twilio package (validateRequest)", () => {
+  /** The form as Express's urlencoded parser hands it to the SDK: a repeated name becomes an array of its values. */
+  const sdkParams = (fields: ReadonlyArray<readonly [string, string]>): Record<string, string | Array<string>> => {
+    const object: Record<string, string | Array<string>> = {}
+    for (const [name, value] of fields) {
+      const seen = object[name]
+      object[name] = seen === undefined ? value : [...(Array.isArray(seen) ? seen : [seen]), value]
+    }
+    return object
+  }
+  const signedBySdk = (token: string, url: string, fields: ReadonlyArray<readonly [string, string]>) =>
+    twilioSdk.getExpectedTwilioSignature(token, url, sdkParams(fields))
+  const sdkAccepts = (token: string, header: string, url: string, fields: ReadonlyArray<readonly [string, string]>) =>
+    twilioSdk.validateRequest(token, header, url, sdkParams(fields))
+
+  const cases: ReadonlyArray<{ name: string; signed: string; seen: string; fields: ReadonlyArray<readonly [string, string]> }> = [
+    {
+      name: "a non-default port the proxy shows and Twilio did not sign",
+      signed: "https://parley.example/providers/twilio/inbound",
+      seen: "https://parley.example:8443/providers/twilio/inbound",
+      fields: [["Body", "hi"], ["From", "+447700900001"]]
+    },
+    {
+      name: "the legacy %20 spelling of a query's space, seen as +",
+      signed: "https://parley.example/providers/twilio/status?action=1&note=a%20b",
+      seen: "https://parley.example/providers/twilio/status?action=1&note=a+b",
+      fields: [["MessageSid", "SM1"], ["MessageStatus", "delivered"]]
+    },
+    {
+      name: "a repeated form key, its values in another order and once repeated",
+      signed: "https://parley.example/providers/twilio/inbound",
+      seen: "https://parley.example/providers/twilio/inbound",
+      fields: [["MediaUrl0", "https://b.example/2"], ["To", "+14155550100"], ["MediaUrl0", "https://a.example/1"], ["MediaUrl0", "https://b.example/2"]]
+    }
+  ]
+  for (const { name, signed, seen, fields } of cases) {
+    it(`accepts what the SDK accepts: ${name}`, () => {
+      const header = signedBySdk("token-a", signed, fields)
+      expect(sdkAccepts("token-a", header, seen, fields)).toBe(true)
+      expect(verifyTwilioSignature("token-a", seen, fields, header)).toBe(true)
+      // Still bound to the token and the fields.
+      expect(verifyTwilioSignature("token-b", seen, fields, header)).toBe(false)
+      expect(verifyTwilioSignature("token-a", seen, [...fields, ["Extra", "1"]], header)).toBe(false)
+    })
+  }
+
+  const portSpelling = fc.constantFrom("", ":443", ":80", ":8443")
+  const queryValue = fc.stringMatching(/^[a-zA-Z0-9 +%'~*!()é]{0,8}$/)
+  const query = fc.array(fc.tuple(fc.constantFrom("a", "b", "note"), queryValue), { maxLength: 3 })
+  const spellQuery = (pairs: ReadonlyArray<readonly [string, string]>, space: string) =>
+    pairs.length === 0 ? "" : `?${pairs.map(([k, v]) => `${k}=${v.replaceAll(" ", space)}`).join("&")}`
+  const fields = fc.array(
+    fc.tuple(fc.constantFrom("Body", "From", "MediaUrl0", "To", "body", "Ü"), fc.string({ maxLength: 6 })),
+    { maxLength: 6 }
+  )
+
+  test.prop(
+    {
+      scheme: fc.constantFrom("https", "http"),
+      signedPort: portSpelling,
+      seenPort: portSpelling,
+      pairs: query,
+      signedSpace: fc.constantFrom("%20", "+"),
+      seenSpace: fc.constantFrom("%20", "+"),
+      fields,
+      sentFields: fc.option(fields, { nil: undefined })
+    },
+    { numRuns: 400 }
+  )("agrees with validateRequest on ports, query spellings and repeated keys", (input) => {
+    const url = (port: string, space: string) =>
+      `${input.scheme}://parley.example${port}/providers/twilio/inbound${spellQuery(input.pairs, space)}`
+    const header = signedBySdk("token-a", url(input.signedPort, input.signedSpace), input.fields)
+    const seen = url(input.seenPort, input.seenSpace)
+    const received = input.sentFields ?? input.fields
+    expect(verifyTwilioSignature("token-a", seen, received, header)).toBe(sdkAccepts("token-a", header, seen, received))
   })
 })
 
@@ -468,5 +553,27 @@ describe("the fake's message list", () => {
     }
     expect(page1.messages.map((m) => m.sid)).toEqual([first.sid])
     expect(page1.next_page_uri).toBeNull()
+  })
+})
+
+describe("the Content API base: its own setting, not the REST base", () => {
+  const input = { accountSid: `AC${"0".repeat(32)}`, authToken: "token" }
+  const edge = "https://api.dublin.ie1.twilio.com"
+
+  it("stays Twilio's Content API (content.twilio.com) when only --api-base is given", () => {
+    const checked = checkTwilioSettings({ ...input, apiBase: edge }, edge)
+    expect(Either.isRight(checked) ? checked.right.contentApiBase : "refused").toBeUndefined()
+    const own = checkTwilioSettings({ ...input, apiBase: edge, contentApiBase: "https://content.example/" }, edge)
+    expect(Either.isRight(own) ? own.right.contentApiBase : "refused").toBe("https://content.example")
+  })
+
+  it("reads settings stored with the REST base copied into it as unset on Twilio's hosts, kept elsewhere", () => {
+    const stored = (apiBase: string) => ({
+      apiBase,
+      accountId: input.accountSid,
+      sealed: { authToken: "token", contentApiBase: apiBase }
+    })
+    expect(readTwilioSettings(stored(edge)).contentApiBase).toBeUndefined()
+    expect(readTwilioSettings(stored("http://127.0.0.1:4010")).contentApiBase).toBe("http://127.0.0.1:4010")
   })
 })

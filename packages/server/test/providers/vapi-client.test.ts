@@ -13,11 +13,12 @@ import {
   getCall,
   type VapiAccount,
   type VapiCallRequest,
+  type VapiServerAuth,
   type VapiServerMessage,
   verifyVapiSecret
 } from "../../src/providers/vapi/VapiClient.js"
 import { CallbackReceiver, type ReceivedCallback } from "../support/fakes/CallbackReceiver.js"
-import { VapiFake } from "../support/fakes/VapiFake.js"
+import { VapiFake, type VapiSigning } from "../support/fakes/VapiFake.js"
 
 const SECRET = "vapi-server-secret-for-tests"
 const ASSISTANT = "5b0a7d2e-3f43-4c55-9a1e-0c6f7a1b2c3d"
@@ -220,6 +221,27 @@ describe("reconciling an unknown outcome", () => {
     expect(fake.requests.filter((r) => r.method === "GET" && r.path === "/call").length).toBeGreaterThan(1)
   })
 
+  it("finds the newest call when Vapi lists oldest first: no order is assumed (Vapi's GET /call promises none)", async () => {
+    fake.listOrder = "oldest-first"
+    try {
+      const since = Date.now()
+      for (let i = 0; i < 120; i++) await created(request())
+      const req = request()
+      const actionId = req.metadata["parleyActionId"]!
+      fake.dropNextAfterAccept()
+      expect((await failure(req)).reason).toBe("unknown_outcome")
+      const made = fake.calls.at(-1)!
+      const found = await find({ since })
+      expect(found.filter((f) => f.parleyActionId === actionId).map((f) => f.call.id)).toEqual([made.id])
+      expect(found.length).toBeGreaterThanOrEqual(121)
+      expect(new Set(found.map((f) => f.call.id)).size).toBe(found.length)
+      // Oldest first, as findCalls promises, whatever order Vapi listed them in.
+      expect(found.map((f) => f.createdAt)).toEqual([...found.map((f) => f.createdAt)].sort((a, b) => a - b))
+    } finally {
+      fake.listOrder = "newest-first"
+    }
+  })
+
   it("a failed read is unavailable (safe to ask again); a wrong key is auth_failed", async () => {
     const query = { phoneNumberId: PHONE_NUMBER, customerNumber: CUSTOMER, since: Date.now() }
     await fake.down()
@@ -294,6 +316,56 @@ describe("server messages", () => {
     const { callback } = messages[0]!
     const tampered = callback.body.replace("ringing", "ended")
     expect(verifyVapiSecret(SECRET, signed(headersOf(callback), tampered))).toBe(auth === "bearer")
+  })
+
+  describe("HMAC credentials in every mode of the SDK's HmacAuthenticationPlan", () => {
+    /** A base64 secret, as a Svix-style credential has one (`secretIsBase64`). */
+    const BASE64_SECRET = Buffer.from("svix-style-secret-bytes-for-tests").toString("base64")
+    const svix = {
+      algorithm: "sha256",
+      signatureEncoding: "base64",
+      signaturePrefix: "v1,",
+      signatureHeader: "svix-signature",
+      timestampHeader: "svix-timestamp",
+      messageIdHeader: "svix-id",
+      payloadFormat: "{svix-id}.{timestamp}.{body}",
+      secretIsBase64: true
+    } as const
+    const modes: ReadonlyArray<readonly [string, string, VapiSigning, VapiServerAuth]> = [
+      ["sha1, hex", SECRET, { algorithm: "sha1" }, {}],
+      ["sha256, prefix sha256:", SECRET, { algorithm: "sha256", signaturePrefix: "sha256:" }, {}],
+      ["sha512, base64, prefix v1,", SECRET, { algorithm: "sha512", signatureEncoding: "base64", signaturePrefix: "v1," }, {}],
+      ["a base64 secret (secretIsBase64)", BASE64_SECRET, { secretIsBase64: true }, {}],
+      ["Svix: {svix-id}.{timestamp}.{body} with messageIdHeader, v1, base64, secretIsBase64", BASE64_SECRET, svix, {
+        signatureHeader: "svix-signature",
+        timestampHeader: "svix-timestamp",
+        messageIdHeader: "svix-id",
+        payloadFormat: "{svix-id}.{timestamp}.{body}"
+      }],
+      ["a prefix set for the organisation (sig-)", SECRET, { signaturePrefix: "sig-" }, { signaturePrefix: "sig-" }]
+    ]
+    it.each(modes)("verifies %s, and refuses a tampered body, another secret or another message id", async (_mode, secret, plan, auth) => {
+      fake.setServer(receiver.at("/providers/vapi/events"), secret, "hmac", plan)
+      const call = await created(request())
+      await fake.settled()
+      const messages = messagesFor(call.id)
+      expect(messages).toHaveLength(4)
+      for (const { callback } of messages) {
+        const headers = headersOf(callback)
+        expect(verifyVapiSecret(secret, signed(headers, callback.body), auth)).toBe(true)
+        expect(verifyVapiSecret(`${secret}x`, signed(headers, callback.body), auth)).toBe(false)
+        expect(verifyVapiSecret(secret, signed(headers, callback.body.replace("}", ',"x":1}')), auth)).toBe(false)
+        if (plan.messageIdHeader !== undefined) {
+          expect(verifyVapiSecret(secret, signed({ ...headers, "svix-id": "msg_other" }, callback.body), auth)).toBe(false)
+        }
+      }
+    })
+
+    it("the fake refuses a plan Vapi would not take", () => {
+      const url = receiver.at("/providers/vapi/events")
+      expect(() => fake.setServer(url, SECRET, "hmac", { payloadFormat: "{nonce}.{body}" })).toThrow(/placeholder/)
+      expect(() => fake.setServer(url, "not base64!", "hmac", { secretIsBase64: true })).toThrow(/base64/)
+    })
   })
 
   it("refuses unsigned and mis-signed messages, and an empty configured secret", async () => {

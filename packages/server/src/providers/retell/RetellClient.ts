@@ -119,7 +119,8 @@ const ErrorJson = Schema.Struct({ message: Schema.String })
 
 const ListJson = Schema.Struct({
   items: Schema.Array(Schema.Unknown),
-  has_more: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  // Required in Retell's reference; a list without it cannot say it is the last page (findCalls).
+  has_more: Schema.optional(Schema.Boolean),
   pagination_key: Schema.optional(Schema.NullOr(Schema.String))
 })
 
@@ -264,7 +265,8 @@ export interface RetellFoundCall {
 /**
  * Reconciles a create whose outcome is unknown: every call between the two
  * numbers that may have been created in the window (POST /v3/list-calls, every
- * page: `pagination_key` until `has_more` is false), oldest first, each with the
+ * page: `pagination_key` until `has_more` is false; a page without `has_more`
+ * is not taken for the last), oldest first, each with the
  * `parleyActionId` of its metadata. Which is the action's is the caller's
  * decision. Past FIND_MAX_PAGES, or when Retell says more follow without a way
  * to read them, the answer is an error ("could not tell"), never a partial list
@@ -323,8 +325,12 @@ export const findCalls = Effect.fn("RetellClient.findCalls")(function*(
       if (json.start_timestamp !== null && json.start_timestamp < windowStart) continue
       seen.set(json.call_id, json)
     }
-    if (!list.value.has_more) break
     const next = list.value.pagination_key ?? null
+    if (list.value.has_more === false) break
+    // Without `has_more` the page may or may not be the last: read on when Retell gave the way, else could not tell.
+    if (list.value.has_more === undefined && (next === null || next === paginationKey)) {
+      return yield* inconclusive("Retell's list of calls did not say whether more follow (no has_more)")
+    }
     if (next === null || next === paginationKey) {
       return yield* inconclusive("Retell said more calls follow but gave no new pagination_key to read them")
     }

@@ -3,7 +3,8 @@
  * first name, `POST /carrier/inbound`), Twilio-compatible (form fields `From`,
  * `To`, `Body`, `MessageSid`, `NumMedia`, `MediaUrl0`…; a `whatsapp:` prefix
  * marks a WhatsApp message). The organisation is the one that owns the `To`
- * number; `From` is an E.164 number or a short code.
+ * number; `From` is an E.164 number (7 digits and up: Niue's `+6834002`), a
+ * short code or an alphanumeric sender ID (the core's PhoneOrShortCode).
  *
  * The request must carry Twilio's `X-Twilio-Signature` (base64 HMAC-SHA1 of the
  * full URL followed by every form field's name and value in name order) made
@@ -17,7 +18,10 @@
  *
  * A message with media (an MMS, also a media-only one with an empty `Body`) is
  * taken: its media URLs are kept in the record's `mediaUrls`, apart from the
- * text in `body`, so the API and events show both. A message taken is answered with TwiML and no reply, as Twilio
+ * text in `body`, so the API and events show both. A WhatsApp location (empty
+ * `Body`, `Latitude`/`Longitude`, optional `Address`/`Label`) is taken too: the
+ * contract's record has no place for a location, so its text is rendered into
+ * `body` (locationText below; README, "Locations"). A message taken is answered with TwiML and no reply, as Twilio
  * expects; anything else in the error shape of /api/v1 (`code`, `message`,
  * `requestId`). The request pipeline reads the body first (form-encoded, under
  * the size limit: 413 otherwise), as for /api/v1; CallbackGate bounds the work
@@ -30,9 +34,10 @@ import {
   InvalidRequest,
   NotFound,
   Organisations,
+  PhoneOrShortCode,
   SetupUnavailable
 } from "@parley/core/internal"
-import { Clock, Effect, Option, Redacted } from "effect"
+import { Clock, Effect, Option, Redacted, Schema } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { refusal } from "../../http/ErrorResponses.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
@@ -47,9 +52,10 @@ export const CARRIER_INBOUND_PATH = "/carrier/inbound"
 export const TWILIO_INBOUND_PATH = "/providers/twilio/inbound"
 
 const EMPTY_TWIML = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`
+/** Parley's lines are E.164 numbers as the contract defines them (8 digits and up). */
 const E164 = /^\+[1-9]\d{7,14}$/
-/** Twilio delivers messages from short codes (`From=89898`) too. */
-const SHORT_CODE = /^\d{3,8}$/
+/** Twilio delivers messages from short codes (`From=89898`), alphanumeric sender IDs and short national numbers too. */
+const isSender = Schema.is(PhoneOrShortCode)
 
 const taken = () => HttpServerResponse.text(EMPTY_TWIML, { contentType: "text/xml" })
 
@@ -70,6 +76,27 @@ export const mediaUrls = (field: (name: string) => string): ReadonlyArray<string
   return Array.from({ length: count }, (_, i) => field(`MediaUrl${i}`)).filter(Inbound.isMediaUrl)
 }
 
+/** A decimal degree as Twilio writes one; anything else (`NaN`, `1e3`, hex) is no coordinate. */
+const DEGREES = /^-?\d{1,3}(\.\d+)?$/
+const degrees = (text: string, limit: number): boolean => DEGREES.test(text) && Math.abs(Number(text)) <= limit
+
+/**
+ * The text of a shared WhatsApp location (`Latitude`, `Longitude`, optional `Label` and `Address`), or "" when
+ * the message carries none: `Location: Label, Address (geo:lat,lon)`. A `geo:` URI (RFC 5870) because it names
+ * the point without naming a maps vendor, and phones open it; the coordinates are kept as Twilio wrote them.
+ */
+export const locationText = (field: (name: string) => string): string => {
+  const latitude = field("Latitude").trim()
+  const longitude = field("Longitude").trim()
+  if (!degrees(latitude, 90) || !degrees(longitude, 180)) return ""
+  const named = [field("Label").trim(), field("Address").trim()].filter((part) => part !== "")
+  return `Location: ${named.length === 0 ? "" : `${named.join(", ")} `}(geo:${latitude},${longitude})`
+}
+
+/** The record's text: the message's `Body`, then its location on a line of its own when it shares one. */
+const bodyText = (field: (name: string) => string): string =>
+  [field("Body"), locationText(field)].filter((part) => part !== "").join("\n")
+
 export const twilioInboundRoutes = Effect.gen(function*() {
   const config = yield* ServerConfig
   const organisations = yield* Organisations.Organisations
@@ -86,8 +113,10 @@ export const twilioInboundRoutes = Effect.gen(function*() {
     const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
     const from = parse(field("From"))
     const to = parse(field("To"))
-    if (!(E164.test(from.number) || SHORT_CODE.test(from.number)) || !E164.test(to.number)) {
-      return yield* refusal(new InvalidRequest({ message: "From must be an E.164 number or a short code, To an E.164 number." }))
+    if (!isSender(from.number) || !E164.test(to.number)) {
+      return yield* refusal(new InvalidRequest({
+        message: "From must be an E.164 number, a short code or an alphanumeric sender ID, To an E.164 number."
+      }))
     }
     const work = Effect.gen(function*() {
       const [line] = yield* organisations.findNumbersByPhone(to.number)
@@ -115,7 +144,7 @@ export const twilioInboundRoutes = Effect.gen(function*() {
         orgId: line.orgId,
         from: from.number,
         to: to.number,
-        body: field("Body"),
+        body: bodyText(field),
         mediaUrls: mediaUrls(field),
         channel: to.channel === "WhatsApp" || from.channel === "WhatsApp" ? "WhatsApp" : "SMS",
         sid: sid === "" ? undefined : sid

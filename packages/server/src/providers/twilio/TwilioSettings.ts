@@ -63,7 +63,7 @@ export const TWILIO_FIELDS: ReadonlyArray<SettingField> = [
     name: "contentApiBase",
     flag: "content-api-base",
     label: "Content API base (optional)",
-    description: `the Content API base URL for templates' text (default ${TWILIO_CONTENT_API_BASE}; with --api-base, that URL)`,
+    description: `the Content API base URL for templates' text (default ${TWILIO_CONTENT_API_BASE}, whatever --api-base is)`,
     secret: false,
     required: false,
     inConsole: false
@@ -105,8 +105,8 @@ export const checkTwilioSettings = (input: SettingsInput, apiBase: string): Eith
     apiKeySid,
     apiKeySecret,
     messagingServiceSid,
-    // A local fake or a proxy given as the API base stands for the Content API too.
-    contentApiBase: content ?? (given(input["apiBase"]) === undefined ? undefined : apiBase)
+    // Its own setting: the REST base (a regional edge, say) does not serve the Content API.
+    contentApiBase: content
   }))
 }
 
@@ -122,9 +122,24 @@ export const storeTwilioSettings = (settings: TwilioSettings): StoredSettings =>
   })
 })
 
-export const readTwilioSettings = (stored: StoredSettings): TwilioSettings => ({
-  apiBase: stored.apiBase,
-  accountSid: stored.accountId ?? "",
-  ...decodeSealed(stored.sealed)
-})
+/**
+ * Settings stored before the Content API base was its own setting copied the REST base into it when only
+ * `--api-base` was given; on one of Twilio's own hosts that copy can only be that default (no twilio.com
+ * REST host serves the Content API), so it is read as unset. A local fake or proxy keeps what was stored.
+ */
+const contentBaseOf = (apiBase: string, contentApiBase: string | undefined): string | undefined => {
+  if (contentApiBase === undefined || contentApiBase !== apiBase || !URL.canParse(apiBase)) return contentApiBase
+  const host = new URL(apiBase).hostname
+  return host === "twilio.com" || host.endsWith(".twilio.com") ? undefined : contentApiBase
+}
+
+export const readTwilioSettings = (stored: StoredSettings): TwilioSettings => {
+  const sealed = decodeSealed(stored.sealed)
+  return {
+    apiBase: stored.apiBase,
+    accountSid: stored.accountId ?? "",
+    ...sealed,
+    contentApiBase: contentBaseOf(stored.apiBase, sealed.contentApiBase)
+  }
+}
 

@@ -23,8 +23,8 @@ export const VAPI_TIMEOUT_MS = 15_000
 export const VAPI_CLOCK_SKEW_MS = 60_000
 /** The page size findCalls asks for (Vapi's default is 100). */
 const FIND_LIMIT = 100
-/** Pages findCalls reads at most (newest first) before giving up with an error: 2,000 calls from one number in the window. */
-const FIND_MAX_PAGES = 20
+/** Lists findCalls reads at most before giving up with an error (each window halved holds fewer calls than a page). */
+const FIND_MAX_PAGES = 40
 
 export interface VapiAccount {
   /** Default VAPI_API_BASE; a local fake otherwise. */
@@ -253,53 +253,64 @@ const createdAt = (json: CallJson) => (json.createdAt === null ? NaN : Date.pars
  * createdAtGe), oldest first, each with the `parleyActionId` of its
  * assistantOverrides.metadata. Which is the action's is the caller's decision.
  *
- * GET /call answers a plain array, newest first, of at most `limit` calls: the
- * next page asks for calls no newer than the oldest seen (createdAtLe; calls
- * made in the same millisecond are not skipped, those already seen are), until
- * a page is short or brings nothing new. Past FIND_MAX_PAGES the answer is an
- * error, never a partial list that could miss the call.
+ * GET /call answers a plain array of at most `limit` calls and takes no sort
+ * order: Vapi's reference promises none, so nothing here assumes which calls a
+ * full page left out. A window whose answer is short holds no more calls; a
+ * full one is halved by creation time (createdAtGe/createdAtLe, both ends
+ * inclusive, in milliseconds) and both halves read, until every window read
+ * was short. Past FIND_MAX_PAGES lists, or a single millisecond with a full
+ * page, the answer is an error, never a partial list that could miss the call.
  */
 export const findCalls = Effect.fn("VapiClient.findCalls")(function*(
   account: VapiAccount,
   query: VapiFindQuery,
   options: VapiCallOptions = {}
 ) {
-  const since = new Date(query.since - VAPI_CLOCK_SKEW_MS).toISOString()
-  let before: string | null = null
   const seen = new Map<string, CallJson>()
-  for (let page = 0; ; page++) {
-    if (page === FIND_MAX_PAGES) {
+  let reads = 0
+  const read = (from: number, to: number | null) =>
+    Effect.gen(function*() {
+      reads++
+      const params = new URLSearchParams({
+        phoneNumberId: query.phoneNumberId,
+        createdAtGe: new Date(from).toISOString(),
+        limit: String(FIND_LIMIT),
+        ...(to === null ? {} : { createdAtLe: new Date(to).toISOString() })
+      })
+      const answer = yield* exchange({
+        method: "GET",
+        url: endpoint(account, `/call?${params.toString()}`),
+        headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
+        timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
+      })
+      // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
+      if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
+      if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+      const calls = decodeCalls(parseJson(answer.body))
+      if (Option.isNone(calls)) {
+        return yield* new VapiCallError({
+          reason: "unavailable",
+          status: answer.status,
+          message: "Vapi answered the call list with a body that is not a list of calls.",
+          retryAfterMs: null
+        })
+      }
+      for (const json of calls.value) seen.set(json.id, json)
+      return calls.value.length >= FIND_LIMIT
+    })
+  const since = query.since - VAPI_CLOCK_SKEW_MS
+  // The first read is open-ended; when it is full, the window closes at the newest a call can be (Vapi's clock).
+  const windows: Array<readonly [number, number]> = []
+  if (yield* read(since, null)) windows.push([since, (yield* Clock.currentTimeMillis) + VAPI_CLOCK_SKEW_MS])
+  while (windows.length > 0) {
+    if (reads + 2 > FIND_MAX_PAGES) {
       return yield* connectionError("unavailable", `more than ${FIND_MAX_PAGES} pages of calls from the number`)
     }
-    const params = new URLSearchParams({
-      phoneNumberId: query.phoneNumberId,
-      createdAtGe: since,
-      limit: String(FIND_LIMIT),
-      ...(before === null ? {} : { createdAtLe: before })
-    })
-    const answer = yield* exchange({
-      method: "GET",
-      url: endpoint(account, `/call?${params.toString()}`),
-      headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
-      timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
-    })
-    // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
-    if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-    if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
-    const calls = decodeCalls(parseJson(answer.body))
-    if (Option.isNone(calls)) {
-      return yield* new VapiCallError({
-        reason: "unavailable",
-        status: answer.status,
-        message: "Vapi answered the call list with a body that is not a list of calls.",
-        retryAfterMs: null
-      })
-    }
-    const fresh = calls.value.filter((json) => !seen.has(json.id))
-    for (const json of fresh) seen.set(json.id, json)
-    const oldest = calls.value.reduce<number>((min, json) => Math.min(min, createdAt(json)), Number.POSITIVE_INFINITY)
-    if (calls.value.length < FIND_LIMIT || fresh.length === 0 || !Number.isFinite(oldest)) break
-    before = new Date(oldest).toISOString()
+    const [from, to] = windows.pop() ?? [since, since]
+    if (from >= to) return yield* connectionError("unavailable", `more than ${FIND_LIMIT} calls from the number in one millisecond`)
+    const middle = Math.floor((from + to) / 2)
+    if (yield* read(from, middle)) windows.push([from, middle])
+    if (yield* read(middle + 1, to)) windows.push([middle + 1, to])
   }
   return [...seen.values()]
     .filter((json) =>
@@ -331,8 +342,12 @@ export interface VapiServerAuth {
   readonly signatureHeader?: string | undefined
   /** HMAC: the header carrying the timestamp. Default `x-timestamp`. */
   readonly timestampHeader?: string | undefined
-  /** HMAC: what is signed, from `{timestamp}`, `{body}`, `{method}`, `{url}`. Default `{timestamp}.{body}`. */
+  /** HMAC: what is signed, from `{timestamp}`, `{body}`, `{method}`, `{url}`, `{svix-id}`. Default `{timestamp}.{body}`. */
   readonly payloadFormat?: string | undefined
+  /** HMAC: the header carrying the message id that `{svix-id}` stands for. Default `svix-id`. */
+  readonly messageIdHeader?: string | undefined
+  /** HMAC: what precedes the signature (`sha256=`, `v1,`); when not given, any `name=`, `name:` or `name,` is. */
+  readonly signaturePrefix?: string | undefined
   /** Bearer credential: the header carrying the token. Default `Authorization`. */
   readonly credentialHeader?: string | undefined
 }
@@ -361,7 +376,8 @@ const timestampMillis = (value: string): number => {
   return Date.parse(trimmed)
 }
 
-const HMAC_ALGORITHMS = ["sha256", "sha512"] as const
+/** The algorithms of the SDK's `HmacAuthenticationPlanAlgorithm`, and its `HmacAuthenticationPlanSignatureEncoding`s. */
+const HMAC_ALGORITHMS = ["sha1", "sha256", "sha512"] as const
 const HMAC_ENCODINGS = ["hex", "base64"] as const
 
 /**
@@ -370,10 +386,13 @@ const HMAC_ENCODINGS = ["hex", "base64"] as const
  * - `x-vapi-secret: <secret>`: the server URL's secret;
  * - a Bearer credential: `Bearer <secret>` (or the bare secret, prefix disabled) in `Authorization` or the
  *   credential's configured header;
- * - an HMAC credential: the signature header holds HMAC-SHA256 or HMAC-SHA512, hex or base64, optionally
- *   prefixed (`sha256=`), keyed with the secret, of the payload format (`{timestamp}.{body}` by default);
- *   the timestamp must be within VAPI_SIGNATURE_TOLERANCE_MS of now, so a captured message cannot be
- *   replayed later.
+ * - an HMAC credential (the SDK's `HmacAuthenticationPlan`): the signature header holds HMAC-SHA1, -SHA256
+ *   or -SHA512, hex or base64, optionally prefixed (`sha256=`, `sha256:`, Svix's `v1,`; several
+ *   space-separated signatures, as Svix sends while rotating, are each tried), keyed with the secret — or
+ *   with the bytes it encodes when it is base64 (`secretIsBase64`; a Svix `whsec_` prefix is not part of
+ *   them) — of the payload format (`{timestamp}.{body}` by default; `{svix-id}` is the message id header's
+ *   value); the timestamp must be within VAPI_SIGNATURE_TOLERANCE_MS of now, so a captured message cannot
+ *   be replayed later.
  * Every candidate is compared in constant time, whichever matched.
  */
 export const verifyVapiSecret = (
@@ -392,6 +411,26 @@ export const verifyVapiSecret = (
   return byHeader || byBearer || verifyVapiHmac(secret, request, auth)
 }
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/** The keys a secret may sign with: itself, and the bytes it spells in base64 (Vapi's `secretIsBase64`). */
+const hmacKeys = (secret: string): ReadonlyArray<string | Buffer> => {
+  const encoded = secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret
+  return encoded !== "" && BASE64.test(encoded) ? [secret, Buffer.from(encoded, "base64")] : [secret]
+}
+
+/**
+ * What may be the signature itself in a header value: each space-separated entry, as given and without
+ * its prefix — the configured one, else a leading `name=` (not base64 padding), `name:` or `name,`
+ * (neither `:` nor `,` occurs in hex or base64).
+ */
+const signatureCandidates = (value: string, prefix: string | undefined): ReadonlyArray<string> =>
+  value.split(" ").filter((entry) => entry !== "").flatMap((entry) => {
+    if (prefix !== undefined) return entry.startsWith(prefix) ? [entry.slice(prefix.length)] : []
+    const bare = entry.replace(/^[A-Za-z0-9_.-]+[:,]/, "").replace(/^[A-Za-z0-9_-]+=(?!=*$)/, "")
+    return bare === entry ? [entry] : [entry, bare]
+  })
+
 const verifyVapiHmac = (secret: string, request: VapiSignedRequest, auth: VapiServerAuth): boolean => {
   const signature = header(request.headers, auth.signatureHeader ?? "x-signature")
   if (signature === undefined || signature === "") return false
@@ -402,17 +441,28 @@ const verifyVapiHmac = (secret: string, request: VapiSignedRequest, auth: VapiSe
     const at = timestampMillis(timestamp)
     if (!Number.isFinite(at) || Math.abs(request.now - at) > VAPI_SIGNATURE_TOLERANCE_MS) return false
   }
-  const payload = format.replace(/\{(timestamp|body|method|url)\}/g, (_, name: string) =>
-    name === "timestamp" ? timestamp ?? "" : name === "body" ? request.rawBody : name === "method" ? request.method : request.url
+  const messageId = header(request.headers, auth.messageIdHeader ?? "svix-id")
+  if (format.includes("{svix-id}") && (messageId === undefined || messageId === "")) return false
+  const payload = format.replace(/\{(timestamp|body|method|url|svix-id)\}/g, (_, name: string) =>
+    name === "timestamp"
+      ? timestamp ?? ""
+      : name === "body"
+      ? request.rawBody
+      : name === "method"
+      ? request.method
+      : name === "url"
+      ? request.url
+      : messageId ?? ""
   )
-  // "sha256=<hex>", GitHub-style: the prefix is whatever precedes the first "=" that is not base64 padding.
-  const bare = signature.replace(/^[A-Za-z0-9_-]+=(?!=*$)/, "")
-  const expected = HMAC_ALGORITHMS.flatMap((algorithm) => {
-    const mac = createHmac(algorithm, secret).update(payload).digest()
-    return HMAC_ENCODINGS.map((encoding) => mac.toString(encoding))
-  })
+  const expected = hmacKeys(secret).flatMap((key) =>
+    HMAC_ALGORITHMS.flatMap((algorithm) => {
+      const mac = createHmac(algorithm, key).update(payload).digest()
+      return HMAC_ENCODINGS.map((encoding) => mac.toString(encoding))
+    })
+  )
+  const given = signatureCandidates(signature, auth.signaturePrefix)
   return expected
-    .map((candidate) => constantTimeEqual(bare, candidate) || constantTimeEqual(signature, candidate))
+    .flatMap((candidate) => given.map((entry) => constantTimeEqual(entry, candidate)))
     .reduce((matched, next) => matched || next, false)
 }
 

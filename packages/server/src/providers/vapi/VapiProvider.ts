@@ -6,12 +6,13 @@
 import { Organisations, ProviderReports, type Providers } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import type { ServerSettings } from "../../config/ServerConfig.js"
-import { defineProvider, type ProviderClient, type Recheck } from "../Provider.js"
+import { defineProvider, type ProviderClient } from "../Provider.js"
 import { API_BASE_FIELD } from "../ProviderSettings.js"
 import { VAPI_EVENTS_PATH, vapiCallbackRoutes } from "./VapiCallbacks.js"
 import * as Vapi from "./VapiClient.js"
 import { checkVapiSettings, readVapiSettings, storeVapiSettings, VAPI_FIELDS, type VapiSettings } from "./VapiSettings.js"
-import { vapiCallStatus, vapiEnding } from "./VapiStatuses.js"
+import { callDetailsRecheck } from "./VapiReports.js"
+import { vapiCallStatus } from "./VapiStatuses.js"
 
 /** An organisation's numbers and bots, for their Vapi ids. */
 interface Directory {
@@ -29,38 +30,31 @@ const callChange = (call: Vapi.VapiCall, now: number, recheckMs: number): Provid
   }
 }
 
-/** What a call read again says; None while it says nothing Parley's list has a status for. */
-const recheckOf = (call: Vapi.VapiCallDetails): Option.Option<Recheck> => {
-  const ending = call.status === "ended" || (call.status === null && call.endedReason !== null)
-    ? vapiEnding(call.endedReason ?? "")
-    : null
-  const status = ending?.status ?? (call.status === null ? null : vapiCallStatus(call.status))
-  if (status === null) return Option.none()
-  const raw = call.endedReason ?? call.status ?? ""
-  return Option.some(
-    status === "Completed"
-      ? {
-        status,
-        providerStatus: raw,
-        body: call.transcript ?? "",
-        ...(call.recordingUrl === null ? {} : { audioFileId: call.recordingUrl })
-      }
-      : ProviderReports.isFinal("ai_call", status)
-      ? { status, providerStatus: raw, errorMessage: ending?.errorMessage ?? raw }
-      : { status, providerStatus: raw }
-  )
+/** How a number's id at one provider is named among its ids: `vapi:<id>`. */
+export const VAPI_ID_PREFIX = "vapi:"
+
+/**
+ * The number's Vapi phone number id among its provider ids: the one named `vapi:<id>`; else, for an id
+ * given bare (before ids were named), the number's only bare id — none when it has several, rather than a
+ * guess at which is Vapi's from another provider's id format.
+ */
+export const vapiNumberId = (providerIds: ReadonlyArray<string>): string | undefined => {
+  const named = providerIds.find((id) => id.startsWith(VAPI_ID_PREFIX))
+  if (named !== undefined) return named.slice(VAPI_ID_PREFIX.length) || undefined
+  const bare = providerIds.filter((id) => !/^[a-z]+:/.test(id))
+  return bare.length === 1 ? bare[0] : undefined
 }
 
 const vapiClient = (settings: VapiSettings, directory: Directory, config: ServerSettings): ProviderClient => {
   const phoneNumberId = (action: Providers.Handoff) =>
-    directory.numbers.find((n) => n.phoneNumber === action.line)?.providerIds?.find((p) => !p.startsWith("PN"))
+    vapiNumberId(directory.numbers.find((n) => n.phoneNumber === action.line)?.providerIds ?? [])
   const assistantId = (action: Providers.Handoff) => directory.bots.find((b) => b.id === action.botId)?.providerId ?? undefined
   return {
     cannotSend: (action) => {
       if (phoneNumberId(action) === undefined) {
         const number = directory.numbers.find((n) => n.phoneNumber === action.line)
         return `The number ${action.line} has no Vapi phone number id: add it with ` +
-          `\`parley numbers add --org ${action.orgId} --sid ${number?.sid ?? "SID"} … --provider-id <Vapi phone number id>\`.`
+          `\`parley numbers add --org ${action.orgId} --sid ${number?.sid ?? "SID"} … --provider-id ${VAPI_ID_PREFIX}<Vapi phone number id>\`.`
       }
       if (assistantId(action) === undefined) {
         return `The bot ${action.botId ?? ""} has no Vapi assistant id: add it with ` +
@@ -92,7 +86,7 @@ const vapiClient = (settings: VapiSettings, directory: Directory, config: Server
         }),
         (call) => callChange(call, now, config.providerRecheckMs)
       ),
-    recheck: (_row, sid) => Effect.map(Vapi.getCall(settings, sid), Option.flatMap(recheckOf))
+    recheck: (_row, sid) => Effect.map(Vapi.getCall(settings, sid), Option.flatMap(callDetailsRecheck))
   }
 }
 

@@ -54,7 +54,25 @@ export const VAPI_FIELDS: ReadonlyArray<SettingField> = [
     name: "payloadFormat",
     flag: "payload-format",
     label: "Payload format (optional)",
-    description: "HMAC credential: what is signed, from {timestamp} {body} {method} {url} (default {timestamp}.{body})",
+    description: "HMAC credential: what is signed, from {timestamp} {body} {method} {url} {svix-id} (default {timestamp}.{body})",
+    secret: false,
+    required: false,
+    inConsole: false
+  },
+  {
+    name: "messageIdHeader",
+    flag: "message-id-header",
+    label: "Message id header (optional)",
+    description: "HMAC credential: the header whose value {svix-id} stands for (default svix-id)",
+    secret: false,
+    required: false,
+    inConsole: false
+  },
+  {
+    name: "signaturePrefix",
+    flag: "signature-prefix",
+    label: "Signature prefix (optional)",
+    description: "HMAC credential: what precedes the signature, such as sha256= or v1, (default: any name= name: or name,)",
     secret: false,
     required: false,
     inConsole: false
@@ -76,11 +94,15 @@ const Sealed = Schema.Struct({
   signatureHeader: Schema.optional(Schema.String),
   timestampHeader: Schema.optional(Schema.String),
   payloadFormat: Schema.optional(Schema.String),
-  credentialHeader: Schema.optional(Schema.String)
+  credentialHeader: Schema.optional(Schema.String),
+  messageIdHeader: Schema.optional(Schema.String),
+  signaturePrefix: Schema.optional(Schema.String)
 })
 const decodeSealed = Schema.decodeUnknownSync(Sealed)
 
-const HEADER_FIELDS = ["signatureHeader", "timestampHeader", "credentialHeader"] as const
+const HEADER_FIELDS = ["signatureHeader", "timestampHeader", "credentialHeader", "messageIdHeader"] as const
+/** A signature prefix: a few visible characters, no space (a space separates signatures). */
+const SIGNATURE_PREFIX = /^[!-~]{1,32}$/
 
 export const checkVapiSettings = (input: SettingsInput, apiBase: string): Either.Either<VapiSettings, SettingsRefusal> => {
   const refuse = (field: string, message: string) => Either.left({ field, message })
@@ -98,6 +120,10 @@ export const checkVapiSettings = (input: SettingsInput, apiBase: string): Either
   if (payloadFormat !== undefined && !payloadFormat.includes("{body}")) {
     return refuse("payloadFormat", `"${payloadFormat}" must include {body}`)
   }
+  const signaturePrefix = given(input["signaturePrefix"])
+  if (signaturePrefix !== undefined && !SIGNATURE_PREFIX.test(signaturePrefix)) {
+    return refuse("signaturePrefix", `"${signaturePrefix}" must be up to 32 visible characters without spaces, such as sha256=`)
+  }
   return Either.right({
     apiBase,
     apiKey,
@@ -105,7 +131,9 @@ export const checkVapiSettings = (input: SettingsInput, apiBase: string): Either
     signatureHeader: given(input["signatureHeader"])?.toLowerCase(),
     timestampHeader: given(input["timestampHeader"])?.toLowerCase(),
     payloadFormat,
-    credentialHeader: given(input["credentialHeader"])?.toLowerCase()
+    credentialHeader: given(input["credentialHeader"])?.toLowerCase(),
+    messageIdHeader: given(input["messageIdHeader"])?.toLowerCase(),
+    signaturePrefix
   })
 }
 
@@ -118,7 +146,9 @@ export const storeVapiSettings = (settings: VapiSettings): StoredSettings => ({
     signatureHeader: settings.signatureHeader,
     timestampHeader: settings.timestampHeader,
     payloadFormat: settings.payloadFormat,
-    credentialHeader: settings.credentialHeader
+    credentialHeader: settings.credentialHeader,
+    messageIdHeader: settings.messageIdHeader,
+    signaturePrefix: settings.signaturePrefix
   })
 })
 

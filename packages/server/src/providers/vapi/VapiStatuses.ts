@@ -44,8 +44,17 @@ export const VAPI_COMPLETED_REASONS: ReadonlySet<string> = new Set([
   "call.ending.hook-executed-transfer"
 ])
 
-/** Endings where nobody took the call: a voicemail greeting is not the person, for an outbound bot call. */
-export const VAPI_NO_ANSWER_REASONS: ReadonlySet<string> = new Set(["customer-did-not-answer", "voicemail"])
+/**
+ * Endings where nobody took the call: a voicemail greeting is not the person, for an outbound bot call; and
+ * the outbound SIP answers 408 (Request Timeout) and 480 (Temporarily Unavailable), which Vapi's docs on SIP
+ * response codes list as the callee not answering or not being reachable now, not as a fault to fix.
+ */
+export const VAPI_NO_ANSWER_REASONS: ReadonlySet<string> = new Set([
+  "customer-did-not-answer",
+  "voicemail",
+  "call.in-progress.error-providerfault-outbound-sip-408-request-timeout",
+  "call.in-progress.error-providerfault-outbound-sip-480-temporarily-unavailable"
+])
 
 export const VAPI_BUSY_REASONS: ReadonlySet<string> = new Set(["customer-busy"])
 

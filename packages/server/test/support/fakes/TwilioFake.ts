@@ -19,8 +19,9 @@
  * - Content templates render their `{{1}}` / `{{first_name}}` placeholders from
  *   ContentVariables keyed as Twilio documents them ("1", "first_name"): keys
  *   written with their braces render blank, as at Twilio. `GET
- *   /v1/Content/{sid}` answers the Content API's resource (the same server
- *   stands for content.twilio.com).
+ *   /v1/Content/{sid}` answers the Content API's resource only on a fake
+ *   started with `contentApi: true` (standing for content.twilio.com): Twilio's
+ *   REST host does not serve it, so a lookup sent to the REST base fails here too.
  * - Twilio's test-credential magic numbers give Twilio's documented errors
  *   (`TwilioFake.magic`): To +15005550001 → 21211, +15005550002 → 21612,
  *   +15005550003 → 21408, +15005550004 → 21610, +15005550009 → 21614;
@@ -75,6 +76,8 @@ export interface TwilioFakeOptions {
   readonly contentTemplates?: Readonly<Record<string, string>>
   /** Content SID → the template's default variable values (the Content API's `variables`). */
   readonly contentDefaults?: Readonly<Record<string, Readonly<Record<string, string>>>>
+  /** Whether this server answers Twilio's Content API (content.twilio.com); api.twilio.com does not. Default false. */
+  readonly contentApi?: boolean
   /** Delay between lifecycle steps. Default 20 ms. */
   readonly stepMs?: number
   /** The largest page the list serves (Twilio's is 1,000): smaller makes a client page. */
@@ -280,7 +283,9 @@ export class TwilioFake extends ProviderFake {
     const url = new URL(rawUrl, "http://fake.invalid")
     const form = method === "POST" ? [...new URLSearchParams(body).entries()] : []
     const content = /^\/v1\/Content\/([^/]+)$/.exec(url.pathname)
-    if (content?.[1] !== undefined) return this.contentResource(content[1], authorization, response)
+    if (content?.[1] !== undefined && this.options.contentApi === true) {
+      return this.contentResource(content[1], authorization, response)
+    }
     const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages(?:\/(SM[0-9a-f]+))?\.json$/.exec(url.pathname)
     const auth = this.authenticate(authorization, match?.[1] ?? "")
     this.requests.push({

@@ -29,9 +29,11 @@
  *   gives a number any of the SDK's 597 `endedReason`s; any other number
  *   talks and hangs up (`customer-ended-call`).
  * - `GET /call` with Vapi's documented filters (id, assistantId, phoneNumberId,
- *   limit, createdAtGt/Lt/Ge/Le), newest first, as a plain array of at most
- *   `limit` calls (default 100) — the next page is the client's to ask for, by
- *   createdAtLe — and `GET /call/{id}`.
+ *   limit, createdAtGt/Lt/Ge/Le), as a plain array of at most `limit` calls
+ *   (default 100) — the next page is the client's to ask for, by the createdAt
+ *   filters — and `GET /call/{id}`. Vapi's reference names no order and takes
+ *   no sort parameter: newest first by default, `listOrder` picks which calls a
+ *   full page keeps (oldest first, or newest first) so a client cannot lean on it.
  * - The same test controls as the Twilio fake: `failNext` (429/500/503),
  *   `failNextWithConcurrencyLimit` (Vapi's 400 "Over Concurrency Limit"),
  *   `dropNextAfterAccept`, `hangNext`, `down`/`up`, `tweakNextCallbacks`,
@@ -52,21 +54,38 @@ import {
 
 export type VapiServerAuth = "x-vapi-secret" | "bearer" | "hmac"
 
-/** How an HMAC or Bearer credential signs, beyond Vapi's defaults. */
-export interface VapiSigning {
-  readonly algorithm?: "sha256" | "sha512"
-  readonly encoding?: "hex" | "base64"
-  /** e.g. "sha256=". */
-  readonly prefix?: string
-  readonly signatureHeader?: string
-  readonly timestampHeader?: string
-  /** From {timestamp} {body} {method} {url}. */
-  readonly payloadFormat?: string
+/**
+ * How an HMAC credential signs (the SDK's `HmacAuthenticationPlan`, its secret being the server secret), and
+ * the test's own controls: the timestamp's offset and a Bearer credential's header and prefix.
+ */
+export interface VapiSigning extends Partial<Omit<Vapi.HmacAuthenticationPlan, "secretKey">> {
   /** The timestamp sent, from now (ms). Default 0; a negative one makes the message look old. */
   readonly timestampOffsetMs?: number
   /** Bearer credential: its header (default authorization) and whether "Bearer " prefixes the token. */
   readonly bearerHeader?: string
   readonly bearerPrefix?: boolean
+}
+
+const PLAN_ALGORITHMS: ReadonlySet<string> = new Set(Object.values(Vapi.HmacAuthenticationPlanAlgorithm))
+const PLAN_ENCODINGS: ReadonlySet<string> = new Set(Object.values(Vapi.HmacAuthenticationPlanSignatureEncoding))
+const PLAN_PLACEHOLDERS: ReadonlySet<string> = new Set(["{body}", "{timestamp}", "{method}", "{url}", "{svix-id}"])
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/**
+ * What Vapi refuses of a plan when the credential is made (the SDK's enums; a payload format naming
+ * anything but the documented placeholders; a base64 secret that is not base64): the fake refuses it too,
+ * so a test cannot sign in a way Vapi never would.
+ */
+const checkPlan = (secret: string, signing: VapiSigning): void => {
+  if (signing.algorithm !== undefined && !PLAN_ALGORITHMS.has(signing.algorithm)) {
+    throw new Error(`Vapi's HmacAuthenticationPlan has no algorithm ${signing.algorithm}`)
+  }
+  if (signing.signatureEncoding !== undefined && !PLAN_ENCODINGS.has(signing.signatureEncoding)) {
+    throw new Error(`Vapi's HmacAuthenticationPlan has no signatureEncoding ${signing.signatureEncoding}`)
+  }
+  const unknown = (signing.payloadFormat ?? "").match(/\{[^}]*\}/g)?.filter((p) => !PLAN_PLACEHOLDERS.has(p)) ?? []
+  if (unknown.length > 0) throw new Error(`Vapi's payloadFormat has no placeholder ${unknown.join(", ")}`)
+  if (signing.secretIsBase64 === true && !BASE64.test(secret)) throw new Error("secretIsBase64, but the secret is not base64")
 }
 
 export interface VapiFakeOptions {
@@ -223,6 +242,8 @@ export class VapiFake extends ProviderFake {
   private readonly endings = new Map<string, Ending>()
   /** Server messages describe the call without its assistantOverrides (so without Parley's metadata). */
   messagesWithoutMetadata = false
+  /** The order `GET /call` lists calls in, and so which a full page keeps (Vapi promises no order). */
+  listOrder: "newest-first" | "oldest-first" = "newest-first"
 
   private constructor(private readonly options: VapiFakeOptions) {
     super()
@@ -239,6 +260,7 @@ export class VapiFake extends ProviderFake {
 
   /** Where server messages go (the organisation's server URL) and how they are authenticated. */
   setServer(url: string, secret: string, auth: VapiServerAuth = "x-vapi-secret", signing: VapiSigning = {}): void {
+    if (auth === "hmac") checkPlan(secret, signing)
     this.serverUrl = url
     this.secret = secret
     this.auth = auth
@@ -545,14 +567,22 @@ export class VapiFake extends ProviderFake {
         headers[signing.bearerHeader ?? "authorization"] = signing.bearerPrefix === false ? secret : `Bearer ${secret}`
       }
       if (this.auth === "hmac") {
+        // The plan's defaults: timestamp included, `{timestamp}.{body}`, x-signature, x-timestamp, hex.
         const timestamp = String(Date.now() + (signing.timestampOffsetMs ?? 0))
-        const payload = (signing.payloadFormat ?? "{timestamp}.{body}").replace(
-          /\{(timestamp|body|method|url)\}/g,
-          (_, name: string) => name === "timestamp" ? timestamp : name === "body" ? body : name === "method" ? "POST" : url
+        const includeTimestamp = signing.includeTimestamp ?? true
+        const messageId = `msg_${randomUUID().replaceAll("-", "")}`
+        const payload = (signing.payloadFormat ?? (includeTimestamp ? "{timestamp}.{body}" : "{body}")).replace(
+          /\{(timestamp|body|method|url|svix-id)\}/g,
+          (_, name: string) =>
+            name === "timestamp" ? timestamp : name === "body" ? body : name === "method" ? "POST" : name === "url" ? url : messageId
         )
-        headers[signing.timestampHeader ?? "x-timestamp"] = timestamp
-        headers[signing.signatureHeader ?? "x-signature"] = (signing.prefix ?? "") +
-          createHmac(signing.algorithm ?? "sha256", secret).update(payload).digest(signing.encoding ?? "hex")
+        if (includeTimestamp) headers[signing.timestampHeader ?? "x-timestamp"] = timestamp
+        if (signing.messageIdHeader !== undefined || (signing.payloadFormat ?? "").includes("{svix-id}")) {
+          headers[signing.messageIdHeader ?? "svix-id"] = messageId
+        }
+        const key = signing.secretIsBase64 === true ? Buffer.from(secret, "base64") : secret
+        headers[signing.signatureHeader ?? "x-signature"] = (signing.signaturePrefix ?? "") +
+          createHmac(signing.algorithm ?? "sha256", key).update(payload).digest(signing.signatureEncoding ?? "hex")
       }
     }
     let answered: number | null = null
@@ -582,7 +612,7 @@ export class VapiFake extends ProviderFake {
         (gt === null || c.createdAt > gt) && (lt === null || c.createdAt < lt) &&
         (ge === null || c.createdAt >= ge) && (le === null || c.createdAt <= le)
       )
-      .sort((a, b) => b.createdAt - a.createdAt || b.sequence - a.sequence)
+      .sort((a, b) => (b.createdAt - a.createdAt || b.sequence - a.sequence) * (this.listOrder === "newest-first" ? 1 : -1))
       .slice(0, limit)
     sendJson(response, 200, calls.map((call) => this.resource(call)))
   }
