@@ -168,6 +168,13 @@ describe("the Opt-Out resource", () => {
     expect(added).toMatchObject({ phone, optedOut: true, channels: ["SMS", "WhatsApp", "Call"], reason: null })
     const [sent] = await runEach(parleyNode("Send", sendParameters()), [{ to: phone }])
     expect(sent!.code).toBe("RECIPIENT_OPTED_OUT")
+    // A test key gets the same answer, so a workflow's error branch can be tried without sending.
+    const test = new N8nHarness(live.loader, { baseUrl: server.baseUrl, apiKey: demo.keys.test })
+    const simulated = await test.run(
+      { nodes: [{ ...parleyNode("Send", sendParameters()), onError: "continueRegularOutput" }], connections: {} },
+      { input: [{ to: phone }] }
+    )
+    expect(outputOf(simulated, "Send")[0]!.json).toMatchObject({ code: "RECIPIENT_OPTED_OUT", httpCode: "403" })
   })
 
   it("Channels from an expression: a list or comma-separated text; an unknown channel is an error on the item", async () => {

@@ -73,7 +73,7 @@ function advice(status: number, code: string, retryAfter: string | undefined): s
 		return 'This Idempotency-Key was already used with a different payload. Leave Options > Idempotency Key empty so the node derives one, or use a new key.';
 	}
 	if (code === 'RECIPIENT_OPTED_OUT') {
-		return 'The recipient opted out of this channel (a STOP reply, the carrier, the CRM or an administrator), so Parley sent nothing. Do not retry: Parley refuses this channel for the number until it opts back in (its own START reply, or Opt-Out → Remove for an opt-out made through the API). Opt-Out → Get shows when and why.';
+		return 'The recipient opted out of this channel (a STOP reply, the carrier, the CRM or an administrator), so Parley sent nothing. Do not retry: Parley refuses this channel for the number until the recipient opts back in (a START reply). Opt-Out → Get shows when and why; remove an opt-out (Opt-Out → Remove) only when the recipient has asked to be contacted again.';
 	}
 	if (code === 'OPT_OUT_NOT_REMOVABLE') {
 		return "The carrier recorded this opt-out (the recipient is unsubscribed there), so an API key cannot lift it: only the recipient's own START reply or a Parley administrator (`parley optouts remove`, the console) can.";
