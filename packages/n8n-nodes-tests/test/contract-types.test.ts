@@ -19,6 +19,10 @@ import type {
   ListAiCallsParams,
   ListMessagesParams,
   MessageStatus as ContractMessageStatus,
+  OptOut,
+  OptOutChannel as ContractOptOutChannel,
+  OptOutSource as ContractOptOutSource,
+  PutOptOutRequest,
   RecordType as ContractRecordType,
   SenderNumber,
   Template,
@@ -27,6 +31,7 @@ import type {
   WebhookEndpointList
 } from "@parley/core"
 import {
+  ALL_OPT_OUT_CHANNELS,
   CallStatus as CallStatusSchema,
   EventType as EventTypeSchema,
   FINAL_STATUSES,
@@ -41,6 +46,8 @@ import type {
   ApiCreateWebhookEndpointRequest,
   ApiCreationAck,
   ApiEventPayload,
+  ApiOptOut,
+  ApiPutOptOutRequest,
   ApiRecordListQuery,
   ApiSenderNumber,
   ApiTemplate,
@@ -52,6 +59,8 @@ import type {
   EnabledEvent,
   EventType,
   MessageStatus,
+  OptOutChannel,
+  OptOutSource,
   RecordType
 } from "n8n-nodes-parley/nodes/Parley/shared/api"
 import { describe, expect, it } from "vitest"
@@ -85,6 +94,10 @@ export const sameShapes: {
   webhookEndpointDeletion: Same<ApiWebhookEndpointDeletion, Fields<WebhookEndpointDeletion>>
   listMessagesQuery: Same<ApiRecordListQuery, Fields<typeof ListMessagesParams.Encoded>>
   listAiCallsQuery: Same<ApiRecordListQuery, Fields<typeof ListAiCallsParams.Encoded>>
+  optOut: Same<ApiOptOut, Fields<OptOut>>
+  optOutChannel: Same<OptOutChannel, ContractOptOutChannel>
+  optOutSource: Same<OptOutSource, ContractOptOutSource>
+  putOptOutRequest: Same<ApiPutOptOutRequest, Fields<PutOptOutRequest>>
 } = {
   senderNumber: true,
   bot: true,
@@ -106,7 +119,11 @@ export const sameShapes: {
   webhookEndpointList: true,
   webhookEndpointDeletion: true,
   listMessagesQuery: true,
-  listAiCallsQuery: true
+  listAiCallsQuery: true,
+  optOut: true,
+  optOutChannel: true,
+  optOutSource: true,
+  putOptOutRequest: true
 }
 
 describe("the package's copy of the contract", () => {
@@ -134,6 +151,16 @@ describe("the package's copy of the contract", () => {
     }
     expect(statusOptions("message")).toEqual([...MessageStatusSchema.literals])
     expect(statusOptions("aiCall")).toEqual([...CallStatusSchema.literals])
+  })
+
+  it("Opt-Out → Add offers exactly the contract's channels", async () => {
+    const loader = await loadPackage()
+    const node = loader.types.nodes.find((type) => type.name === "parley")!
+    const channels = node.properties.find(
+      (property) => property.name === "channels" && property.displayOptions?.show?.resource?.includes("optOut")
+    )!
+    const values = (channels.options ?? []).flatMap((option) => ("value" in option ? [String(option.value)] : []))
+    expect(values.sort()).toEqual([...ALL_OPT_OUT_CHANNELS].sort())
   })
 
   it("the Events Trigger offers every event type of the contract, and All Events", async () => {

@@ -93,7 +93,10 @@ describe("n8n-nodes-parley as n8n loads it", () => {
         "Get messages of a conversation",
         "Get many numbers",
         "Get many bots",
-        "Get many templates"
+        "Get many templates",
+        "Get opt-out",
+        "Add opt-out",
+        "Remove opt-out"
       ])
     )
     const searchMethods = parley.properties

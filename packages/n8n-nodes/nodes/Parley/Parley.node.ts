@@ -15,6 +15,7 @@ import { botDescription, botOperations } from './resources/bot';
 import { conversationDescription, conversationOperations } from './resources/conversation';
 import { messageDescription, messageOperations } from './resources/message';
 import { numberDescription, numberOperations } from './resources/number';
+import { optOutDescription, optOutOperations } from './resources/optOut';
 import { templateDescription, templateOperations } from './resources/template';
 import { actionSubtitle, type ParleyOperation } from './shared/operation';
 
@@ -25,6 +26,7 @@ const operations: Record<string, Record<string, ParleyOperation>> = {
 	number: numberOperations,
 	bot: botOperations,
 	template: templateOperations,
+	optOut: optOutOperations,
 };
 
 /** Parley's details of a failure: its code, HTTP status, advice and request id. */
@@ -73,6 +75,7 @@ const properties: INodeTypeDescription['properties'] = [
 			{ name: 'Conversation', value: 'conversation' },
 			{ name: 'Message', value: 'message' },
 			{ name: 'Number', value: 'number' },
+			{ name: 'Opt-Out', value: 'optOut' },
 			{ name: 'Template', value: 'template' },
 		],
 		default: 'message',
@@ -83,6 +86,7 @@ const properties: INodeTypeDescription['properties'] = [
 	...numberDescription,
 	...botDescription,
 	...templateDescription,
+	...optOutDescription,
 ];
 
 export class Parley implements INodeType {

@@ -201,6 +201,29 @@ export interface ApiWebhookEndpointDeletion {
 	deleted: true;
 }
 
+/** A way Parley reaches a recipient, as the opt-out list names it. */
+export type OptOutChannel = 'SMS' | 'WhatsApp' | 'Call';
+
+export const OPT_OUT_CHANNELS: readonly OptOutChannel[] = ['SMS', 'WhatsApp', 'Call'];
+
+export type OptOutSource = 'keyword' | 'carrier' | 'api' | 'console' | 'crm' | 'cli';
+
+/** GET/PUT /opt-outs/{phone}: the number's entry on the opt-out list. */
+export interface ApiOptOut {
+	phone: string;
+	channels: readonly OptOutChannel[];
+	source: OptOutSource;
+	reason: string | null;
+	cause: string | null;
+	createdAt: string;
+}
+
+/** PUT /opt-outs/{phone}'s body: every channel when `channels` is left out. */
+export interface ApiPutOptOutRequest {
+	channels?: readonly OptOutChannel[];
+	reason?: string;
+}
+
 export interface ApiErrorBody {
 	error?: { code?: string; message?: string; requestId?: string };
 }

@@ -23,6 +23,9 @@ const NODE_FIELDS: Record<string, string> = {
 	number: 'Number',
 	since: 'Since',
 	status: 'Status',
+	phone: 'Phone',
+	channels: 'Channels',
+	reason: 'Reason',
 };
 
 /** API names that also appear inside a refusal's words ("exactly one of body and templateUuid"). */

@@ -72,6 +72,12 @@ function advice(status: number, code: string, retryAfter: string | undefined): s
 	if (code === 'IDEMPOTENCY_KEY_REUSED') {
 		return 'This Idempotency-Key was already used with a different payload. Leave Options > Idempotency Key empty so the node derives one, or use a new key.';
 	}
+	if (code === 'RECIPIENT_OPTED_OUT') {
+		return 'The recipient opted out of this channel (a STOP reply, the carrier, the CRM or an administrator), so Parley sent nothing. Do not retry: Parley refuses this channel for the number until the recipient opts back in (a START reply). Opt-Out → Get shows when and why; remove an opt-out (Opt-Out → Remove) only when the recipient has asked to be contacted again.';
+	}
+	if (code === 'OPT_OUT_NOT_REMOVABLE') {
+		return "The carrier recorded this opt-out (the recipient is unsubscribed there), so an API key cannot lift it: only the recipient's own START reply or a Parley administrator (`parley optouts remove`, the console) can.";
+	}
 	if (code === 'PILOT_PENDING') {
 		return "The organisation's pilot is not open yet. Try again once Parley enables it.";
 	}
@@ -125,11 +131,8 @@ export function parleyApiError(
 	});
 }
 
-/** Sends one request and returns Parley's answer with its request id. */
-export async function parleyRequestFull<A>(
-	context: ParleyContext,
-	request: ParleyRequest,
-): Promise<ParleyResponse<A>> {
+/** Sends one request and returns Parley's answer, whatever its status. */
+async function send(context: ParleyContext, request: ParleyRequest): Promise<IN8nHttpFullResponse> {
 	const credentials = await context.getCredentials<ParleyCredentials>(CREDENTIAL_NAME);
 	const url = `${apiRoot(credentials.baseUrl)}${request.path}`;
 	const headers: IDataObject = { Accept: 'application/json' };
@@ -161,9 +164,20 @@ export async function parleyRequestFull<A>(
 			...(request.itemIndex === undefined ? {} : { itemIndex: request.itemIndex }),
 		});
 	}
-	if (response.statusCode < 200 || response.statusCode >= 300) {
-		throw parleyApiError(context.getNode(), response, request.itemIndex);
-	}
+	return response;
+}
+
+function ok(response: IN8nHttpFullResponse): boolean {
+	return response.statusCode >= 200 && response.statusCode < 300;
+}
+
+/** Sends one request and returns Parley's answer with its request id. */
+export async function parleyRequestFull<A>(
+	context: ParleyContext,
+	request: ParleyRequest,
+): Promise<ParleyResponse<A>> {
+	const response = await send(context, request);
+	if (!ok(response)) throw parleyApiError(context.getNode(), response, request.itemIndex);
 	return {
 		body: response.body as A,
 		requestId: header(response, 'x-request-id'),
@@ -174,6 +188,22 @@ export async function parleyRequestFull<A>(
 export async function parleyRequest<A>(context: ParleyContext, request: ParleyRequest): Promise<A> {
 	const response = await parleyRequestFull<A>(context, request);
 	return response.body;
+}
+
+/**
+ * Sends one request whose 404 NOT_FOUND is an answer, not a failure (a number
+ * that is not on the opt-out list): `undefined` then (a 204's answer is `{ body }`
+ * all the same); any other refusal throws.
+ */
+export async function parleyRequestUnlessNotFound<A>(
+	context: ParleyContext,
+	request: ParleyRequest,
+): Promise<{ body: A } | undefined> {
+	const response = await send(context, request);
+	if (ok(response)) return { body: response.body as A };
+	const body = (response.body ?? {}) as ApiErrorBody;
+	if (response.statusCode === 404 && body.error?.code === 'NOT_FOUND') return undefined;
+	throw parleyApiError(context.getNode(), response, request.itemIndex);
 }
 
 /**
