@@ -103,6 +103,7 @@ describe("Connecting Zoho CRM: scopes, domains, client and identity", () => {
       "ZohoCRM.modules.ALL",
       "ZohoCRM.settings.modules.ALL",
       "ZohoCRM.settings.fields.ALL",
+      "ZohoCRM.settings.profiles.ALL",
       "ZohoCRM.users.READ",
       "ZohoCRM.org.READ"
     ])
