@@ -110,7 +110,8 @@ export const IdempotencyHeaders = Schema.Struct({
     maxCharacters(128, { message: "Idempotency-Key must be at most 128 characters" })
   )).annotations({
     description:
-      "Required. At most 128 characters. Retrying with the same key and payload replays the first result " +
+      "Required. At most 128 characters, counted as Unicode code points (not bytes; send the value as UTF-8). " +
+      "Retrying with the same key and payload replays the first result " +
       "(with `Idempotent-Replayed: true`); a different payload with the same key is a 400."
   })
 })

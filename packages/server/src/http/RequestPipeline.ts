@@ -317,39 +317,66 @@ export const makeRequestPipeline = <R>(
       ? (matched.route.method === "POST" ? "json" : undefined)
       : matched.route.body
 
-    const proceed = (text: string | undefined, payload: unknown) => {
-      if (matched._tag === "Plain") return serve(() => plainAnswer(matched.route, request, text, requestId))
-      const input = { params: matched.params, query, headers: request.headers, payload }
-      return serve((state) => Effect.flatMap(matched.route.run(input, state), (answer) => contractAnswer(answer, requestId)))
+    /**
+     * The body, read and checked (media type, size, NUL, and for JSON depth and syntax) in that order; a
+     * refusal that must close the connection says so in `closing`. `done` is told once.
+     */
+    const readChecked = (
+      bodyKind: BodyKind,
+      closing: Record<string, string>,
+      done: (outcome: { readonly _tag: "Refused"; readonly error: ApiError } | { readonly _tag: "Body"; readonly text: string; readonly value: unknown }) => void
+    ): void => {
+      const refuse = (error: ApiError) => done({ _tag: "Refused", error })
+      if (announcesBody(request) && !acceptsMediaType(bodyKind, request.headers["content-type"] ?? "")) {
+        return refuse(unsupportedMediaType(bodyKind))
+      }
+      readBody(request, response, options.maxBodyBytes, (body) => {
+        bodyRead = true
+        if (body._tag === "TooLarge") {
+          if (body.closeConnection) closing["connection"] = "close"
+          return refuse(tooLarge(options.maxBodyBytes))
+        }
+        if (body._tag === "Unreadable") {
+          closing["connection"] = "close"
+          return refuse(
+            body.timedOut
+              ? new RequestTimeout({ message: "The request body did not arrive in time." })
+              : new InvalidRequest({ message: "body: could not be read." })
+          )
+        }
+        if (bodyKind === "form") {
+          return encodesNul(body.text) ? refuse(nulInBody) : done({ _tag: "Body", text: body.text, value: undefined })
+        }
+        if (body.text === "") return done({ _tag: "Body", text: body.text, value: null })
+        if (nestsDeeperThan(body.text, MAX_JSON_DEPTH)) return refuse(tooDeep)
+        const parsed = parseJson(body.text)
+        if (parsed._tag === "NotJson") return refuse(notJson)
+        if (containsNul(parsed.value)) return refuse(nulInBody)
+        return done({ _tag: "Body", text: body.text, value: parsed.value })
+      })
     }
 
-    if (kind === undefined) return proceed(undefined, undefined)
-    const contentType = request.headers["content-type"] ?? ""
-    if (announcesBody(request) && !acceptsMediaType(kind, contentType)) {
-      return write(errorAnswer(unsupportedMediaType(kind), requestId))
+    if (matched._tag === "Contract") {
+      // The contract's routes are authorized first (ApiRouter); the body is read only after, through `payload`.
+      const contractRoute = matched.route
+      return serve((state) => {
+        const payload: Effect.Effect<unknown, ApiError> = kind === undefined
+          ? Effect.void
+          : Effect.async<unknown, ApiError>((resume) =>
+            readChecked(kind, state.headers, (outcome) =>
+              resume(outcome._tag === "Body" ? Effect.succeed(outcome.value) : Effect.fail(outcome.error)))
+          )
+        const input = { params: matched.params, query, headers: request.headers, payload }
+        return Effect.flatMap(contractRoute.run(input, state), (answer) => contractAnswer(answer, requestId))
+      })
     }
-    readBody(request, response, options.maxBodyBytes, (body) => {
-      bodyRead = true
-      if (body._tag === "TooLarge") {
-        return write(
-          errorAnswer(tooLarge(options.maxBodyBytes), requestId, body.closeConnection ? { connection: "close" } : {})
-        )
-      }
-      if (body._tag === "Unreadable") {
-        const error = body.timedOut
-          ? new RequestTimeout({ message: "The request body did not arrive in time." })
-          : new InvalidRequest({ message: "body: could not be read." })
-        return write(errorAnswer(error, requestId, { connection: "close" }))
-      }
-      if (kind === "form") {
-        return encodesNul(body.text) ? write(errorAnswer(nulInBody, requestId)) : proceed(body.text, undefined)
-      }
-      if (body.text === "") return proceed(body.text, null)
-      if (nestsDeeperThan(body.text, MAX_JSON_DEPTH)) return write(errorAnswer(tooDeep, requestId))
-      const parsed = parseJson(body.text)
-      if (parsed._tag === "NotJson") return write(errorAnswer(notJson, requestId))
-      if (containsNul(parsed.value)) return write(errorAnswer(nulInBody, requestId))
-      return proceed(body.text, parsed.value)
-    })
+
+    const plainRoute = matched.route
+    if (kind === undefined) return serve(() => plainAnswer(plainRoute, request, undefined, requestId))
+    const closing: Record<string, string> = {}
+    readChecked(kind, closing, (outcome) =>
+      outcome._tag === "Body"
+        ? serve(() => plainAnswer(plainRoute, request, outcome.text, requestId))
+        : write(errorAnswer(outcome.error, requestId, closing)))
   }
 }

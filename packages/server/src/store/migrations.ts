@@ -560,6 +560,16 @@ const mediaUrls = Effect.gen(function*() {
   yield* sql`ALTER TABLE actions ADD COLUMN media_urls TEXT NOT NULL DEFAULT '[]'`
 })
 
+/**
+ * The time of each rate-limit bucket's latest request, so the oldest bucket stops counting one window after it
+ * rather than one window after the bucket ends (RateLimitStore): a refused request never waits longer than the
+ * window. 0 marks rows written before (counted whole, as then).
+ */
+const rateLimitLast = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE rate_limit_buckets ADD COLUMN last_ms BIGINT NOT NULL DEFAULT 0`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -575,5 +585,6 @@ export const migrations = {
   "0015_trace_links": traceLinks,
   "0016_key_usage": keyUsage,
   "0021_allowance_periods": allowancePeriods,
-  "0022_media_urls": mediaUrls
+  "0022_media_urls": mediaUrls,
+  "0033_rate_limit_last": rateLimitLast
 }
