@@ -302,7 +302,8 @@ describe("protocol edges", () => {
     it("answers a chunked body that breaks off mid-way with 400 in the error shape", async () => {
       const answer = answered(
         await raw(
-          "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+          "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n" +
+            `Authorization: Bearer ${demo.keys.test}\r\n\r\n` +
             "2\r\n{}\r\nZZZ\r\n"
         ),
         "broken chunk"
@@ -476,7 +477,12 @@ describe("protocol edges", () => {
     it("answers a 415 on a real route without waiting for a large declared body", async () => {
       const answer = answered(
         await rawRequest(server.port, {
-          head: requestHead("POST", "/api/v1/messages", [["Host", "x"], ["Content-Type", "text/plain"], ["Content-Length", String(10 * MIB)]]),
+          head: requestHead("POST", "/api/v1/messages", [
+            ["Host", "x"],
+            ["Content-Type", "text/plain"],
+            ["Content-Length", String(10 * MIB)],
+            ["Authorization", `Bearer ${demo.keys.test}`]
+          ]),
           timeoutMs: ANSWER_WITHIN_MS
         }),
         "415"
