@@ -148,6 +148,16 @@ describe("contract edges (issue 35)", () => {
     expect(tooLong.body).toContain("at most 128 characters")
   }, CLI_HEAVY)
 
+  it("an action id past BIGINT is a 404 (or 400), never a 5xx, on both stores", async () => {
+    const demo = await server.demo()
+    const key = await freshKey(demo.orgId)
+    for (const path of ["/api/v1/messages/9999999999999999999", "/api/v1/ai-calls/9223372036854775808"]) {
+      const response = await server.fetch(path, { key })
+      expect([400, 404], `${path}: ${await response.clone().text()}`).toContain(response.status)
+      await response.body?.cancel()
+    }
+  }, CLI_HEAVY)
+
   it("Retry-After is never longer than the window: the 9th request of a burst waits at most 60 s", async () => {
     const demo = await server.demo()
     const key = await freshKey(demo.orgId, "live")
