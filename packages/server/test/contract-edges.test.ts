@@ -6,6 +6,7 @@
  *
  * The server runs with a rate limit of 8 requests a minute per key; each test uses its own keys.
  */
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { rawRequest, requestHead } from "./support/rawHttp.js"
 import { TestServer } from "./support/server.js"
@@ -157,6 +158,50 @@ describe("contract edges (issue 35)", () => {
       await response.body?.cancel()
     }
   }, CLI_HEAVY)
+
+  /** Writes `bytes` on one connection and reads until the server closes it (or the time runs out). */
+  const exchange = (bytes: string, timeoutMs = 10_000) =>
+    new Promise<{ readonly closed: boolean; readonly statuses: ReadonlyArray<number>; readonly received: string }>((resolve) => {
+      const socket = connect(server.port, "127.0.0.1")
+      let received = ""
+      const done = (closed: boolean) => {
+        clearTimeout(timer)
+        socket.destroy()
+        resolve({ closed, received, statuses: [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])) })
+      }
+      const timer = setTimeout(() => done(false), timeoutMs)
+      socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")))
+      socket.on("error", () => undefined)
+      socket.on("close", () => done(true))
+      socket.on("connect", () => socket.write(bytes))
+    })
+
+  it("a malformed request pipelined behind a valid one gets its own 400 (or 431) before the connection closes", async () => {
+    const valid = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    const garbage = await exchange(`${valid}NOT A REQUEST\r\n\r\n`)
+    expect(garbage.statuses, garbage.received.slice(0, 600)).toEqual([200, 400])
+    expect(garbage.closed).toBe(true)
+    expect(garbage.received).toContain("INVALID_REQUEST")
+    const twoValid = await exchange(`${valid}${valid}GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n`)
+    expect(twoValid.statuses, twoValid.received.slice(0, 600)).toEqual([200, 200, 400])
+    const huge = await exchange(`${valid}GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20 * 1024)}\r\n\r\n`)
+    expect(huge.statuses, huge.received.slice(0, 600)).toEqual([200, 431])
+  })
+
+  it("a wrong method on a plain route is a 405 with Allow, as on the contract's routes", async () => {
+    for (const [method, path, allow] of [
+      ["DELETE", "/healthz", "GET"],
+      ["PUT", "/api/v1/openapi.json", "GET"],
+      ["POST", "/docs", "GET"],
+      ["GET", "/carrier/inbound", "POST"],
+      ["PATCH", "/admin/keys", "GET"]
+    ] as const) {
+      const response = await server.fetch(path, { method })
+      expect(response.headers.get("allow"), `${method} ${path}`).toBe(allow)
+      await expectError(response, 405, "METHOD_NOT_ALLOWED")
+    }
+    await expectError(await server.fetch("/healthz/nope", { method: "DELETE" }), 404, "NOT_FOUND")
+  })
 
   it("Retry-After is never longer than the window: the 9th request of a burst waits at most 60 s", async () => {
     const demo = await server.demo()

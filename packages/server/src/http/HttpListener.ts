@@ -107,10 +107,11 @@ interface Exchange {
 
 /**
  * Exchanges whose answer is not finished, per connection. A parser error on a
- * connection with one in flight (a chunked body breaking off, a pipelined
- * request that is garbage) cannot be answered on the raw socket without
- * corrupting that answer: the in-flight request fails instead, its answer
- * says why, and the connection closes after it.
+ * connection with one in flight cannot be answered on the raw socket without
+ * corrupting that answer: when the request in flight is still being read (a
+ * chunked body breaking off), it fails instead, its answer says why, and the
+ * connection closes after it; when it was read in full, the error is a
+ * pipelined request's, answered after the answers before it (answerAfter).
  */
 const inFlight = new WeakMap<Duplex, Set<Exchange>>()
 
@@ -132,14 +133,34 @@ const failInFlight = (exchanges: ReadonlySet<Exchange>, error: Error, socket: Du
   }
 }
 
+/**
+ * A parser error behind requests read in full (pipelined after them) is the next request's: it is answered
+ * on the raw socket once their answers are written, in order, rather than lost when the connection closes.
+ */
+const answerAfter = (exchanges: ReadonlySet<Exchange>, socket: Duplex, error: ApiError) => {
+  const pending = [...exchanges].filter(({ response }) => !response.writableFinished)
+  if (pending.length === 0) return answerRaw(socket, error)
+  let left = pending.length
+  for (const { response } of pending) {
+    const settle = () => {
+      if (--left === 0) answerRaw(socket, error)
+    }
+    response.once("finish", settle)
+    // An answer that never finishes (the client went away): nothing more to write.
+    response.once("close", () => !response.writableFinished && socket.destroy())
+  }
+}
+
 const onClientError = (error: Error, socket: Duplex) => {
   if (codeOf(error) === "ECONNRESET") {
     socket.destroy() // the client is gone: nobody to answer
     return
   }
   const exchanges = inFlight.get(socket)
-  if (exchanges !== undefined && exchanges.size > 0) failInFlight(exchanges, error, socket)
-  else answerRaw(socket, classify(error))
+  if (exchanges === undefined || exchanges.size === 0) return answerRaw(socket, classify(error))
+  // A request still being read owns the error (its chunked body broke off); otherwise it is a later one's.
+  if ([...exchanges].some(({ request }) => !request.complete)) failInFlight(exchanges, error, socket)
+  else answerAfter(exchanges, socket, classify(error))
 }
 
 /** The node:http server, with Parley's answers to what Node would answer (or drop) on its own. */

@@ -191,9 +191,14 @@ export const makeRequestPipeline = <R>(
     return found === null && method === "HEAD" ? matchMethod("GET", parts) : found
   }
 
+  const compiledPlain = [...plainByMethod.values()].flat()
   const notFoundOrWrongMethod = (method: string, path: string, parts: ReadonlyArray<string>, requestId: string) => {
-    // In the contract's order, as the platform's router listed them.
-    const allowed = [...new Set(contract.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method))]
+    // In the contract's order, as the platform's router listed them, then the plain routes' (health, docs,
+    // provider callbacks, the console): a path that exists answers 405 with what it allows, whichever it is.
+    const allowed = [...new Set([
+      ...contract.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method),
+      ...compiledPlain.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method)
+    ])]
     return allowed.length > 0 && !allowed.includes(method)
       ? errorAnswer(
         new MethodNotAllowed({ message: `${method} is not allowed on ${path}; use ${allowed.join(", ")}.` }),
