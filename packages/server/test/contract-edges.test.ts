@@ -203,6 +203,58 @@ describe("contract edges (issue 35)", () => {
     await expectError(await server.fetch("/healthz/nope", { method: "DELETE" }), 404, "NOT_FOUND")
   })
 
+  it("limits the contract does not set answer in plain words, without schema noise (body, record.id, variables)", async () => {
+    const demo = await server.demo()
+    const key = await freshKey(demo.orgId)
+    const number = demo.numbers.find((n) => !n.whatsApp)?.sid ?? ""
+    const whatsApp = demo.numbers.find((n) => n.whatsApp)?.sid ?? number
+    const cases: ReadonlyArray<readonly [Record<string, unknown>, ReadonlyArray<string>]> = [
+      [{ to: "+12025550100", fromNumberSid: number, body: "", record: { module: "Leads", id: "x".repeat(65) } }, [
+        "record.id: must be at most 64 characters"
+      ]],
+      [{ to: "+12025550100", fromNumberSid: number, body: "" }, ["body: must not be empty"]],
+      [{
+        to: "+12025550100",
+        fromNumberSid: whatsApp,
+        body: "x",
+        channel: "WhatsApp",
+        whatsAppContentVariables: { "{{1}}": "a".repeat(1025) }
+      }, ["whatsAppContentVariables.{{1}}: must be at most 1024 characters"]]
+    ]
+    for (const [payload, expected] of cases) {
+      const response = await server.fetch("/api/v1/messages", {
+        method: "POST",
+        key,
+        headers: { "idempotency-key": `edges-${Date.now()}-${Math.random()}` },
+        body: JSON.stringify(payload)
+      })
+      const error = await expectError(response, 400, "INVALID_REQUEST")
+      for (const text of expected) expect(error.message).toContain(text)
+      expect(error.message).not.toContain("Expected undefined")
+    }
+  }, CLI_HEAVY)
+
+  it("the OpenAPI document declares the 415 (and 413) the cancellations answer, and a sliding window", async () => {
+    const document = await (await server.fetch("/api/v1/openapi.json")).json() as {
+      readonly paths: Readonly<Record<string, Readonly<Record<string, { readonly responses: Readonly<Record<string, unknown>> }>>>>
+      readonly components: { readonly headers: Readonly<Record<string, { readonly description: string }>> }
+    }
+    for (const path of ["/api/v1/messages/{id}/cancel", "/api/v1/ai-calls/{id}/cancel"]) {
+      const responses = document.paths[path]?.["post"]?.responses ?? {}
+      expect(Object.keys(responses), path).toEqual(expect.arrayContaining(["413", "415"]))
+    }
+    expect(document.components.headers["RateLimit-Policy"]?.description).toContain("slides")
+    expect(document.components.headers["RateLimit-Policy"]?.description).not.toContain("fixed window")
+    expect(document.components.headers["Retry-After"]?.description).toContain("Never more than the window")
+    const demo = await server.demo()
+    const key = await freshKey(demo.orgId)
+    for (const path of ["/api/v1/messages/1/cancel", "/api/v1/ai-calls/1/cancel"]) {
+      const response = await server.fetch(path, { method: "POST", key, headers: { "content-type": "text/plain" }, body: "stop" })
+      expectRateLimitHeaders(response, path)
+      await expectError(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+    }
+  }, CLI_HEAVY)
+
   it("Retry-After is never longer than the window: the 9th request of a burst waits at most 60 s", async () => {
     const demo = await server.demo()
     const key = await freshKey(demo.orgId, "live")

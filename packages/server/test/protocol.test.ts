@@ -474,7 +474,7 @@ describe("protocol edges", () => {
             timeoutMs: ANSWER_WITHIN_MS
           })
           if (outcome._tag !== "Answered") lost.push(`${method} ${path}: ${outcome._tag}`)
-          else expectErrorShape(outcome.answer, 404, "NOT_FOUND")
+          else expectErrorShape(outcome.answer, path === "/healthz" ? 405 : 404, path === "/healthz" ? "METHOD_NOT_ALLOWED" : "NOT_FOUND")
         }
       }
       expect(lost).toEqual([])

@@ -51,7 +51,10 @@ const MessageFields = Schema.Struct({
   scheduledFor: Schema.optional(OffsetTimestamp).annotations({
     description: "At least 30 seconds in the future. Never with channel WhatsApp."
   }),
-  body: Schema.optional(BoundedString(5000).pipe(Schema.minLength(1))),
+  // A text must say something: an empty body is refused (the contract sets no minimum; README, decisions).
+  body: Schema.optional(BoundedString(5000).pipe(
+    Schema.minLength(1, { message: () => "must not be empty: a text must say something (or send templateUuid)" })
+  )),
   templateUuid: Schema.optional(BoundedString(128).pipe(Schema.minLength(1))).annotations({
     description: "A template `id` from GET /templates."
   }),
