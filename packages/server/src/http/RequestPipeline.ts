@@ -9,10 +9,14 @@
  * - asks a route that has one its admission (PlainRoute.admit: the provider
  *   callbacks' CallbackGate) before reading anything, so a refused callback
  *   costs no body reading, decoding or fiber;
+ * - on the contract's routes, reads the body only once the key is checked and
+ *   counted (ApiRouter): a request without a valid key is a 401 whatever its
+ *   body, is never sent `100 Continue`, and every answer after the key carries
+ *   the rate-limit headers;
  * - refuses bodies over the limit (413, by Content-Length up front and while
  *   streaming a chunked body), bodies of the wrong media type (415) and JSON
  *   nested deeper than MAX_JSON_DEPTH (400) before any parsing;
- * - answers unknown routes (404), wrong methods (405 with `Allow`), malformed
+ * - answers unknown routes (404), wrong methods on any route (405 with `Allow`), malformed
  *   JSON (400) and unexpected failures (500, nothing internal in the body) in
  *   the spec's error shape;
  * - runs the route's work as an Effect program on the application's runtime
