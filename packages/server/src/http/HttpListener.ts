@@ -20,6 +20,7 @@ import type { Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { type ApiError, Crypto, HeadersTooLarge, InvalidRequest, PayloadTooLarge, RequestTimeout } from "@parley/core/internal"
 import { errorBody } from "./ErrorResponses.js"
+import { markBroken } from "./RequestBody.js"
 
 /** A closing connection whose client keeps it open (or keeps sending) is cut off after this long. */
 const LINGER_MS = 5_000
@@ -128,8 +129,11 @@ const failInFlight = (exchanges: ReadonlySet<Exchange>, error: Error, socket: Du
   for (const { request, response } of exchanges) {
     if (!response.headersSent) response.setHeader("connection", "close")
     else response.once("finish", () => socket.destroy())
-    // The body reader listens for errors while it reads; a request read in full has nothing waiting on it.
-    if (!request.complete && request.listenerCount("error") > 0) request.emit("error", error)
+    // The body reader listens for errors while it reads; a request read in full has nothing waiting on it,
+    // and one whose body is not read yet (its key still being checked) is told when it is (markBroken).
+    if (request.complete) continue
+    if (request.listenerCount("error") > 0) request.emit("error", error)
+    else markBroken(request, error)
   }
 }
 
