@@ -1,5 +1,5 @@
 // The per-key rate limit: 60 requests a minute by default, counted per key in a
-// sliding window (the minute before weighs in), with remaining/reset values, on the TestClock.
+// sliding window (no 60 seconds hold more than the limit; Retry-After at most the window), with remaining/reset values, on the TestClock.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter, RateLimitStore } from "../src/internal.js"
@@ -27,14 +27,14 @@ describe("rate limit (default policy)", () => {
       for (const d of decisions) {
         expect(d.limit).toBe(60)
         expect(d.windowSeconds).toBe(60)
-        // This request stops counting one bucket (3 s) after a window from now.
-        expect(d.resetSeconds).toBe(63)
+        // This request stops counting one window from now.
+        expect(d.resetSeconds).toBe(60)
       }
       const error = yield* Effect.flip(consume("key_a"))
       expect(error._tag).toBe("RateLimited")
       if (error._tag !== "RateLimited") return
-      // The 60 count until their bucket has left the window: a window and a bucket later.
-      expect(error.retryAfterSeconds).toBe(63)
+      // The 60 count until the latest of their bucket has left the window: a window later, never more.
+      expect(error.retryAfterSeconds).toBe(60)
       expect(error.message).toContain("60")
       // Still refused on further attempts within the window.
       expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
@@ -44,12 +44,12 @@ describe("rate limit (default policy)", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC + 15_000)
       const first = yield* consume("key_a")
-      expect(first).toEqual({ limit: 60, remaining: 59, resetSeconds: 63, windowSeconds: 60 })
+      expect(first).toEqual({ limit: 60, remaining: 59, resetSeconds: 60, windowSeconds: 60 })
       yield* TestClock.adjust(20_500)
       const second = yield* consume("key_a")
       expect(second.remaining).toBe(58)
-      // Its bucket began 2.5 s ago: it counts for 60.5 s more, rounded up to whole seconds.
-      expect(second.resetSeconds).toBe(61)
+      // Every request counted so far leaves the window a window from now.
+      expect(second.resetSeconds).toBe(60)
       yield* consumeAll("key_a", 58)
       expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -88,6 +88,43 @@ describe("rate limit (default policy)", () => {
       Layer.provide(RateLimiter.RateLimitConfig.layer(RateLimiter.RateLimitConfig.default))
     ))), 60_000)
 
+  it.effect("Retry-After is never more than the window, and waiting it is always enough (issue 35, 9)", () =>
+    Effect.gen(function*() {
+      // The 60 requests of a minute sent within 2 s, the 61st half a second later (all in one 3-second
+      // bucket): it was told 61 s, the end of their bucket plus a window.
+      for (const offset of [0, 300, 900]) {
+        const key = `key_${offset}`
+        const start = MONDAY_10_UTC + 30_000 + offset
+        for (let i = 0; i < 60; i++) {
+          yield* TestClock.setTime(start + Math.floor((i * 2_000) / 60))
+          yield* consume(key)
+        }
+        yield* TestClock.setTime(start + 2_050)
+        const error = yield* Effect.flip(consume(key))
+        if (error._tag !== "RateLimited") return expect.fail(`expected RateLimited, got ${error._tag}`)
+        const retryAfter = error.retryAfterSeconds ?? 0
+        expect(retryAfter, `offset ${offset}`).toBeLessThanOrEqual(60)
+        yield* TestClock.adjust(retryAfter * 1000)
+        yield* consume(key)
+      }
+      // A steady sender, refused now and then: every Retry-After within the window, and enough.
+      const key = "key_steady"
+      let now = MONDAY_10_UTC + 41_234
+      for (let step = 0; step < 300; step++) {
+        now += 377
+        yield* TestClock.setTime(now)
+        const outcome = yield* Effect.either(consume(key))
+        if (outcome._tag === "Right") continue
+        if (outcome.left._tag !== "RateLimited") return expect.fail(outcome.left._tag)
+        const retryAfter = outcome.left.retryAfterSeconds ?? 0
+        expect(retryAfter).toBeLessThanOrEqual(60)
+        expect(retryAfter).toBeGreaterThanOrEqual(1)
+        now += retryAfter * 1000
+        yield* TestClock.setTime(now)
+        yield* consume(key)
+      }
+    }).pipe(Effect.provide(CoreTestLayer)), 60_000)
+
   it.effect("keys are counted separately", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC)
@@ -107,7 +144,7 @@ describe("rate limit (default policy)", () => {
       const error = yield* Effect.flip(consume("key_a"))
       if (error._tag !== "RateLimited") return expect.fail(`expected RateLimited, got ${error._tag}`)
       const retryAfter = error.retryAfterSeconds ?? 0
-      expect(retryAfter).toBe(63)
+      expect(retryAfter).toBe(60)
       // A second less is not enough; exactly Retry-After seconds is.
       yield* TestClock.adjust(retryAfter * 1000 - 1000)
       expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
@@ -121,7 +158,7 @@ describe("rate limit (default policy)", () => {
       yield* consumeAll("key_a", 60)
       yield* TestClock.adjust(105_000)
       const next = yield* consume("key_a")
-      expect(next).toEqual({ limit: 60, remaining: 59, resetSeconds: 63, windowSeconds: 60 })
+      expect(next).toEqual({ limit: 60, remaining: 59, resetSeconds: 60, windowSeconds: 60 })
       yield* consumeAll("key_a", 59)
       expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
     }).pipe(Effect.provide(CoreTestLayer)))
@@ -134,7 +171,7 @@ describe("rate limit (default policy)", () => {
       expect(error._tag).toBe("RateLimited")
       // The test key of the same organisation has its own count.
       expect((yield* callerFor(demo.keys.test)).mode).toBe("test")
-      yield* TestClock.adjust(63_000)
+      yield* TestClock.adjust(60_000)
       expect((yield* callerFor(demo.keys.live)).mode).toBe("live")
     }).pipe(Effect.provide(CoreTestLayer)))
 })
@@ -150,17 +187,17 @@ describe("rate limit (custom RateLimitConfig)", () => {
       yield* TestClock.setTime(MONDAY_10_UTC + 4_000)
       const decisions = yield* consumeAll("key_a", 3)
       expect(decisions).toEqual([
-        { limit: 3, remaining: 2, resetSeconds: 11, windowSeconds: 10 },
-        { limit: 3, remaining: 1, resetSeconds: 11, windowSeconds: 10 },
-        { limit: 3, remaining: 0, resetSeconds: 11, windowSeconds: 10 }
+        { limit: 3, remaining: 2, resetSeconds: 10, windowSeconds: 10 },
+        { limit: 3, remaining: 1, resetSeconds: 10, windowSeconds: 10 },
+        { limit: 3, remaining: 0, resetSeconds: 10, windowSeconds: 10 }
       ])
       const error = yield* Effect.flip(consume("key_a"))
       if (error._tag !== "RateLimited") return expect.fail(`expected RateLimited, got ${error._tag}`)
-      // The window is 10 s, its buckets half a second: the 3 count for 10.5 s.
-      expect(error.retryAfterSeconds).toBe(11)
+      // The window is 10 s: the 3 count for 10 s after the latest of them.
+      expect(error.retryAfterSeconds).toBe(10)
       expect(error.message).toContain("3 requests per 10 seconds")
       expect((yield* consume("key_b")).remaining).toBe(2)
-      yield* TestClock.adjust(10_500 - 1)
+      yield* TestClock.adjust(10_000 - 1)
       expect((yield* Effect.flip(consume("key_a")))._tag).toBe("RateLimited")
       yield* TestClock.adjust(1)
       expect((yield* consume("key_a")).remaining).toBe(2)

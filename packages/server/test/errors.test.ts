@@ -102,7 +102,7 @@ const rateLimitFields = (response: Response): Readonly<Record<string, number>> =
 describe("errors, request ids and the routes beside /api/v1", () => {
   let server: TestServer
   /** Fresh keys, each used by one test only (5 requests a minute each). */
-  const keys = { rateLimited: "", bystander: "", schema: "", chunked: "", head: "" }
+  const keys = { rateLimited: "", bystander: "", schema: "", chunked: "", head: "", bodies: "", media: "" }
 
   beforeAll(async () => {
     server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT) } })
@@ -114,6 +114,14 @@ describe("errors, request ids and the routes beside /api/v1", () => {
     keys.chunked = second.keys.live
     keys.head = (await server.adminJson<{ readonly key: string }>(
       ["keys", "create", "--org", second.orgId, "--name", "head", "--scopes", "all", "--mode", "test"]
+    )).key
+    // The body is read only once the key is checked (a request without one is a 401 whatever its body): the
+    // tests of bodies send keys of their own, 5 requests each.
+    keys.bodies = (await server.adminJson<{ readonly key: string }>(
+      ["keys", "create", "--org", second.orgId, "--name", "bodies", "--scopes", "all", "--mode", "test"]
+    )).key
+    keys.media = (await server.adminJson<{ readonly key: string }>(
+      ["keys", "create", "--org", second.orgId, "--name", "media", "--scopes", "all", "--mode", "test"]
     )).key
   }, CLI_HEAVY)
   afterAll(() => server?.dispose())
@@ -223,6 +231,7 @@ describe("errors, request ids and the routes beside /api/v1", () => {
     it("answers malformed JSON with 400 INVALID_REQUEST", async () => {
       for (const body of ["{not json", "{\"to\": \"+12025550100\",}", "\"unterminated"]) {
         const response = await server.fetch("/api/v1/messages", {
+          key: keys.bodies,
           method: "POST",
           headers: { "idempotency-key": idem() },
           body
@@ -235,6 +244,7 @@ describe("errors, request ids and the routes beside /api/v1", () => {
     it("answers a body that is not JSON with 415 UNSUPPORTED_MEDIA_TYPE", async () => {
       for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
         const response = await server.fetch("/api/v1/messages", {
+          key: keys.media,
           method: "POST",
           headers: { "content-type": contentType, "idempotency-key": idem() },
           body: messageJson("hello")
@@ -267,7 +277,7 @@ describe("errors, request ids and the routes beside /api/v1", () => {
     it("answers a body over 64 KiB with 413 PAYLOAD_TOO_LARGE, by Content-Length", async () => {
       const response = await rawPost("/api/v1/messages", pieces(messageJson("a".repeat(70 * KIB)), 8 * KIB), {
         chunked: false,
-        headers: { "idempotency-key": idem() }
+        headers: { "idempotency-key": idem(), authorization: `Bearer ${keys.bodies}` }
       })
       expectRawError(response, 413, "PAYLOAD_TOO_LARGE")
     })
@@ -275,7 +285,7 @@ describe("errors, request ids and the routes beside /api/v1", () => {
     it("answers a chunked body that grows over 64 KiB with 413 PAYLOAD_TOO_LARGE", async () => {
       const response = await rawPost("/api/v1/messages", pieces(messageJson("a".repeat(70 * KIB)), KIB), {
         chunked: true,
-        headers: { "idempotency-key": idem() }
+        headers: { "idempotency-key": idem(), authorization: `Bearer ${keys.bodies}` }
       })
       expectRawError(response, 413, "PAYLOAD_TOO_LARGE")
     })
@@ -286,7 +296,7 @@ describe("errors, request ids and the routes beside /api/v1", () => {
       for (const chunked of [false, true]) {
         const response = await rawPost("/api/v1/messages", pieces(nearLimit, 4 * KIB), {
           chunked,
-          headers: { "idempotency-key": idem() }
+          headers: { "idempotency-key": idem(), authorization: `Bearer ${keys.media}` }
         })
         expectRawError(response, 400, "INVALID_REQUEST")
       }

@@ -302,7 +302,8 @@ describe("protocol edges", () => {
     it("answers a chunked body that breaks off mid-way with 400 in the error shape", async () => {
       const answer = answered(
         await raw(
-          "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+          "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n" +
+            `Authorization: Bearer ${demo.keys.test}\r\n\r\n` +
             "2\r\n{}\r\nZZZ\r\n"
         ),
         "broken chunk"
@@ -416,11 +417,17 @@ describe("protocol edges", () => {
         timeoutMs: ANSWER_WITHIN_MS
       })
 
-    it("answers POST /healthz with a 10 MB body 404 at once, without waiting for the body", async () => {
+    it("answers POST /healthz with a 10 MB body 405 (404 on unknown paths) at once, without waiting for the body", async () => {
       // Only the headers are sent: an answer proves the body is not awaited.
       for (const path of ["/healthz", "/api/v1/nope", "/api/v2/messages"]) {
         const answer = answered(await declaredOnly("POST", path, 10 * MIB), path)
-        expectErrorShape(answer, 404, "NOT_FOUND", path)
+        // /healthz exists, for GET only (issue 35, 21: a wrong method on a plain route is a 405 with Allow).
+        if (path === "/healthz") {
+          expectErrorShape(answer, 405, "METHOD_NOT_ALLOWED", path)
+          expect(answer.headers["allow"]).toBe("GET")
+        } else {
+          expectErrorShape(answer, 404, "NOT_FOUND", path)
+        }
         // the unread body is not drained either: the connection is closed
         expect(answer.headers["connection"], path).toBe("close")
       }
@@ -431,7 +438,7 @@ describe("protocol edges", () => {
     it("does not invite an unknown route's body with 100 Continue", async () => {
       const answer = answered(await declaredOnly("POST", "/healthz", 10 * MIB, [["Expect", "100-continue"]]), "expect")
       expect(answer.interim).toEqual([])
-      expectErrorShape(answer, 404, "NOT_FOUND")
+      expectErrorShape(answer, 405, "METHOD_NOT_ALLOWED")
     })
 
     it("sends 100 Continue where the body is read, and takes it", async () => {
@@ -467,7 +474,7 @@ describe("protocol edges", () => {
             timeoutMs: ANSWER_WITHIN_MS
           })
           if (outcome._tag !== "Answered") lost.push(`${method} ${path}: ${outcome._tag}`)
-          else expectErrorShape(outcome.answer, 404, "NOT_FOUND")
+          else expectErrorShape(outcome.answer, path === "/healthz" ? 405 : 404, path === "/healthz" ? "METHOD_NOT_ALLOWED" : "NOT_FOUND")
         }
       }
       expect(lost).toEqual([])
@@ -476,7 +483,12 @@ describe("protocol edges", () => {
     it("answers a 415 on a real route without waiting for a large declared body", async () => {
       const answer = answered(
         await rawRequest(server.port, {
-          head: requestHead("POST", "/api/v1/messages", [["Host", "x"], ["Content-Type", "text/plain"], ["Content-Length", String(10 * MIB)]]),
+          head: requestHead("POST", "/api/v1/messages", [
+            ["Host", "x"],
+            ["Content-Type", "text/plain"],
+            ["Content-Length", String(10 * MIB)],
+            ["Authorization", `Bearer ${demo.keys.test}`]
+          ]),
           timeoutMs: ANSWER_WITHIN_MS
         }),
         "415"

@@ -37,6 +37,8 @@ export class RequiredScope extends Context.Tag("@parley/core/RequiredScope")<Req
 const Accepted = { status: 202 } as const
 
 const ActionIdPath = Schema.Struct({ id: ActionId })
+/** A cancellation reads no body, but one sent goes through the same checks as any POST's (415, 413). */
+const CANCEL_BODY = "Send no body; a body sent anyway must be JSON (415 otherwise) and is ignored."
 const ConversationIdPath = Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1), maxCharacters(256)).annotations({
     description: "Opaque conversation id from GET /conversations."
@@ -179,7 +181,10 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
       .addError(ErrorCatalog.ACTION_NOT_CANCELLABLE)
       .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
       .addError(ErrorCatalog.CRM_UNAVAILABLE)
-      .annotate(OpenApi.Description, "Only Queued actions scheduled more than 30 seconds ahead can be cancelled.")
+      .addError(ErrorCatalog.PAYLOAD_TOO_LARGE)
+      .addError(ErrorCatalog.UNSUPPORTED_MEDIA_TYPE)
+      .annotate(OpenApi.Description, "Only Queued actions scheduled more than 30 seconds ahead can be cancelled. " +
+        CANCEL_BODY)
       .annotateContext(scoped("messages:write"))
   )
   .middleware(Authorization)
@@ -240,7 +245,10 @@ export class AiCallsGroup extends HttpApiGroup.make("aiCalls")
       .addError(ErrorCatalog.ACTION_NOT_CANCELLABLE)
       .addError(ErrorCatalog.CRM_PERMISSION_DENIED)
       .addError(ErrorCatalog.CRM_UNAVAILABLE)
-      .annotate(OpenApi.Description, "Only Queued calls scheduled more than 30 seconds ahead can be cancelled.")
+      .addError(ErrorCatalog.PAYLOAD_TOO_LARGE)
+      .addError(ErrorCatalog.UNSUPPORTED_MEDIA_TYPE)
+      .annotate(OpenApi.Description, "Only Queued calls scheduled more than 30 seconds ahead can be cancelled. " +
+        CANCEL_BODY)
       .annotateContext(scoped("calls:write"))
   )
   .middleware(Authorization)

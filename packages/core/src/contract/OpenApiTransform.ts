@@ -76,7 +76,7 @@ const webhooks = (definitions: Record<string, JSONSchema.JsonSchema7>): Record<s
  * The response headers the server sends, declared so that generated clients can read them. The
  * platform derives no response headers from the contract, so they are added here, by what decides
  * them: every response has a request id; an operation behind the bearer key gets the rate-limit
- * headers once the key is authenticated (so not on 401, 413 or 415), and its 429 `Retry-After`;
+ * headers once the key is authenticated (so not on 401), and its 429 `Retry-After`;
  * an operation taking an Idempotency-Key marks a replayed success.
  */
 const RESPONSE_HEADERS: Record<string, Json> = {
@@ -90,20 +90,25 @@ const RESPONSE_HEADERS: Record<string, Json> = {
   },
   "RateLimit-Policy": {
     description:
-      "The key's quota, IETF draft RateLimit headers: `<limit>;w=<window seconds>` (a fixed window per API key). " +
-      "Sent on every answer once the key is authenticated.",
+      "The key's quota, IETF draft RateLimit headers: `<limit>;w=<window seconds>`. The window slides: no " +
+      "`<window seconds>` in a row hold more than `<limit>` requests per API key, wherever they start (every " +
+      "request counted once the key is authenticated, refusals for the organisation's state included). Sent on " +
+      "every answer once the key is authenticated.",
     schema: { type: "string" },
     example: "60;w=60"
   },
   "RateLimit": {
     description:
-      "What is left of the quota in the current window: `limit=<limit>, remaining=<requests left>, reset=<seconds " +
-      "until the window ends>`. Sent on every answer once the key is authenticated.",
+      "What is left of the quota in the sliding window: `limit=<limit>, remaining=<requests left now>, " +
+      "reset=<seconds until every request counted so far has left the window>`. Sent on every answer once the key " +
+      "is authenticated.",
     schema: { type: "string" },
-    example: "limit=60, remaining=59, reset=42"
+    example: "limit=60, remaining=59, reset=60"
   },
   "Retry-After": {
-    description: "Seconds to wait before the key may make another request.",
+    description:
+      "Seconds to wait before the key may make another request: until the oldest requests still counted leave the " +
+      "sliding window. Never more than the window.",
     required: true,
     schema: { type: "integer", minimum: 0 },
     example: 42
@@ -126,10 +131,10 @@ const takesIdempotencyKey = (operation: { readonly [key: string]: Json }): boole
   operation.parameters.some((parameter) => isJsonObject(parameter) && parameter.in === "header" && parameter.name === IDEMPOTENCY_HEADER)
 
 /**
- * Answers given before the key is read: 401 (no valid key), and 413 and 415, which the server
- * answers from the request's headers before it runs the operation.
+ * Answers given before the key is counted: 401 (no valid key). The body is read only after the key
+ * (413, 415 and malformed JSON carry the rate-limit headers like any other answer).
  */
-const BEFORE_AUTHENTICATION = new Set(["401", "413", "415"])
+const BEFORE_AUTHENTICATION = new Set(["401"])
 
 const headersOf = (operation: { readonly [key: string]: Json }, status: string): Record<string, Json> => {
   const secured = isSecured(operation)

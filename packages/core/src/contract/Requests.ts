@@ -51,7 +51,10 @@ const MessageFields = Schema.Struct({
   scheduledFor: Schema.optional(OffsetTimestamp).annotations({
     description: "At least 30 seconds in the future. Never with channel WhatsApp."
   }),
-  body: Schema.optional(BoundedString(5000).pipe(Schema.minLength(1))),
+  // A text must say something: an empty body is refused (the contract sets no minimum; README, decisions).
+  body: Schema.optional(BoundedString(5000).pipe(
+    Schema.minLength(1, { message: () => "must not be empty: a text must say something (or send templateUuid)" })
+  )),
   templateUuid: Schema.optional(BoundedString(128).pipe(Schema.minLength(1))).annotations({
     description: "A template `id` from GET /templates."
   }),
@@ -110,7 +113,8 @@ export const IdempotencyHeaders = Schema.Struct({
     maxCharacters(128, { message: "Idempotency-Key must be at most 128 characters" })
   )).annotations({
     description:
-      "Required. At most 128 characters. Retrying with the same key and payload replays the first result " +
+      "Required. At most 128 characters, counted as Unicode code points (not bytes; send the value as UTF-8). " +
+      "Retrying with the same key and payload replays the first result " +
       "(with `Idempotent-Replayed: true`); a different payload with the same key is a 400."
   })
 })

@@ -18,8 +18,13 @@ export interface Authenticated {
 }
 
 export interface AuthenticatorService {
+  /**
+   * `counted` is told the rate-limit decision as soon as the request is counted, before the organisation's
+   * access is checked: a request refused for its organisation's state still counted, and its answer says so.
+   */
   readonly authenticate: (
-    token: string
+    token: string,
+    counted?: (decision: RateLimitDecision) => Effect.Effect<void>
   ) => Effect.Effect<Authenticated, Unauthorized | RateLimited | AccessError | CrmError | StorageError>
 }
 
@@ -33,10 +38,12 @@ export const layer: Layer.Layer<Authenticator, never, ApiKeys | RateLimiter | Ac
     const access = yield* Access
     return Authenticator.of({
       // Every request runs this: chained steps rather than a generator (cheaper per step).
-      authenticate: (token) =>
+      authenticate: (token, counted) =>
         Effect.flatMap(keys.authenticate(token), (key) =>
-          Effect.flatMap(limiter.consume(key.id), (rateLimit) =>
-            Effect.map(access.resolve(key), (caller): Authenticated => ({ caller, rateLimit }))))
+          Effect.flatMap(limiter.consume(key.id), (rateLimit) => {
+            const resolved = Effect.map(access.resolve(key), (caller): Authenticated => ({ caller, rateLimit }))
+            return counted === undefined ? resolved : Effect.zipRight(counted(rateLimit), resolved)
+          }))
     })
   })
 )

@@ -13,7 +13,16 @@
  *
  * Regions and number types come from libphonenumber's full metadata (Google's
  * numbering plans): a number it cannot place exactly counts as the first
- * region its calling code and digits could belong to.
+ * region its calling code and digits could belong to — except in the North
+ * American Numbering Plan (+1), which spans 25 countries and territories with
+ * their own tariffs: a +1 number no region claims (an unassigned area code
+ * such as 555 or 999) is refused, not taken for the US.
+ *
+ * Personal numbers of the UK plan (070, also in Guernsey, Jersey and the Isle
+ * of Man) are charged like premium-rate numbers (the caller pays a rate the
+ * number's owner shares in) and are a known toll-fraud route: they count as
+ * premium-rate. Personal numbers elsewhere (the NANP's 5XX codes) are
+ * ordinary rates.
  */
 import { Either } from "effect"
 import { type CountryCode, getCountries, parsePhoneNumberFromString } from "libphonenumber-js/max"
@@ -21,7 +30,7 @@ import { type CountryCode, getCountries, parsePhoneNumberFromString } from "libp
 export interface DestinationRules {
   /** ISO 3166 regions allowed (`US`, `GB`, …; `*` for every region); null: the sending line's region only ("home"). */
   readonly countries: ReadonlyArray<string> | null
-  /** Premium-rate and shared-cost numbers (`+1 900`, `+44 9…`): refused unless allowed. */
+  /** Premium-rate, shared-cost and UK personal numbers (`+1 900`, `+44 9…`, `+44 70…`): refused unless allowed. */
   readonly premiumNumbers: boolean
   /** Non-geographic codes (international networks such as +882, +883, +979, +870): refused unless allowed. */
   readonly internationalNetworks: boolean
@@ -45,7 +54,12 @@ interface Placed {
   readonly region: string | null
   readonly callingCode: string
   readonly premium: boolean
+  /** A +1 number no region of the NANP claims. */
+  readonly unclaimedNanp: boolean
 }
+
+/** Regions whose personal numbers (UK 070) are billed like premium-rate ones. */
+const PREMIUM_PERSONAL_REGIONS: ReadonlySet<string> = new Set(["GB", "GG", "IM", "JE"])
 
 const place = (phone: string): Placed | null => {
   const parsed = parsePhoneNumberFromString(phone)
@@ -55,7 +69,9 @@ const place = (phone: string): Placed | null => {
   return {
     region: region ?? null,
     callingCode: parsed.countryCallingCode,
-    premium: type === "PREMIUM_RATE" || type === "SHARED_COST"
+    premium: type === "PREMIUM_RATE" || type === "SHARED_COST" ||
+      (type === "PERSONAL_NUMBER" && region !== null && PREMIUM_PERSONAL_REGIONS.has(region)),
+    unclaimedNanp: parsed.countryCallingCode === "1" && parsed.country === undefined
   }
 }
 
@@ -66,6 +82,9 @@ export const regionOf = (phone: string): string | null => place(phone)?.region ?
 export const refusal = (rules: DestinationRules, line: string, to: string): Either.Either<void, string> => {
   const placed = place(to)
   if (placed === null) return Either.left(`${to} is not a phone number Parley can place in a region`)
+  if (placed.unclaimedNanp) {
+    return Either.left(`${to} is in no region of the North American Numbering Plan (+1): its area code is not assigned`)
+  }
   if (placed.region === null) {
     return rules.internationalNetworks ? Either.right(undefined) : Either.left(
       `${to} is on an international network (+${placed.callingCode}), which the organisation does not send to`

@@ -37,20 +37,22 @@ export interface RateLimiterService {
 export class RateLimiter extends Context.Tag("@parley/core/RateLimiter")<RateLimiter, RateLimiterService>() {}
 
 /**
- * When a refused request would next fit, if nothing else is counted meanwhile: at the start of the first
- * bucket whose counted stretch no longer holds enough of the old requests.
+ * When a refused request would next fit, if nothing else is counted meanwhile: a bucket stops counting one
+ * window after its latest request (RateLimitStore), so once enough of the oldest buckets have left the
+ * window. Never later than one window from now, since every counted request is at or before now.
  */
-const nextFitAt = (
+export const nextFitAt = (
   limit: number,
-  bucketMs: number,
-  current: number,
-  buckets: ReadonlyArray<{ readonly bucket: number; readonly count: number }>
+  windowMs: number,
+  buckets: ReadonlyArray<RateLimitStore.CountedBucket>
 ): number => {
-  for (let next = current + 1; ; next++) {
-    const oldest = RateLimitStore.oldestCounted(next)
-    const used = buckets.reduce((sum, b) => (b.bucket >= oldest ? sum + b.count : sum), 0)
-    if (used + 1 <= limit) return next * bucketMs
+  let used = buckets.reduce((sum, b) => sum + b.count, 0)
+  const oldestFirst = [...buckets].sort((a, b) => a.last - b.last)
+  for (const bucket of oldestFirst) {
+    used -= bucket.count
+    if (used + 1 <= limit) return bucket.last + windowMs
   }
+  return (oldestFirst.at(-1)?.last ?? 0) + windowMs
 }
 
 export const layer: Layer.Layer<RateLimiter, never, RateLimitStore.RateLimitStore | RateLimitConfig> = Layer.effect(
@@ -58,17 +60,19 @@ export const layer: Layer.Layer<RateLimiter, never, RateLimitStore.RateLimitStor
   Effect.gen(function*() {
     const store = yield* RateLimitStore.RateLimitStore
     const policy = yield* RateLimitConfig
-    const bucketMs = (policy.windowSeconds * 1000) / RateLimitStore.BUCKETS
+    const windowMs = policy.windowSeconds * 1000
+    const bucketMs = windowMs / RateLimitStore.BUCKETS
     return RateLimiter.of({
       // On every request: two steps (the clock, the count), no generator.
       consume: (keyId) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const bucket = Math.floor(now / bucketMs)
-          return Effect.flatMap(store.hit({ key: keyId, bucket, limit: policy.limit }), (counted) => {
+          return Effect.flatMap(store.hit({ key: keyId, bucket, at: now, since: now - windowMs, limit: policy.limit }), (counted) => {
             if (!counted.accepted) {
-              const retryAfterSeconds = Math.max(
-                1,
-                Math.ceil((nextFitAt(policy.limit, bucketMs, bucket, counted.buckets) - now) / 1000)
+              // Bounded by the window also when a replica's clock ran ahead of this one's (its `last` is later).
+              const retryAfterSeconds = Math.min(
+                policy.windowSeconds,
+                Math.max(1, Math.ceil((nextFitAt(policy.limit, windowMs, counted.buckets) - now) / 1000))
               )
               return Effect.fail(
                 new RateLimited({
@@ -81,8 +85,8 @@ export const layer: Layer.Layer<RateLimiter, never, RateLimitStore.RateLimitStor
             return Effect.succeed<RateLimitDecision>({
               limit: policy.limit,
               remaining: Math.max(0, policy.limit - counted.used),
-              // Until this request no longer counts: the window after its bucket ends.
-              resetSeconds: Math.max(1, Math.ceil(((bucket + RateLimitStore.BUCKETS + 1) * bucketMs - now) / 1000)),
+              // Until this request no longer counts (nor any before it): one window from now.
+              resetSeconds: policy.windowSeconds,
               windowSeconds: policy.windowSeconds
             })
           })

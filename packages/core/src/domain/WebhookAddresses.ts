@@ -10,7 +10,8 @@
  * address a name resolves to, at the moment it connects.
  *
  * - never: link-local (169.254.0.0/16, fe80::/10: cloud metadata services),
- *   the known metadata addresses elsewhere, unspecified, multicast and
+ *   the known metadata addresses elsewhere, cloud platforms' internal hosts
+ *   (PLATFORM_ADDRESSES), unspecified, multicast and
  *   broadcast — nothing that receives webhooks lives there;
  * - private: loopback, private networks, carrier-grade NAT, unique-local,
  *   reserved and translation ranges — refused unless the operator lists the
@@ -36,6 +37,16 @@ const METADATA_NAMES: ReadonlySet<string> = new Set([
   "instance-data",
   "instance-data.ec2.internal"
 ])
+
+/**
+ * Cloud platforms' own hosts on addresses that look public or reserved, reachable from inside their clouds
+ * only and answering there for the platform (kept beside link-local, and refused the same way): Azure's
+ * WireServer (168.63.129.16: DNS, DHCP, health probes, the VM agent's configuration and extensions, with
+ * secrets) and Oracle Cloud's legacy metadata service (192.0.0.192).
+ */
+const PLATFORM_ADDRESSES: ReadonlySet<string> = new Set(["168.63.129.16", "192.0.0.192"])
+
+const isPlatformAddress = (address: Address): boolean => PLATFORM_ADDRESSES.has(address.toString())
 
 const NEVER_RANGES: ReadonlySet<string> = new Set(["linkLocal", "unspecified", "multicast", "broadcast"])
 
@@ -68,6 +79,7 @@ const classifyParsed = (address: Address): AddressClass => {
   if (METADATA_ADDRESSES.has(address.toNormalizedString()) || METADATA_ADDRESSES.has(address.toString())) {
     return "never"
   }
+  if (isPlatformAddress(address)) return "never"
   const range = address.range()
   if (NEVER_RANGES.has(range)) return "never"
   if (address.kind() === "ipv6") {
@@ -125,6 +137,7 @@ export const refusal = (allowed: AllowedNetworks, text: string): string | null =
   const carried = address instanceof ipaddr.IPv6 ? embeddedIpv4(address) : null
   const shown = carried === null ? address.toString() : `${address.toString()} (carrying ${carried.toString()})`
   const range = (carried ?? address).range()
+  if (isPlatformAddress(carried ?? address)) return `${shown} is a cloud platform's internal host, never a webhook receiver`
   return kind === "never"
     ? `${shown} is a ${range} address (cloud metadata services answer there), never a webhook receiver`
     : `${shown} is a ${range} address, which PARLEY_WEBHOOK_ALLOWED_NETWORKS does not list`

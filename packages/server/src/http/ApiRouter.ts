@@ -54,8 +54,12 @@ export interface ContractInput {
   readonly params: Record<string, string>
   readonly query: string
   readonly headers: Readonly<Record<string, string | Array<string> | undefined>>
-  /** The parsed JSON body (null when empty); undefined for routes without one. */
-  readonly payload: unknown
+  /**
+   * Reads and parses the body (null when empty; undefined for routes without one). Run only once the
+   * request is authorized: a request without a valid key learns nothing about its body (not even that it
+   * is malformed JSON), and a client that sent `Expect: 100-continue` is not invited to send it.
+   */
+  readonly payload: Effect.Effect<unknown, ApiError>
 }
 
 export type ContractAnswer =
@@ -128,6 +132,29 @@ export const combineSecurity = <E>(
   return Effect.forEach([...byTag.values()], (schemes) => Effect.firstSuccessOf(schemes), { discard: true })
 }
 
+/**
+ * Header values as their sender wrote them. Node hands header bytes over as latin1, one character per byte,
+ * so a UTF-8 `Idempotency-Key` of 40 emoji (160 bytes) would read as 160 characters; limits count characters
+ * (code points), as every body field does. Bytes that are not UTF-8 stay as Node read them.
+ */
+const asUtf8 = (value: string): string => {
+  // Pure ASCII (the usual case) reads the same either way.
+  if (!/[\u0080-\u00ff]/.test(value)) return value
+  const bytes = Buffer.from(value, "latin1")
+  const text = bytes.toString("utf8")
+  return Buffer.from(text, "utf8").equals(bytes) ? text : value
+}
+
+const headersAsUtf8 = (
+  headers: Readonly<Record<string, string | Array<string> | undefined>>
+): Record<string, string | Array<string> | undefined> => {
+  const out: Record<string, string | Array<string> | undefined> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    out[name] = typeof value === "string" ? asUtf8(value) : Array.isArray(value) ? value.map(asUtf8) : value
+  }
+  return out
+}
+
 const BEARER_PREFIX_LENGTH = "Bearer ".length
 
 const securityOf = (tag: HttpApiMiddleware.TagClassSecurityAny): Array<Security> =>
@@ -194,7 +221,7 @@ const compile = (
     params.push(isParam ? segment.slice(1) : null)
   }
 
-  const decodeInput = (input: ContractInput): Either.Either<Record<string, unknown>, ParseResult.ParseError> => {
+  const decodeInput = (input: ContractInput, payloadValue: unknown): Either.Either<Record<string, unknown>, ParseResult.ParseError> => {
     const fail = (error: ParseResult.ParseError) => Either.left(error)
     const request: Record<string, unknown> = {}
     if (decodePath !== undefined) {
@@ -203,12 +230,12 @@ const compile = (
       request["path"] = path.right
     }
     if (decodePayload !== undefined) {
-      const payload = decodePayload(input.payload)
+      const payload = decodePayload(payloadValue)
       if (Either.isLeft(payload)) return fail(payload.left)
       request["payload"] = payload.right
     }
     if (decodeHeaders !== undefined) {
-      const headers = decodeHeaders(input.headers)
+      const headers = decodeHeaders(headersAsUtf8(input.headers))
       if (Either.isLeft(headers)) return fail(headers.left)
       request["headers"] = headers.right
     }
@@ -220,8 +247,8 @@ const compile = (
     return Either.right(request)
   }
 
-  const handle = (input: ContractInput): Effect.Effect<ContractAnswer> => {
-    const decoded = decodeInput(input)
+  const handle = (input: ContractInput, payloadValue: unknown): Effect.Effect<ContractAnswer> => {
+    const decoded = decodeInput(input, payloadValue)
     if (Either.isLeft(decoded)) return Effect.succeed({ _tag: "Failure", error: invalid(decoded.left) })
     // The handlers' own services were taken when they were built; what the request adds (the Caller) is in
     // the request's state (RequestState), so the application's context is not copied per request.
@@ -252,7 +279,11 @@ const compile = (
     const authorized = combineSecurity(authorize.map((step) => ({ tag: step.security.tag, check: authorizeOne(step, input, state) })))
     return Effect.matchCauseEffect(authorized, {
       onFailure: (cause) => Effect.succeed(failed(cause)),
-      onSuccess: () => handle(input)
+      onSuccess: () =>
+        Effect.matchEffect(input.payload, {
+          onFailure: (error) => Effect.succeed<ContractAnswer>({ _tag: "Failure", error }),
+          onSuccess: (payloadValue) => handle(input, payloadValue)
+        })
     })
   }
 

@@ -27,6 +27,9 @@ const rateLimitHeaders = (limit: number, windowSeconds: number, remaining: numbe
     "ratelimit": `limit=${limit}, remaining=${remaining}, reset=${resetSeconds}`
   })
 
+const counted = (decision: RateLimiter.RateLimitDecision) =>
+  rateLimitHeaders(decision.limit, decision.windowSeconds, decision.remaining, decision.resetSeconds)
+
 type Failure = Effect.Effect.Error<ReturnType<Authenticator.AuthenticatorService["authenticate"]>>
 
 export const AuthorizationLive = Layer.effect(
@@ -37,14 +40,13 @@ export const AuthorizationLive = Layer.effect(
     const usage = yield* KeyUsage
     return Authorization.of({
       // Every request runs this: one match on the outcome rather than a tap, map and two catches around it.
+      // The headers are set once the request is counted, so a refusal for the organisation's state (403, 503)
+      // carries them too.
       bearer: (token) =>
-        Effect.matchEffect(authenticator.authenticate(Redacted.value(token)), {
-          onSuccess: ({ caller, rateLimit }) => {
+        Effect.matchEffect(authenticator.authenticate(Redacted.value(token), counted), {
+          onSuccess: ({ caller }) => {
             usage.touch(caller.keyId)
-            return Effect.as(
-              rateLimitHeaders(rateLimit.limit, rateLimit.windowSeconds, rateLimit.remaining, rateLimit.resetSeconds),
-              caller
-            )
+            return Effect.succeed(caller)
           },
           onFailure: (error: Failure): Effect.Effect<never, Exclude<Failure, StorageError | Crm.CrmError> | SetupUnavailable | CrmUnavailable | CrmRejected | SetupRequired | CrmRateLimited> => {
             if (error._tag !== "RateLimited") return infrastructureErrors(Effect.fail(error))

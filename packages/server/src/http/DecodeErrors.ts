@@ -45,7 +45,8 @@ const unknownField = (field: string, message: string): string => {
  * One readable line per field. The schema library's messages end with the
  * offending value ("…, actual <value>"); that is cut, so a 5,000-character
  * body is never echoed back. An optional field that fails reports twice (its
- * own rule, then "Expected undefined"); only the rule is kept.
+ * own rule, then "Expected undefined"); only the rule is kept, also when the
+ * rule that failed is an inner field's.
  */
 export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): string => {
   const lines = new Map<string, string>()
@@ -64,7 +65,12 @@ export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterI
     const target = text.startsWith("Expected undefined") ? fallback : lines
     if (!target.has(field)) target.set(field, line)
   }
-  for (const [field, line] of fallback) if (!lines.has(field)) lines.set(field, line)
+  // An optional object whose inner field failed reports the object as "Expected undefined" too (`record`
+  // beside `record.id`): the inner field's rule says it all.
+  const reported = [...lines.keys()]
+  for (const [field, line] of fallback) {
+    if (!lines.has(field) && !reported.some((other) => other.startsWith(`${field}.`))) lines.set(field, line)
+  }
   const all = [...lines.values()]
   const more = all.length > MAX_ISSUES ? ` (and ${all.length - MAX_ISSUES} more)` : ""
   return all.slice(0, MAX_ISSUES).join("; ") + more

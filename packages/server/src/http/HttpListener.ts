@@ -20,6 +20,7 @@ import type { Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { type ApiError, Crypto, HeadersTooLarge, InvalidRequest, PayloadTooLarge, RequestTimeout } from "@parley/core/internal"
 import { errorBody } from "./ErrorResponses.js"
+import { markBroken } from "./RequestBody.js"
 
 /** A closing connection whose client keeps it open (or keeps sending) is cut off after this long. */
 const LINGER_MS = 5_000
@@ -107,10 +108,11 @@ interface Exchange {
 
 /**
  * Exchanges whose answer is not finished, per connection. A parser error on a
- * connection with one in flight (a chunked body breaking off, a pipelined
- * request that is garbage) cannot be answered on the raw socket without
- * corrupting that answer: the in-flight request fails instead, its answer
- * says why, and the connection closes after it.
+ * connection with one in flight cannot be answered on the raw socket without
+ * corrupting that answer: when the request in flight is still being read (a
+ * chunked body breaking off), it fails instead, its answer says why, and the
+ * connection closes after it; when it was read in full, the error is a
+ * pipelined request's, answered after the answers before it (answerAfter).
  */
 const inFlight = new WeakMap<Duplex, Set<Exchange>>()
 
@@ -127,8 +129,29 @@ const failInFlight = (exchanges: ReadonlySet<Exchange>, error: Error, socket: Du
   for (const { request, response } of exchanges) {
     if (!response.headersSent) response.setHeader("connection", "close")
     else response.once("finish", () => socket.destroy())
-    // The body reader listens for errors while it reads; a request read in full has nothing waiting on it.
-    if (!request.complete && request.listenerCount("error") > 0) request.emit("error", error)
+    // The body reader listens for errors while it reads; a request read in full has nothing waiting on it,
+    // and one whose body is not read yet (its key still being checked) is told when it is (markBroken).
+    if (request.complete) continue
+    if (request.listenerCount("error") > 0) request.emit("error", error)
+    else markBroken(request, error)
+  }
+}
+
+/**
+ * A parser error behind requests read in full (pipelined after them) is the next request's: it is answered
+ * on the raw socket once their answers are written, in order, rather than lost when the connection closes.
+ */
+const answerAfter = (exchanges: ReadonlySet<Exchange>, socket: Duplex, error: ApiError) => {
+  const pending = [...exchanges].filter(({ response }) => !response.writableFinished)
+  if (pending.length === 0) return answerRaw(socket, error)
+  let left = pending.length
+  for (const { response } of pending) {
+    const settle = () => {
+      if (--left === 0) answerRaw(socket, error)
+    }
+    response.once("finish", settle)
+    // An answer that never finishes (the client went away): nothing more to write.
+    response.once("close", () => !response.writableFinished && socket.destroy())
   }
 }
 
@@ -138,8 +161,10 @@ const onClientError = (error: Error, socket: Duplex) => {
     return
   }
   const exchanges = inFlight.get(socket)
-  if (exchanges !== undefined && exchanges.size > 0) failInFlight(exchanges, error, socket)
-  else answerRaw(socket, classify(error))
+  if (exchanges === undefined || exchanges.size === 0) return answerRaw(socket, classify(error))
+  // A request still being read owns the error (its chunked body broke off); otherwise it is a later one's.
+  if ([...exchanges].some(({ request }) => !request.complete)) failInFlight(exchanges, error, socket)
+  else answerAfter(exchanges, socket, classify(error))
 }
 
 /** The node:http server, with Parley's answers to what Node would answer (or drop) on its own. */

@@ -28,12 +28,25 @@ const isTimeout = (error: unknown): boolean =>
 
 const EMPTY: BodyOutcome = { _tag: "Read", text: "" }
 
+/**
+ * Requests whose body broke off (a parser error on their connection) before anything listened for it: the
+ * contract's routes read the body only after the key is checked, so the error can come first. readBody
+ * answers these at once instead of waiting for a body that will never end.
+ */
+const broken = new WeakMap<IncomingMessage, unknown>()
+
+/** Told by the listener when a request's body broke off and nobody was reading it yet. */
+export const markBroken = (request: IncomingMessage, error: unknown): void => {
+  broken.set(request, error)
+}
+
 export const readBody = (
   request: IncomingMessage,
   response: ServerResponse,
   max: number,
   done: (outcome: BodyOutcome) => void
 ): void => {
+  if (broken.has(request)) return done({ _tag: "Unreadable", timedOut: isTimeout(broken.get(request)) })
   const declared = request.headers["content-length"]
   const chunked = request.headers["transfer-encoding"] !== undefined
   if (declared !== undefined && !chunked) {

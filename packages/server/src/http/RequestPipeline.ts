@@ -9,10 +9,14 @@
  * - asks a route that has one its admission (PlainRoute.admit: the provider
  *   callbacks' CallbackGate) before reading anything, so a refused callback
  *   costs no body reading, decoding or fiber;
+ * - on the contract's routes, reads the body only once the key is checked and
+ *   counted (ApiRouter): a request without a valid key is a 401 whatever its
+ *   body, is never sent `100 Continue`, and every answer after the key carries
+ *   the rate-limit headers;
  * - refuses bodies over the limit (413, by Content-Length up front and while
  *   streaming a chunked body), bodies of the wrong media type (415) and JSON
  *   nested deeper than MAX_JSON_DEPTH (400) before any parsing;
- * - answers unknown routes (404), wrong methods (405 with `Allow`), malformed
+ * - answers unknown routes (404), wrong methods on any route (405 with `Allow`), malformed
  *   JSON (400) and unexpected failures (500, nothing internal in the body) in
  *   the spec's error shape;
  * - runs the route's work as an Effect program on the application's runtime
@@ -191,9 +195,14 @@ export const makeRequestPipeline = <R>(
     return found === null && method === "HEAD" ? matchMethod("GET", parts) : found
   }
 
+  const compiledPlain = [...plainByMethod.values()].flat()
   const notFoundOrWrongMethod = (method: string, path: string, parts: ReadonlyArray<string>, requestId: string) => {
-    // In the contract's order, as the platform's router listed them.
-    const allowed = [...new Set(contract.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method))]
+    // In the contract's order, as the platform's router listed them, then the plain routes' (health, docs,
+    // provider callbacks, the console): a path that exists answers 405 with what it allows, whichever it is.
+    const allowed = [...new Set([
+      ...contract.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method),
+      ...compiledPlain.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method)
+    ])]
     return allowed.length > 0 && !allowed.includes(method)
       ? errorAnswer(
         new MethodNotAllowed({ message: `${method} is not allowed on ${path}; use ${allowed.join(", ")}.` }),
@@ -317,39 +326,66 @@ export const makeRequestPipeline = <R>(
       ? (matched.route.method === "POST" || matched.route.takesBody ? "json" : undefined)
       : matched.route.body
 
-    const proceed = (text: string | undefined, payload: unknown) => {
-      if (matched._tag === "Plain") return serve(() => plainAnswer(matched.route, request, text, requestId))
-      const input = { params: matched.params, query, headers: request.headers, payload }
-      return serve((state) => Effect.flatMap(matched.route.run(input, state), (answer) => contractAnswer(answer, requestId)))
+    /**
+     * The body, read and checked (media type, size, NUL, and for JSON depth and syntax) in that order; a
+     * refusal that must close the connection says so in `closing`. `done` is told once.
+     */
+    const readChecked = (
+      bodyKind: BodyKind,
+      closing: Record<string, string>,
+      done: (outcome: { readonly _tag: "Refused"; readonly error: ApiError } | { readonly _tag: "Body"; readonly text: string; readonly value: unknown }) => void
+    ): void => {
+      const refuse = (error: ApiError) => done({ _tag: "Refused", error })
+      if (announcesBody(request) && !acceptsMediaType(bodyKind, request.headers["content-type"] ?? "")) {
+        return refuse(unsupportedMediaType(bodyKind))
+      }
+      readBody(request, response, options.maxBodyBytes, (body) => {
+        bodyRead = true
+        if (body._tag === "TooLarge") {
+          if (body.closeConnection) closing["connection"] = "close"
+          return refuse(tooLarge(options.maxBodyBytes))
+        }
+        if (body._tag === "Unreadable") {
+          closing["connection"] = "close"
+          return refuse(
+            body.timedOut
+              ? new RequestTimeout({ message: "The request body did not arrive in time." })
+              : new InvalidRequest({ message: "body: could not be read." })
+          )
+        }
+        if (bodyKind === "form") {
+          return encodesNul(body.text) ? refuse(nulInBody) : done({ _tag: "Body", text: body.text, value: undefined })
+        }
+        if (body.text === "") return done({ _tag: "Body", text: body.text, value: null })
+        if (nestsDeeperThan(body.text, MAX_JSON_DEPTH)) return refuse(tooDeep)
+        const parsed = parseJson(body.text)
+        if (parsed._tag === "NotJson") return refuse(notJson)
+        if (containsNul(parsed.value)) return refuse(nulInBody)
+        return done({ _tag: "Body", text: body.text, value: parsed.value })
+      })
     }
 
-    if (kind === undefined) return proceed(undefined, undefined)
-    const contentType = request.headers["content-type"] ?? ""
-    if (announcesBody(request) && !acceptsMediaType(kind, contentType)) {
-      return write(errorAnswer(unsupportedMediaType(kind), requestId))
+    if (matched._tag === "Contract") {
+      // The contract's routes are authorized first (ApiRouter); the body is read only after, through `payload`.
+      const contractRoute = matched.route
+      return serve((state) => {
+        const payload: Effect.Effect<unknown, ApiError> = kind === undefined
+          ? Effect.void
+          : Effect.async<unknown, ApiError>((resume) =>
+            readChecked(kind, state.headers, (outcome) =>
+              resume(outcome._tag === "Body" ? Effect.succeed(outcome.value) : Effect.fail(outcome.error)))
+          )
+        const input = { params: matched.params, query, headers: request.headers, payload }
+        return Effect.flatMap(contractRoute.run(input, state), (answer) => contractAnswer(answer, requestId))
+      })
     }
-    readBody(request, response, options.maxBodyBytes, (body) => {
-      bodyRead = true
-      if (body._tag === "TooLarge") {
-        return write(
-          errorAnswer(tooLarge(options.maxBodyBytes), requestId, body.closeConnection ? { connection: "close" } : {})
-        )
-      }
-      if (body._tag === "Unreadable") {
-        const error = body.timedOut
-          ? new RequestTimeout({ message: "The request body did not arrive in time." })
-          : new InvalidRequest({ message: "body: could not be read." })
-        return write(errorAnswer(error, requestId, { connection: "close" }))
-      }
-      if (kind === "form") {
-        return encodesNul(body.text) ? write(errorAnswer(nulInBody, requestId)) : proceed(body.text, undefined)
-      }
-      if (body.text === "") return proceed(body.text, null)
-      if (nestsDeeperThan(body.text, MAX_JSON_DEPTH)) return write(errorAnswer(tooDeep, requestId))
-      const parsed = parseJson(body.text)
-      if (parsed._tag === "NotJson") return write(errorAnswer(notJson, requestId))
-      if (containsNul(parsed.value)) return write(errorAnswer(nulInBody, requestId))
-      return proceed(body.text, parsed.value)
-    })
+
+    const plainRoute = matched.route
+    if (kind === undefined) return serve(() => plainAnswer(plainRoute, request, undefined, requestId))
+    const closing: Record<string, string> = {}
+    readChecked(kind, closing, (outcome) =>
+      outcome._tag === "Body"
+        ? serve(() => plainAnswer(plainRoute, request, outcome.text, requestId))
+        : write(errorAnswer(outcome.error, requestId, closing)))
   }
 }

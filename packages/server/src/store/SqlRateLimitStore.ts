@@ -20,18 +20,24 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const decodeAccepted = Schema.decodeUnknown(Schema.Array(Schema.Struct({ count: DbInt, older: DbInt })))
-    const decodeBuckets = Schema.decodeUnknown(Schema.Array(Schema.Struct({ bucket: DbInt, count: DbInt })))
-    const hit = ({ bucket, key, limit }: RateLimitStore.RateLimitHit) =>
+    const decodeBuckets = Schema.decodeUnknown(Schema.Array(Schema.Struct({ bucket: DbInt, count: DbInt, last: DbInt })))
+    const hit = ({ at, bucket, key, limit, since }: RateLimitStore.RateLimitHit) =>
       Effect.gen(function*() {
         const oldest = sql`CAST(${RateLimitStore.oldestCounted(bucket)} AS BIGINT)`
         const current = sql`CAST(${bucket} AS BIGINT)`
+        const now = sql`CAST(${at} AS BIGINT)`
+        // RateLimitStore.counts, in SQL: the oldest bucket only while its latest request is inside the window
+        // (0: a row written before last_ms existed, counted whole as it was then).
         const older = (alias: string) =>
           sql`(SELECT COALESCE(SUM(${sql(alias)}.count), 0) FROM rate_limit_buckets ${sql(alias)}
-               WHERE ${sql(alias)}.key = ${key} AND ${sql(alias)}.bucket >= ${oldest} AND ${sql(alias)}.bucket < ${current})`
+               WHERE ${sql(alias)}.key = ${key} AND ${sql(alias)}.bucket >= ${oldest} AND ${sql(alias)}.bucket < ${current}
+                 AND (${sql(alias)}.bucket > ${oldest} OR ${sql(alias)}.last_ms = 0
+                   OR ${sql(alias)}.last_ms > CAST(${since} AS BIGINT)))`
         const rows = yield* Effect.flatMap(
-          sql`INSERT INTO rate_limit_buckets (key, bucket, count)
-              SELECT CAST(${key} AS TEXT), ${current}, 1 WHERE ${older("o")} + 1 <= CAST(${limit} AS BIGINT)
-              ON CONFLICT (key, bucket) DO UPDATE SET count = rate_limit_buckets.count + 1
+          sql`INSERT INTO rate_limit_buckets (key, bucket, count, last_ms)
+              SELECT CAST(${key} AS TEXT), ${current}, 1, ${now} WHERE ${older("o")} + 1 <= CAST(${limit} AS BIGINT)
+              ON CONFLICT (key, bucket) DO UPDATE SET count = rate_limit_buckets.count + 1,
+                last_ms = CASE WHEN rate_limit_buckets.last_ms > ${now} THEN rate_limit_buckets.last_ms ELSE ${now} END
                 WHERE rate_limit_buckets.count + ${older("p")} + 1 <= CAST(${limit} AS BIGINT)
               RETURNING count, ${older("q")} AS older`,
           decodeAccepted
@@ -43,10 +49,14 @@ export const layer = Layer.effect(
           return { accepted: true as const, used: counted.count + counted.older }
         }
         const buckets = yield* Effect.flatMap(
-          sql`SELECT bucket, count FROM rate_limit_buckets WHERE key = ${key} AND bucket >= ${oldest} ORDER BY bucket`,
+          sql`SELECT bucket, count, last_ms AS last FROM rate_limit_buckets WHERE key = ${key} AND bucket >= ${oldest}
+              ORDER BY bucket`,
           decodeBuckets
         )
-        return { accepted: false as const, buckets }
+        // A row from before last_ms counts as if its latest request ended its bucket.
+        const bucketMs = (at - since) / RateLimitStore.BUCKETS
+        const known = buckets.map((b) => (b.last === 0 ? { ...b, last: (b.bucket + 1) * bucketMs - 1 } : b))
+        return { accepted: false as const, buckets: known.filter((b) => RateLimitStore.counts(b, bucket, since)) }
       })
     return RateLimitStore.RateLimitStore.of({ hit: (request) => storage("rateLimits.hit")(hit(request)) })
   })

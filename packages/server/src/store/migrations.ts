@@ -642,6 +642,16 @@ const zohoConnectionChecks = Effect.gen(function*() {
   yield* sql`ALTER TABLE zoho_connections ADD COLUMN identity_checked_at BIGINT NOT NULL DEFAULT 0`
 })
 
+/**
+ * The time of each rate-limit bucket's latest request, so the oldest bucket stops counting one window after it
+ * rather than one window after the bucket ends (RateLimitStore): a refused request never waits longer than the
+ * window. 0 marks rows written before (counted whole, as then).
+ */
+const rateLimitLast = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE rate_limit_buckets ADD COLUMN last_ms BIGINT NOT NULL DEFAULT 0`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -662,5 +672,6 @@ export const migrations = {
   "0024_zoho_call_slots": zohoCallSlots,
   "0026_zoho_connection_checks": zohoConnectionChecks,
   "0028_zoho_workflows": zohoWorkflows,
+  "0033_rate_limit_last": rateLimitLast,
   "0035_consent": consent
 }

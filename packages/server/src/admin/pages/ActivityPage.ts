@@ -18,7 +18,8 @@ import {
   RecordLists,
   type RecordStatus
 } from "@parley/core/internal"
-import { Effect, Option } from "effect"
+import { ActionId } from "@parley/core"
+import { Effect, Option, Schema } from "effect"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page } from "../ConsoleHttp.js"
 import { flag, html } from "../Html.js"
@@ -42,6 +43,14 @@ const administrator = (session: Session) =>
       account: { id: `console:${session.adminId}`, name: session.email, permissions: Crm.FULL_PERMISSIONS }
     }))
   })
+
+/**
+ * Whether a record id from the query is one Parley could have issued, checked before any query: the store
+ * compares ids as numbers, and Postgres fails a query given `abc`, `1.5` or a number past BIGINT (a 500)
+ * where SQLite finds nothing.
+ */
+const isActionId = (id: string): boolean => Schema.is(ActionId)(id) && BigInt(id) <= MAX_BIGINT
+const MAX_BIGINT = 2n ** 63n - 1n
 
 const kindOf = (value: string | null): ActionStore.ActionKind => (value === "ai_call" ? "ai_call" : "message")
 
@@ -123,6 +132,7 @@ export const recordPage = (request: ConsoleRequest, session: Session) =>
     if (Option.isNone(caller)) return notFoundPage(session, "The organisation is gone.")
     const kind = kindOf(request.query.get("kind"))
     const id = request.query.get("id") ?? ""
+    if (!isActionId(id)) return notFoundPage(session, `No such ${kind === "message" ? "message" : "AI call"}.`)
     const found = yield* Effect.either((yield* Actions.Actions).get(caller.value, kind, id))
     if (found._tag === "Left") {
       if (found.left._tag === "NotFound") return notFoundPage(session, `No ${kind === "message" ? "message" : "AI call"} ${id}.`)
