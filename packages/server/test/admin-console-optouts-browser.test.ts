@@ -94,7 +94,7 @@ describe.skipIf(plan.kind !== "ready")("console opt-outs in Chromium", { timeout
   })
 
   it("removes it after the confirmation; the text then goes through", async () => {
-    await page.getByRole("link", { name: "Remove" }).click()
+    await page.getByRole("link", { name: `Remove the opt-out of ${PHONE}` }).click()
     await page.getByRole("heading", { name: `Let ${PHONE} be texted and called again?` }).waitFor()
     await audit("opt-out-remove-confirmation")
     await page.getByRole("button", { name: "Remove opt-out" }).click()

@@ -80,7 +80,7 @@ describe("console: opt-outs and keyword settings", () => {
     expect(shown).toContain("<td>SMS, Call</td><td>console</td>")
     expect(shown).toContain("Asked on the phone &lt;b&gt;")
     expect(shown).toMatch(/History of \+14155550161, newest first<\/caption>[\s\S]*<td>added<\/td><td>SMS, Call<\/td><td>console<\/td>/)
-    expect(shown).toContain(`href="/admin/opt-outs/remove?phone=%2B14155550161"`)
+    expect(shown).toContain(`href="/admin/opt-outs/remove?phone=%2B14155550161" aria-label="Remove the opt-out of +14155550161"`)
 
     const confirm = await consoleGet(server.baseUrl, a, "/admin/opt-outs/remove?phone=%2B14155550161")
     expect(confirm.status).toBe(200)

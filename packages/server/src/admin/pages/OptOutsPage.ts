@@ -41,7 +41,7 @@ const orDash = (value: string | null) => value ?? "—"
 /** The next page starts strictly after the last entry shown (its time, then its number). */
 const nextPageLink = (phone: string | undefined, last: OptOuts.OptOutEntry) => {
   const query = new URLSearchParams({ beforeAt: last.createdAt, beforePhone: last.phone })
-  if (phone !== undefined) query.set("phone", phone)
+  if (phone !== undefined) query.set("search", phone)
   return `/admin/opt-outs?${query.toString()}`
 }
 
@@ -85,7 +85,7 @@ ${textField({ name: "search", label: "Number", value: request.search, errors: al
                 e.channels.join(", ")
               }</td><td>${e.source}</td><td>${e.createdAt}</td><td>${orDash(e.reason)}</td><td>${orDash(e.cause)}</td><td><a class="button secondary" href="/admin/opt-outs/remove?${
                 new URLSearchParams({ phone: e.phone }).toString()
-              }">Remove</a></td></tr>`
+              }" aria-label="Remove the opt-out of ${e.phone}">Remove</a></td></tr>`
             )
         }</tbody></table>
 ${entries.length > PAGE_SIZE && last !== undefined ? html`<p><a href="${nextPageLink(phone, last)}">Older opt-outs</a></p>` : ""}
@@ -126,7 +126,7 @@ export const optOutsPage = (request: ConsoleRequest, session: Session) => {
   const beforeAt = request.query.get("beforeAt")
   const beforePhone = request.query.get("beforePhone")
   return listPage(session, {
-    search: request.query.get("search") ?? request.query.get("phone") ?? "",
+    search: request.query.get("search") ?? "",
     before: beforeAt !== null && beforePhone !== null ? { createdAt: beforeAt, phone: beforePhone } : undefined
   }, emptyForm, {}, NOTICES[request.query.get("done") ?? ""])
 }
