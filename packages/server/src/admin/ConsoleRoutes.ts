@@ -13,9 +13,11 @@ import {
   type Actions,
   type ApiKeys,
   type ApiKeyStore,
+  type Consent,
   type Conversations,
   type Crm,
   Crypto,
+  type OptOuts,
   type Organisations,
   type RecordLists
 } from "@parley/core/internal"
@@ -42,6 +44,7 @@ import {
   rotateWebhook
 } from "./pages/EventsPage.js"
 import { confirmRevokePage, createKey, keysPage, newKeyPage, revokeKey } from "./pages/Keys.js"
+import { addOptOut, confirmRemoveOptOut, optOutsPage, removeOptOut } from "./pages/OptOutsPage.js"
 import { clearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
 import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
 import { setPassword, setPasswordPage, signIn, signInPage, signOut } from "./pages/SignInPage.js"
@@ -65,6 +68,9 @@ export type ConsoleServices =
   | ZohoConnections
   // Developer access shows each key's last use.
   | KeyUsage
+  // The Opt-outs page: the list and its history, changed through the core's Consent.
+  | OptOuts.OptOuts
+  | Consent.Consent
 
 type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
 type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer
@@ -159,6 +165,10 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       action("/admin/events/enable", enableWebhook),
       page_("/admin/events/delete", confirmDeleteWebhook),
       action("/admin/events/delete", deleteWebhook),
+      page_("/admin/opt-outs", optOutsPage),
+      action("/admin/opt-outs/add", addOptOut),
+      page_("/admin/opt-outs/remove", confirmRemoveOptOut),
+      action("/admin/opt-outs/remove", removeOptOut),
       page_("/admin/activity", activityPage),
       page_("/admin/activity/record", recordPage),
       page_("/admin/activity/conversation", conversationPage)

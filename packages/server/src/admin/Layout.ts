@@ -12,6 +12,7 @@ export const SECTIONS = [
   { path: "/admin/providers", name: "Providers" },
   { path: "/admin/rules", name: "Sending rules" },
   { path: "/admin/events", name: "Events" },
+  { path: "/admin/opt-outs", name: "Opt-outs" },
   { path: "/admin/activity", name: "Activity" }
 ] as const
 

@@ -68,3 +68,15 @@ export const allowancesThisPeriod = (org: Organisations.Organisation) =>
 /** "used 3 of 1000 this period (since 2026-11-01)". */
 export const describeAllowance = (allowance: AllowanceThisPeriod, since: string): string =>
   `used ${allowance.used} of ${allowance.limit === null ? "unlimited" : allowance.limit} this period (since ${since})`
+
+/** The longest opt-out word an organisation may add, as `parley orgs update --opt-out-words` allows. */
+export const OPT_OUT_WORD_MAX = 40
+
+/** The organisation's own opt-out words from a comma-separated list ("" for none): trimmed, each once. */
+export const optOutWordsValue = (value: string): Either.Either<ReadonlyArray<string>, string> => {
+  const words = [...new Set(value.split(",").map((word) => word.trim()).filter((word) => word !== ""))]
+  const tooLong = words.find((word) => word.length > OPT_OUT_WORD_MAX)
+  return tooLong === undefined
+    ? Either.right(words)
+    : Either.left(`"${tooLong}" is longer than ${OPT_OUT_WORD_MAX} characters.`)
+}

@@ -1,6 +1,7 @@
 /**
  * Sending rules: sending hours and their time zone, AI calls on or off, the text and call allowances per
- * month with what is used of them this month. Validated by the same rules as `parley orgs update`
+ * month with what is used of them this month, and the keyword settings (whether a STOP also stops AI calls, the
+ * organisation's own opt-out words). Validated by the same rules as `parley orgs update`
  * (SendingRules) and written through the Organisations port, whose change the dispatcher reads for the next
  * action it considers.
  */
@@ -15,6 +16,8 @@ import {
   type AllowancesThisPeriod,
   allowanceValue,
   describeAllowance,
+  OPT_OUT_WORD_MAX,
+  optOutWordsValue,
   sendingHoursChange
 } from "../SendingRules.js"
 import { notFoundPage } from "./NotFound.js"
@@ -25,6 +28,8 @@ interface RulesForm {
   readonly aiCalls: boolean
   readonly smsAllowance: string
   readonly callAllowance: string
+  readonly callsFollowOptOuts: boolean
+  readonly optOutWords: string
 }
 
 const shown = (n: number | null) => (n === null ? "unlimited" : String(n))
@@ -87,6 +92,21 @@ ${
           hint: "AI calls that may be started each month: a whole number, or unlimited."
         })
       }
+<fieldset><legend>Opt-out keywords</legend>
+<p class="hint">A recipient who replies STOP (or another opt-out word) is not texted again; see the Opt-outs page.</p>
+<label for="field-callsFollowOptOuts"><input type="checkbox" id="field-callsFollowOptOuts" name="callsFollowOptOuts" value="on"${
+        flag("checked", form.callsFollowOptOuts)
+      }>STOP also stops AI calls</label>
+${
+        textField({
+          name: "optOutWords",
+          label: "Own opt-out words",
+          value: form.optOutWords,
+          errors,
+          hint: `Comma-separated, besides STOP and the standard words, such as ARRET, BAJA; each at most ${OPT_OUT_WORD_MAX} characters. Empty for none.`
+        })
+      }
+</fieldset>
 <button type="submit">Save sending rules</button>
 </form>`
     }),
@@ -103,7 +123,9 @@ export const sendingRulesPage = (request: ConsoleRequest, session: Session) =>
       timezone: o.timezone,
       aiCalls: o.aiCallsEnabled,
       smsAllowance: shown(o.smsAllowance),
-      callAllowance: shown(o.callAllowance)
+      callAllowance: shown(o.callAllowance),
+      callsFollowOptOuts: o.callsFollowOptOuts ?? true,
+      optOutWords: (o.optOutWords ?? []).join(", ")
     }, yield* allowancesThisPeriod(o), {}, request.query.get("done") === "saved" ? "Sending rules saved." : undefined)
   })
 
@@ -115,7 +137,9 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       timezone: f.get("timezone") ?? "",
       aiCalls: f.get("aiCalls") === "on",
       smsAllowance: f.get("smsAllowance") ?? "",
-      callAllowance: f.get("callAllowance") ?? ""
+      callAllowance: f.get("callAllowance") ?? "",
+      callsFollowOptOuts: f.get("callsFollowOptOuts") === "on",
+      optOutWords: f.get("optOutWords") ?? ""
     }
     const errors: Record<string, string> = {}
     const hours = sendingHoursChange(form.sendingHours, form.timezone)
@@ -124,7 +148,9 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
     if (Either.isLeft(sms)) errors["smsAllowance"] = sms.left
     const calls = allowanceValue(form.callAllowance)
     if (Either.isLeft(calls)) errors["callAllowance"] = calls.left
-    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls)) {
+    const words = optOutWordsValue(form.optOutWords)
+    if (Either.isLeft(words)) errors["optOutWords"] = words.left
+    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls) || Either.isLeft(words)) {
       const current = yield* (yield* Organisations.Organisations).get(session.orgId)
       if (Option.isNone(current)) return notFoundPage(session, "The organisation is gone.")
       return rulesPage(session, form, yield* allowancesThisPeriod(current.value), errors, undefined)
@@ -134,7 +160,9 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       timezone: hours.right.timezone,
       aiCallsEnabled: form.aiCalls,
       smsAllowance: sms.right,
-      callAllowance: calls.right
+      callAllowance: calls.right,
+      callsFollowOptOuts: form.callsFollowOptOuts,
+      optOutWords: words.right
     })
     if (Option.isNone(updated)) return notFoundPage(session, "The organisation is gone.")
     return redirect("/admin/rules?done=saved")
