@@ -4,10 +4,16 @@
  * pages (they show an organisation's settings, and a new key or signing secret once).
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import type { Html } from "./Html.js"
 
-export const SESSION_COOKIE = "parley_admin"
+/**
+ * `__Host-`: a browser takes it only from a secure origin, with Secure, Path=/ and no Domain, so a page on
+ * another port or subdomain of the same host cannot plant a second session cookie beside it. Browsers
+ * count https and loopback (`http://localhost`, `http://127.0.0.1`) as secure origins; the console served
+ * over plain http on any other address cannot keep a session (see the README's console section).
+ */
+export const SESSION_COOKIE = "__Host-parley_admin"
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy":
@@ -48,12 +54,36 @@ export const cookieValue = (header: string | undefined, name: string): string | 
   return undefined
 }
 
-/** The session cookie: HttpOnly (no script reads it), SameSite=Lax, Secure behind https, only sent to /admin. */
-export const sessionCookie = (token: string, secure: boolean, maxAgeSeconds: number): string =>
-  `${SESSION_COOKIE}=${token}; Path=/admin; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`
+/** A console cookie as set: HttpOnly (no script reads it), SameSite=Lax, and what `__Host-` requires. */
+export interface ConsoleCookie {
+  readonly name: string
+  readonly value: string
+  readonly maxAgeSeconds: number
+}
 
-export const clearedCookie = (secure: boolean): string =>
-  `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Lax; Max-Age=0${secure ? "; Secure" : ""}`
+export const withCookies = (
+  response: HttpServerResponse.HttpServerResponse,
+  cookies: ReadonlyArray<ConsoleCookie>
+): HttpServerResponse.HttpServerResponse =>
+  cookies.reduce(
+    (answer, cookie) =>
+      HttpServerResponse.unsafeSetCookie(answer, cookie.name, cookie.value, {
+        path: "/",
+        secure: true,
+        httpOnly: true,
+        sameSite: "lax",
+        maxAge: Duration.seconds(cookie.maxAgeSeconds)
+      }),
+    response
+  )
+
+export const sessionCookie = (token: string, maxAgeSeconds: number): ConsoleCookie => ({
+  name: SESSION_COOKIE,
+  value: token,
+  maxAgeSeconds
+})
+
+export const clearedCookie: ConsoleCookie = { name: SESSION_COOKIE, value: "", maxAgeSeconds: 0 }
 
 export interface ConsoleRequest {
   readonly method: string
