@@ -18,7 +18,14 @@ interface Answer {
 }
 
 /** POST /admin/sign-in from `from` (a local address), with an optional Cookie header. */
-const signInFrom = (port: number, from: string, email: string, password: string, cookie?: string): Promise<Answer> =>
+const signInFrom = (
+  port: number,
+  from: string,
+  email: string,
+  password: string,
+  cookie?: string,
+  extra: Record<string, string> = {}
+): Promise<Answer> =>
   new Promise((resolve, reject) => {
     const body = new URLSearchParams({ email, password }).toString()
     const sent = request({
@@ -31,7 +38,8 @@ const signInFrom = (port: number, from: string, email: string, password: string,
       headers: {
         "content-type": "application/x-www-form-urlencoded",
         "content-length": String(Buffer.byteLength(body)),
-        ...(cookie === undefined ? {} : { cookie })
+        ...(cookie === undefined ? {} : { cookie }),
+        ...extra
       }
     }, (response) => {
       response.resume()
@@ -129,4 +137,59 @@ describe("sign-in throttling under bursts", () => {
     expect((await signInFrom(port, "127.0.1.200", "ada@throttle.example", PASSWORD)).status).toBe(303)
     expect(performance.now() - started).toBeLessThan(60_000)
   }, 120_000)
+})
+
+describe("client addresses behind a proxy (PARLEY_TRUSTED_PROXIES) and the Origin check (PARLEY_PUBLIC_URL)", () => {
+  let server: TestServer
+  let port: number
+  const PROXY = "127.0.0.9"
+
+  beforeAll(async () => {
+    server = await TestServer.start({
+      env: { PARLEY_TRUSTED_PROXIES: `${PROXY}/32, 10.0.0.0/8`, PARLEY_PUBLIC_URL: "https://console.example.test" }
+    })
+    const demo = await server.demo()
+    port = Number(new URL(server.baseUrl).port)
+    const created = await server.cli(["admins", "create", demo.orgId, "--email", "ada@proxy.example", "--password-stdin"], {
+      input: `${PASSWORD}\n`
+    })
+    expect(created.code, created.stderr).toBe(0)
+  }, 180_000)
+
+  afterAll(async () => {
+    await server?.dispose()
+  })
+
+  it("through a trusted proxy each forwarded client is throttled on its own; from anyone else the header is ignored", async () => {
+    const guesser = { "x-forwarded-for": "203.0.113.5, 10.1.2.3" }
+    const guesses = []
+    for (let i = 0; i < 6; i++) {
+      guesses.push((await signInFrom(port, PROXY, "ada@proxy.example", `wrong ${i}`, undefined, guesser)).status)
+    }
+    expect(guesses).toEqual([401, 401, 401, 401, 401, 429])
+    // The administrator behind the same proxy, from their own address, signs in.
+    const own = await signInFrom(port, PROXY, "ada@proxy.example", PASSWORD, undefined, { forwarded: "for=198.51.100.7;proto=https" })
+    expect(own.status).toBe(303)
+    // A client that is not a proxy cannot pick its address with the header.
+    const spoofed = []
+    for (let i = 0; i < 6; i++) {
+      spoofed.push((await signInFrom(port, "127.0.0.10", "ada@proxy.example", `wrong ${i}`, undefined, {
+        "x-forwarded-for": `203.0.113.${100 + i}`
+      })).status)
+    }
+    expect(spoofed).toEqual([401, 401, 401, 401, 401, 429])
+  }, 120_000)
+
+  it("a form post is same-origin when its Origin is PARLEY_PUBLIC_URL's, whatever Host the proxy forwarded", async () => {
+    const fromConsole = await signInFrom(port, "127.0.0.11", "ada@proxy.example", PASSWORD, undefined, {
+      origin: "https://console.example.test",
+      host: "parley-internal:8787"
+    })
+    expect(fromConsole.status).toBe(303)
+    const crossSite = await signInFrom(port, "127.0.0.11", "ada@proxy.example", PASSWORD, undefined, {
+      origin: "https://evil.example",
+      host: "console.example.test"
+    })
+    expect(crossSite.status).toBe(403)
+  }, 60_000)
 })

@@ -4,7 +4,9 @@
  * pages (they show an organisation's settings, and a new key or signing secret once).
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Option } from "effect"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { clientAddress } from "../http/ClientAddress.js"
 import type { Html } from "./Html.js"
 
 /**
@@ -92,12 +94,25 @@ export interface ConsoleRequest {
   readonly cookie: string | undefined
   readonly origin: string | undefined
   readonly host: string | undefined
+  /** The client's address (behind PARLEY_TRUSTED_PROXIES, the one they forwarded). */
   readonly address: string
+  /** PARLEY_PUBLIC_URL's origin, when set: what a form post's Origin must be. */
+  readonly publicOrigin: string | undefined
 }
 
-export const readRequest: Effect.Effect<ConsoleRequest, never, HttpServerRequest.HttpServerRequest> = Effect.gen(
+const originOf = (url: string): Option.Option<string> => {
+  try {
+    return Option.some(new URL(url).origin)
+  } catch {
+    return Option.none()
+  }
+}
+
+export const readRequest: Effect.Effect<ConsoleRequest, never, HttpServerRequest.HttpServerRequest | ServerConfig> = Effect.gen(
   function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
+    const config = yield* ServerConfig
+    const peer = request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown"
     const url = new URL(request.url, "http://parley.local")
     // The pipeline read the body already (form routes only); a GET has none.
     const text = request.method === "POST" ? yield* Effect.orElseSucceed(request.text, () => "") : ""
@@ -108,14 +123,21 @@ export const readRequest: Effect.Effect<ConsoleRequest, never, HttpServerRequest
       cookie: request.headers["cookie"],
       origin: request.headers["origin"],
       host: request.headers["host"],
-      address: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown"
+      address: clientAddress(config.trustedProxies, peer, request.headers),
+      publicOrigin: Option.getOrUndefined(Option.flatMap(config.publicUrl, originOf))
     }
   }
 )
 
 /** A cross-site form post sends its Origin; a same-origin one sends ours (or none, from older browsers). */
+/**
+ * With PARLEY_PUBLIC_URL set, the Origin must be its origin (a proxy need not forward Host); without it,
+ * the request's own Host.
+ */
 export const sameOrigin = (request: ConsoleRequest): boolean => {
-  if (request.origin === undefined || request.host === undefined) return true
+  if (request.origin === undefined) return true
+  if (request.publicOrigin !== undefined) return Option.getOrUndefined(originOf(request.origin)) === request.publicOrigin
+  if (request.host === undefined) return true
   try {
     return new URL(request.origin).host === request.host
   } catch {
