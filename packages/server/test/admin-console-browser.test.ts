@@ -197,8 +197,14 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", { timeout: 1
     const token = "console-test-auth-token-0123456789"
     await page.getByLabel("Account SID").fill(`AC${"0".repeat(32)}`)
     await page.getByLabel("Auth Token").fill(token)
-    // Nothing listens there: the held text above must not reach a real Twilio.
+    // An organisation's administrator may not point Twilio's API at an internal address (issue 35, item 16).
     await page.getByLabel("API base (optional)").first().fill("http://127.0.0.1:9")
+    await page.getByRole("button", { name: "Save Twilio" }).click()
+    await page.locator("#field-twilioApiBase-error").waitFor()
+    expect(await page.locator("#field-twilioApiBase-error").textContent()).toContain("must be an https:// URL on twilio.com")
+    await page.getByLabel("Auth Token").fill(token)
+    // No such host: the held text above must not reach a real Twilio.
+    await page.getByLabel("API base (optional)").first().fill("https://parley-console-test.twilio.com")
     await page.getByRole("button", { name: "Save Twilio" }).click()
     await page.getByText("Twilio is set").waitFor()
     expect(await page.content()).not.toContain(token)

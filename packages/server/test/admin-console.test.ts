@@ -96,11 +96,12 @@ describe("admin console security", () => {
     expect(stored[0]?.last_used_at).toBe(shown)
   }, 60_000)
 
-  it("a session cookie is HttpOnly, SameSite=Lax, Secure behind https, and pages are neither framed nor cached", async () => {
+  it("a session cookie is __Host- prefixed, HttpOnly, SameSite=Lax, Secure, and pages are neither framed nor cached", async () => {
     const response = await postSignIn(server.baseUrl, "ada@a.example", PASSWORD_A)
     expect(response.status).toBe(303)
-    const cookie = response.headers.get("set-cookie") ?? ""
-    expect(cookie).toMatch(/^parley_admin=\w+; Path=\/admin; HttpOnly; SameSite=Lax; Max-Age=\d+; Secure$/)
+    const [cookie = "", device = ""] = response.headers.getSetCookie()
+    expect(cookie).toMatch(/^__Host-parley_admin=\w+; Max-Age=\d+; Path=\/; HttpOnly; Secure; SameSite=Lax$/)
+    expect(device).toMatch(/^__Host-parley_device=[\w.-]+; Max-Age=\d+; Path=\/; HttpOnly; Secure; SameSite=Lax$/)
     const page = await fetch(`${server.baseUrl}/admin/keys`, { headers: { cookie: cookie.split(";")[0] ?? "" } })
     expect(page.status).toBe(200)
     expect(page.headers.get("content-security-policy")).toContain("script-src 'self'")

@@ -4,10 +4,18 @@
  * pages (they show an organisation's settings, and a new key or signing secret once).
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Duration, Effect, Option } from "effect"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { clientAddress } from "../http/ClientAddress.js"
 import type { Html } from "./Html.js"
 
-export const SESSION_COOKIE = "parley_admin"
+/**
+ * `__Host-`: a browser takes it only from a secure origin, with Secure, Path=/ and no Domain, so a page on
+ * another port or subdomain of the same host cannot plant a second session cookie beside it. Browsers
+ * count https and loopback (`http://localhost`, `http://127.0.0.1`) as secure origins; the console served
+ * over plain http on any other address cannot keep a session (see the README's console section).
+ */
+export const SESSION_COOKIE = "__Host-parley_admin"
 
 /**
  * The console's Content-Security-Policy. `formTargets` are the other origins a form on the page may end up
@@ -55,12 +63,36 @@ export const cookieValue = (header: string | undefined, name: string): string | 
   return undefined
 }
 
-/** The session cookie: HttpOnly (no script reads it), SameSite=Lax, Secure behind https, only sent to /admin. */
-export const sessionCookie = (token: string, secure: boolean, maxAgeSeconds: number): string =>
-  `${SESSION_COOKIE}=${token}; Path=/admin; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`
+/** A console cookie as set: HttpOnly (no script reads it), SameSite=Lax, and what `__Host-` requires. */
+export interface ConsoleCookie {
+  readonly name: string
+  readonly value: string
+  readonly maxAgeSeconds: number
+}
 
-export const clearedCookie = (secure: boolean): string =>
-  `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Lax; Max-Age=0${secure ? "; Secure" : ""}`
+export const withCookies = (
+  response: HttpServerResponse.HttpServerResponse,
+  cookies: ReadonlyArray<ConsoleCookie>
+): HttpServerResponse.HttpServerResponse =>
+  cookies.reduce(
+    (answer, cookie) =>
+      HttpServerResponse.unsafeSetCookie(answer, cookie.name, cookie.value, {
+        path: "/",
+        secure: true,
+        httpOnly: true,
+        sameSite: "lax",
+        maxAge: Duration.seconds(cookie.maxAgeSeconds)
+      }),
+    response
+  )
+
+export const sessionCookie = (token: string, maxAgeSeconds: number): ConsoleCookie => ({
+  name: SESSION_COOKIE,
+  value: token,
+  maxAgeSeconds
+})
+
+export const clearedCookie: ConsoleCookie = { name: SESSION_COOKIE, value: "", maxAgeSeconds: 0 }
 
 export interface ConsoleRequest {
   readonly method: string
@@ -69,12 +101,25 @@ export interface ConsoleRequest {
   readonly cookie: string | undefined
   readonly origin: string | undefined
   readonly host: string | undefined
+  /** The client's address (behind PARLEY_TRUSTED_PROXIES, the one they forwarded). */
   readonly address: string
+  /** PARLEY_PUBLIC_URL's origin, when set: what a form post's Origin must be. */
+  readonly publicOrigin: string | undefined
 }
 
-export const readRequest: Effect.Effect<ConsoleRequest, never, HttpServerRequest.HttpServerRequest> = Effect.gen(
+const originOf = (url: string): Option.Option<string> => {
+  try {
+    return Option.some(new URL(url).origin)
+  } catch {
+    return Option.none()
+  }
+}
+
+export const readRequest: Effect.Effect<ConsoleRequest, never, HttpServerRequest.HttpServerRequest | ServerConfig> = Effect.gen(
   function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
+    const config = yield* ServerConfig
+    const peer = request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown"
     const url = new URL(request.url, "http://parley.local")
     // The pipeline read the body already (form routes only); a GET has none.
     const text = request.method === "POST" ? yield* Effect.orElseSucceed(request.text, () => "") : ""
@@ -85,14 +130,21 @@ export const readRequest: Effect.Effect<ConsoleRequest, never, HttpServerRequest
       cookie: request.headers["cookie"],
       origin: request.headers["origin"],
       host: request.headers["host"],
-      address: request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown"
+      address: clientAddress(config.trustedProxies, peer, request.headers),
+      publicOrigin: Option.getOrUndefined(Option.flatMap(config.publicUrl, originOf))
     }
   }
 )
 
 /** A cross-site form post sends its Origin; a same-origin one sends ours (or none, from older browsers). */
+/**
+ * With PARLEY_PUBLIC_URL set, the Origin must be its origin (a proxy need not forward Host); without it,
+ * the request's own Host.
+ */
 export const sameOrigin = (request: ConsoleRequest): boolean => {
-  if (request.origin === undefined || request.host === undefined) return true
+  if (request.origin === undefined) return true
+  if (request.publicOrigin !== undefined) return Option.getOrUndefined(originOf(request.origin)) === request.publicOrigin
+  if (request.host === undefined) return true
   try {
     return new URL(request.origin).host === request.host
   } catch {

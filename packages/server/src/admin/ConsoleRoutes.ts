@@ -49,6 +49,7 @@ import { clearProvider, providersPage, setProvider } from "./pages/ProvidersPage
 import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
 import { setPassword, setPasswordPage, signIn, signInPage, signOut } from "./pages/SignInPage.js"
 import { SignInThrottle } from "./SignInThrottle.js"
+import { DeviceCookies } from "./DeviceCookies.js"
 
 /** What the console's pages read and change: the same services and stores as the API and the CLI. */
 export type ConsoleServices =
@@ -94,7 +95,7 @@ const failed = page(
 export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Exclude<ConsoleServices, AdminStore>> = Effect.gen(
   function*() {
     const context = yield* Effect.context<ConsoleServices>()
-    const throttle = new SignInThrottle()
+    const guards = { throttle: new SignInThrottle(), devices: new DeviceCookies() }
 
     const run = (
       answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices | HttpServerRequest.HttpServerRequest>
@@ -139,7 +140,7 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       get("/admin/assets/console.css", Effect.succeed(asset(CONSOLE_CSS, "text/css; charset=utf-8"))),
       get("/admin/assets/console.js", Effect.succeed(asset(CONSOLE_JS, "text/javascript; charset=utf-8"))),
       get("/admin/sign-in", open(signInPage, { post: false })),
-      post("/admin/sign-in", open(signIn(throttle), { post: true })),
+      post("/admin/sign-in", open(signIn(guards), { post: true })),
       get("/admin/set-password", open(setPasswordPage, { post: false })),
       post("/admin/set-password", open(setPassword, { post: true })),
       post("/admin/sign-out", signedIn((request) => signOut(request), { post: true })),

@@ -4,7 +4,7 @@
  * hashes already stored: each one carries the parameters it was made with.
  */
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 
 /** The shortest password accepted (the issue's rule; length beats composition rules). */
 export const MIN_PASSWORD_LENGTH = 12
@@ -20,6 +20,31 @@ const COST = { N: 2 ** 15, r: 8, p: 3 } as const
 const KEY_BYTES = 32
 const SALT_BYTES = 16
 const maxmem = (N: number, r: number) => 128 * N * r * 2
+
+/**
+ * Password hashes asked for over the network run HASHING_AT_ONCE at a time, with at most HASHING_WAITING
+ * waiting for their turn: a burst of sign-ins holds that many hashes' memory and delays the others by the
+ * queue's length at most; past it an attempt is refused at once (PasswordsBusy) rather than queued
+ * without bound.
+ */
+export const HASHING_AT_ONCE = 2
+export const HASHING_WAITING = 8
+
+/** Too many passwords are being hashed already: try again in a moment. */
+export class PasswordsBusy extends Data.TaggedError("PasswordsBusy")<{ readonly retryAfterSeconds: number }> {}
+
+const turns = Effect.runSync(Effect.makeSemaphore(HASHING_AT_ONCE))
+let inQueue = 0
+
+/** Runs `work` (hashing) in its turn, or fails at once with PasswordsBusy when the queue is full. */
+export const inHashingTurn = <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E | PasswordsBusy, R> =>
+  Effect.suspend((): Effect.Effect<A, E | PasswordsBusy, R> => {
+    if (inQueue >= HASHING_AT_ONCE + HASHING_WAITING) return Effect.fail(new PasswordsBusy({ retryAfterSeconds: 1 }))
+    inQueue++
+    return turns.withPermits(1)(work).pipe(Effect.ensuring(Effect.sync(() => {
+      inQueue--
+    })))
+  })
 
 const derive = (password: string, salt: Buffer, N: number, r: number, p: number) =>
   Effect.async<Buffer, Error>((resume) => {

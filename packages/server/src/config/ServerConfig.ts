@@ -17,6 +17,12 @@
  * - PARLEY_WEBHOOK_ALLOWED_NETWORKS (unset): comma-separated CIDRs of private
  *   networks event deliveries may reach (loopback, 10.0.0.0/8…); public
  *   addresses are always allowed, link-local and metadata addresses never
+ * - PARLEY_PROVIDER_ALLOWED_NETWORKS (unset): the same, for the connections to
+ *   providers' APIs (Twilio, its Content API, Vapi, Retell: a local fake, a
+ *   proxy on a private network); decided on the address each connection reaches
+ * - PARLEY_TRUSTED_PROXIES (unset): comma-separated CIDRs of reverse proxies
+ *   whose X-Forwarded-For / Forwarded headers name the client (for the
+ *   console's sign-in throttling); unset, no such header is believed
  * - PARLEY_CARRIER_AUTH_TOKEN (unset): when set, POST /carrier/inbound must carry
  *   a valid carrier signature made with it (the inbound route's provider's)
  * - PARLEY_INBOUND_UNSIGNED (refuse): `accept` takes inbound messages without a
@@ -53,6 +59,7 @@
  *   OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression)
  */
 import { WebhookAddresses } from "@parley/core/internal"
+import { parseTrustedProxies, type TrustedProxies } from "../http/ClientAddress.js"
 import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 
 export interface ServerSettings {
@@ -67,6 +74,10 @@ export interface ServerSettings {
   readonly dispatchPollMs: number
   readonly webhookRetryScale: number
   readonly webhookAllowedNetworks: WebhookAddresses.AllowedNetworks
+  /** The same for the connections to providers' APIs (an organisation's API bases). */
+  readonly providerAllowedNetworks: WebhookAddresses.AllowedNetworks
+  /** The reverse proxies whose X-Forwarded-For / Forwarded name the client (none: no header is believed). */
+  readonly trustedProxies: TrustedProxies
   readonly carrierAuthToken: Option.Option<Redacted.Redacted<string>>
   /** Whether unsigned inbound messages are taken when there is no token to check them with. */
   readonly inboundUnsigned: "refuse" | "accept"
@@ -148,6 +159,24 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
       return Either.isLeft(parsed)
         ? Either.left(ConfigError.InvalidData(["PARLEY_WEBHOOK_ALLOWED_NETWORKS"], parsed.left))
         : Either.right(parsed.right)
+    })
+  ),
+  providerAllowedNetworks: Config.string("PARLEY_PROVIDER_ALLOWED_NETWORKS").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) => {
+      const parsed = WebhookAddresses.parseAllowedNetworks(text)
+      return Either.isLeft(parsed)
+        ? Either.left(ConfigError.InvalidData(["PARLEY_PROVIDER_ALLOWED_NETWORKS"], parsed.left))
+        : Either.right(parsed.right)
+    })
+  ),
+  trustedProxies: Config.string("PARLEY_TRUSTED_PROXIES").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) => {
+      const parsed = parseTrustedProxies(text)
+      return typeof parsed === "string"
+        ? Either.left(ConfigError.InvalidData(["PARLEY_TRUSTED_PROXIES"], parsed))
+        : Either.right(parsed)
     })
   ),
   carrierAuthToken: Config.option(Config.redacted("PARLEY_CARRIER_AUTH_TOKEN")),

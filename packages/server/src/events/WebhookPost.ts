@@ -29,7 +29,7 @@ export type Resolve = (hostname: string, callback: (error: Error | null, address
 const systemResolve: Resolve = (hostname, callback) =>
   dnsLookup(hostname, { all: true }, (error, addresses) => callback(error, addresses ?? []))
 
-class AddressRefused extends Error {
+export class AddressRefused extends Error {
   override readonly name = "AddressRefused"
 }
 

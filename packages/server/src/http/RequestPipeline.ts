@@ -25,7 +25,7 @@
  *   template (`/api/v1/conversations/:id`), never the path sent: ids and unknown paths can carry phone numbers.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Headers, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { Cookies, Headers, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import {
   type ApiError,
   Crypto,
@@ -82,6 +82,8 @@ interface Answer {
   readonly status: number
   readonly headers: Record<string, string>
   readonly body: string | Uint8Array | undefined
+  /** Set-Cookie lines (a plain route's cookies), one header each. */
+  readonly cookies?: ReadonlyArray<string>
 }
 
 const splitPath = (path: string): Array<string> => {
@@ -152,12 +154,13 @@ const platformRequest = (request: IncomingMessage, text: string | undefined): Ht
 /** A platform response as the pipeline writes it (plain routes answer JSON, text, HTML or nothing). */
 const fromPlatformResponse = (response: HttpServerResponse.HttpServerResponse): Answer | null => {
   const headers: Record<string, string> = { ...response.headers }
+  const cookies = Cookies.toSetCookieHeaders(response.cookies)
   switch (response.body._tag) {
     case "Empty":
-      return { status: response.status, headers, body: undefined }
+      return { status: response.status, headers, body: undefined, cookies }
     case "Uint8Array":
       headers["content-type"] = response.body.contentType
-      return { status: response.status, headers, body: response.body.body }
+      return { status: response.status, headers, body: response.body.body, cookies }
     default:
       return null
   }
@@ -266,7 +269,8 @@ export const makeRequestPipeline = <R>(
 
     const write = (answer: Answer, extra?: Record<string, string>) => {
       if (response.headersSent || response.destroyed) return
-      const headers: Record<string, string | number> = { ...answer.headers, ...extra, "x-request-id": requestId }
+      const headers: Record<string, string | number | Array<string>> = { ...answer.headers, ...extra, "x-request-id": requestId }
+      if (answer.cookies !== undefined && answer.cookies.length > 0) headers["set-cookie"] = [...answer.cookies]
       // Answered before (or without) reading an announced body: close the connection if draining it would cost.
       if (!bodyRead && announcesBody(request) && unreadBodyTooLargeToDrain(request)) headers["connection"] = "close"
       // Parley upgrades to no other protocol; Node's parser stops reading the connection after an Upgrade

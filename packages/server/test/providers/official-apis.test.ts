@@ -9,6 +9,7 @@ import { createServer, type Server } from "node:http"
 import { Vapi } from "@vapi-ai/server-sdk"
 import { Effect, Either, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { runWithLoopback } from "../support/loopbackProviders.js"
 import { Buckets } from "../../src/providers/CallbackGate.js"
 import { sendMessage, twilioContentVariables } from "../../src/providers/twilio/TwilioClient.js"
 import { createCall, verifyVapiSecret } from "../../src/providers/vapi/VapiClient.js"
@@ -130,7 +131,7 @@ describe("answers as the official schemas type them", () => {
 
   it("a Twilio Message with a null sid and to is a sent message, not an unknown outcome", async () => {
     answer = { sid: null, to: null, status: "accepted", from: null, body: "Hi", date_created: null }
-    const sent = await Effect.runPromise(Effect.either(sendMessage(
+    const sent = await runWithLoopback(Effect.either(sendMessage(
       { apiBase: base, accountSid: `AC${"0".repeat(32)}`, authToken: "token" },
       { to: "+14155550100", messagingServiceSid: `MG${"0".repeat(32)}`, body: "Hi", statusCallback: "http://127.0.0.1/cb" }
     )))
@@ -139,7 +140,7 @@ describe("answers as the official schemas type them", () => {
 
   it("a Vapi Call without status is a created call, not an unknown outcome", async () => {
     answer = { id: "call-1", orgId: "org-1", createdAt: new Date().toISOString(), updatedAt: new Date().toISOString() }
-    const created = await Effect.runPromise(Effect.either(createCall(
+    const created = await runWithLoopback(Effect.either(createCall(
       { apiBase: base, apiKey: "key" },
       { assistantId: "a", phoneNumberId: "p", customerNumber: "+14155550100", variableValues: {}, metadata: {} }
     )))

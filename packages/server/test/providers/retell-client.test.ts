@@ -11,6 +11,7 @@ import { verify as sdkVerify } from "retell-sdk"
 import { symmetric } from "retell-sdk/lib/webhook_auth"
 import type { CallCreatePhoneCallParams, CallListParams } from "retell-sdk/resources/call"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { runWithLoopback } from "../support/loopbackProviders.js"
 import {
   createPhoneCall,
   findCalls,
@@ -83,7 +84,7 @@ const request = (overrides: Partial<RetellCallRequest> = {}): RetellCallRequest 
 })
 
 const create = (req: RetellCallRequest, as: RetellAccount = account, timeoutMs?: number) =>
-  Effect.runPromise(Effect.either(createPhoneCall(as, req, timeoutMs === undefined ? {} : { timeoutMs })))
+  runWithLoopback(Effect.either(createPhoneCall(as, req, timeoutMs === undefined ? {} : { timeoutMs })))
 
 const created = async (req: RetellCallRequest) => {
   const result = await create(req)
@@ -101,7 +102,7 @@ const failure = async (req: RetellCallRequest, as?: RetellAccount, timeoutMs?: n
 
 /** The action's own call among every candidate findCalls lists (the newest that names it), as the dispatcher adopts it. */
 const find = (query: RetellFindQuery & { readonly parleyActionId: string }, as: RetellAccount = account) =>
-  Effect.runPromise(Effect.either(Effect.map(findCalls(as, query), (found) =>
+  runWithLoopback(Effect.either(Effect.map(findCalls(as, query), (found) =>
     Option.fromNullable([...found].reverse().find((f) => f.parleyActionId === query.parleyActionId)?.call))))
 
 const headersOf = (callback: ReceivedCallback): Record<string, string | undefined> =>
@@ -235,7 +236,7 @@ describe("reconciling an unknown outcome", () => {
     expect(fake.requests[before]).toEqual({ method: "POST", path: "/v3/list-calls", authenticated: true, body: asked })
 
     // Every candidate between the numbers is listed, another action's too: the dispatcher decides which is whose.
-    const listed = await Effect.runPromise(findCalls(account, { fromNumber: FROM, toNumber: CUSTOMER, since }))
+    const listed = await runWithLoopback(findCalls(account, { fromNumber: FROM, toNumber: CUSTOMER, since }))
     expect(listed.map((f) => [f.call.id, f.parleyActionId])).toContainEqual([made.call_id, actionId])
 
     const none = Either.right(Option.none())
@@ -254,7 +255,7 @@ describe("reconciling an unknown outcome", () => {
       const since = Date.now()
       const req = request({ toNumber: "+14155550177" })
       paged.dropNextAfterAccept()
-      const lost = await Effect.runPromise(Effect.either(createPhoneCall(pagedAccount, req)))
+      const lost = await runWithLoopback(Effect.either(createPhoneCall(pagedAccount, req)))
       expect(Either.isLeft(lost) ? lost.left.reason : null).toBe("unknown_outcome")
       const dialing = paged.calls.at(-1)!.resource
       expect(dialing.start_timestamp).toBeUndefined()
@@ -561,26 +562,26 @@ describe("getting a call", () => {
     const req = request()
     const call = await created(req)
     await fake.settled()
-    const now = await Effect.runPromise(getCall(account, call.id))
+    const now = await runWithLoopback(getCall(account, call.id))
     if (Option.isNone(now)) throw new Error("the call should be found")
     expect(now.value).toMatchObject({ id: call.id, status: "ended", disconnectionReason: "user_hangup", metadata: req.metadata })
     expect(now.value.transcript).toContain("Your delivery arrives tomorrow at 10.")
     expect(now.value.recordingUrl).toBe(fake.call(call.id)!.resource.recording_url)
     expect(callDetailsReport(now.value)).toMatchObject({ status: "Completed", providerStatus: "user_hangup", sid: call.id })
     expect(fake.requests.at(-1)).toMatchObject({ method: "GET", path: `/v2/get-call/${call.id}`, authenticated: true })
-    expect(Option.isNone(await Effect.runPromise(getCall(account, "call_nobody")))).toBe(true)
+    expect(Option.isNone(await runWithLoopback(getCall(account, "call_nobody")))).toBe(true)
   })
 
   it("a call still dialing reports nothing final; a wrong key is auth_failed", async () => {
     const slow = await RetellFake.start({ stepMs: 60_000, agents: [AGENT], numbers: [{ number: FROM }] })
     try {
       const slowAccount = { apiBase: slow.url, apiKey: slow.apiKey }
-      const call = await Effect.runPromise(createPhoneCall(slowAccount, request()))
-      const now = await Effect.runPromise(getCall(slowAccount, call.id))
+      const call = await runWithLoopback(createPhoneCall(slowAccount, request()))
+      const now = await runWithLoopback(getCall(slowAccount, call.id))
       expect(Option.map(now, callDetailsReport)).toEqual(
         Option.some({ status: "Queued", providerStatus: "registered", sid: call.id })
       )
-      const denied = await Effect.runPromise(Effect.either(getCall({ ...slowAccount, apiKey: "nope" }, call.id)))
+      const denied = await runWithLoopback(Effect.either(getCall({ ...slowAccount, apiKey: "nope" }, call.id)))
       expect(Either.isLeft(denied) ? [denied.left.reason, denied.left.status] : null).toEqual(["auth_failed", 401])
     } finally {
       await slow.stop()

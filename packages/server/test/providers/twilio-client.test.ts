@@ -8,6 +8,7 @@ import { fc, test } from "@fast-check/vitest"
 import { Effect, Either, Option } from "effect"
 import twilioSdk from "twilio"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { runWithLoopback } from "../support/loopbackProviders.js"
 import {
   classifyTwilioError,
   fetchMessage,
@@ -55,7 +56,7 @@ afterAll(async () => {
 })
 
 const send = (request: Partial<TwilioSendRequest>, as: TwilioAccount = account, timeoutMs?: number) =>
-  Effect.runPromise(Effect.either(sendMessage(
+  runWithLoopback(Effect.either(sendMessage(
     as,
     { to: TO, from: FROM, body: "Your order is ready.", statusCallback: receiver.at("/providers/twilio/status"), ...request },
     timeoutMs === undefined ? {} : { timeoutMs }
@@ -79,7 +80,7 @@ const failure = async (request: Partial<TwilioSendRequest>, as?: TwilioAccount, 
 }
 
 const find = (query: Partial<TwilioFindQuery> & { since: number }, as: TwilioAccount = account) =>
-  Effect.runPromise(Effect.either(findMessages(as, { to: TO, from: FROM, ...query })))
+  runWithLoopback(Effect.either(findMessages(as, { to: TO, from: FROM, ...query })))
 
 /** The callbacks received for one message, as [status, fields]. */
 const callbacksFor = (sid: string) =>
@@ -329,7 +330,7 @@ describe("reconciling an unknown outcome", () => {
       const slowAccount = { apiBase: slow.url, accountSid: slow.accountSid, authToken: slow.authToken }
       const since = Date.now()
       slow.dropNextAfterAccept()
-      await Effect.runPromise(Effect.either(sendMessage(slowAccount, {
+      await runWithLoopback(Effect.either(sendMessage(slowAccount, {
         to: TO,
         from: FROM,
         body: "queued one",
@@ -341,7 +342,7 @@ describe("reconciling an unknown outcome", () => {
         { headers: { authorization: `Basic ${Buffer.from(`${slow.accountSid}:${slow.authToken}`).toString("base64")}` } }
       )
       expect(((await filtered.json()) as { messages: ReadonlyArray<unknown> }).messages).toHaveLength(0)
-      const found = await Effect.runPromise(findMessages(slowAccount, { to: TO, from: FROM, since, body: "queued one" }))
+      const found = await runWithLoopback(findMessages(slowAccount, { to: TO, from: FROM, since, body: "queued one" }))
       expect(found.map((f) => f.message.status)).toEqual(["queued"])
     } finally {
       await slow.stop()
@@ -355,11 +356,11 @@ describe("reconciling an unknown outcome", () => {
       const pagedAccount = { apiBase: paged.url, accountSid: paged.accountSid, authToken: paged.authToken }
       const since = Date.now()
       const confirm = (body: string) =>
-        Effect.runPromise(sendMessage(pagedAccount, { to: TO, from: FROM, body, statusCallback: receiver.at("/paged") }))
+        runWithLoopback(sendMessage(pagedAccount, { to: TO, from: FROM, body, statusCallback: receiver.at("/paged") }))
       const same: Array<string> = []
       for (let i = 0; i < 5; i++) same.push((await confirm("Your appointment is confirmed.")).sid ?? "")
       await confirm("Something else")
-      const found = await Effect.runPromise(
+      const found = await runWithLoopback(
         findMessages(pagedAccount, { to: TO, from: FROM, since, body: "Your appointment is confirmed." })
       )
       expect(found.map((f) => f.message.sid).sort()).toEqual([...same].sort())
@@ -372,9 +373,9 @@ describe("reconciling an unknown outcome", () => {
       try {
         const singleAccount = { apiBase: single.url, accountSid: single.accountSid, authToken: single.authToken }
         for (let i = 0; i < 21; i++) {
-          await Effect.runPromise(sendMessage(singleAccount, { to: TO, from: FROM, body: "x", statusCallback: receiver.at("/single") }))
+          await runWithLoopback(sendMessage(singleAccount, { to: TO, from: FROM, body: "x", statusCallback: receiver.at("/single") }))
         }
-        const tooMany = await Effect.runPromise(Effect.either(findMessages(singleAccount, { to: TO, from: FROM, since, body: "x" })))
+        const tooMany = await runWithLoopback(Effect.either(findMessages(singleAccount, { to: TO, from: FROM, since, body: "x" })))
         expect(Either.isLeft(tooMany) ? tooMany.left.reason : null).toBe("unavailable")
       } finally {
         await single.stop()
@@ -388,9 +389,9 @@ describe("reconciling an unknown outcome", () => {
     const since = Date.now()
     const message = await sent({ from: undefined, messagingServiceSid: SERVICE, body: `via service ${since}` })
     expect(message).toMatchObject({ status: "accepted", from: null })
-    const found = await Effect.runPromise(findMessages(account, { to: TO, messagingServiceSid: SERVICE, since }))
+    const found = await runWithLoopback(findMessages(account, { to: TO, messagingServiceSid: SERVICE, since }))
     expect(found.map((f) => f.message.sid)).toEqual([message.sid])
-    const wrongService = await Effect.runPromise(
+    const wrongService = await runWithLoopback(
       findMessages(account, { to: TO, messagingServiceSid: "MG00000000000000000000000000000000", since })
     )
     expect(wrongService).toEqual([])
@@ -520,13 +521,13 @@ describe("fetching a message", () => {
   it("reads the resource as it is now (after its callbacks), and None for a sid Twilio does not have", async () => {
     const message = await sent({ to: TwilioFake.magic.undeliveredTo })
     await fake.settled()
-    const now = await Effect.runPromise(fetchMessage(account, message.sid))
+    const now = await runWithLoopback(fetchMessage(account, message.sid))
     expect(Option.map(now, (m) => [m.sid, m.status, m.errorCode, m.errorMessage])).toEqual(
       Option.some([message.sid, "undelivered", 30003, "Unreachable destination handset"])
     )
-    const missing = await Effect.runPromise(fetchMessage(account, "SM00000000000000000000000000000000"))
+    const missing = await runWithLoopback(fetchMessage(account, "SM00000000000000000000000000000000"))
     expect(Option.isNone(missing)).toBe(true)
-    const denied = await Effect.runPromise(Effect.either(fetchMessage({ ...account, authToken: "x" }, message.sid)))
+    const denied = await runWithLoopback(Effect.either(fetchMessage({ ...account, authToken: "x" }, message.sid)))
     expect(Either.isLeft(denied) ? denied.left.reason : null).toBe("auth_failed")
   })
 })

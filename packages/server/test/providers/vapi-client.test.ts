@@ -6,6 +6,7 @@
  */
 import { Effect, Either, Option } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { runWithLoopback } from "../support/loopbackProviders.js"
 import {
   createCall,
   decodeServerMessage,
@@ -58,7 +59,7 @@ const request = (overrides: Partial<VapiCallRequest> = {}): VapiCallRequest => (
 })
 
 const create = (req: VapiCallRequest, as: VapiAccount = account, timeoutMs?: number) =>
-  Effect.runPromise(Effect.either(createCall(as, req, timeoutMs === undefined ? {} : { timeoutMs })))
+  runWithLoopback(Effect.either(createCall(as, req, timeoutMs === undefined ? {} : { timeoutMs })))
 
 const created = async (req: VapiCallRequest) => {
   const result = await create(req)
@@ -181,7 +182,7 @@ describe("creating a call", () => {
 
 describe("reconciling an unknown outcome", () => {
   const find = (query: { readonly phoneNumberId?: string; readonly customerNumber?: string; readonly since: number }) =>
-    Effect.runPromise(findCalls(account, { phoneNumberId: PHONE_NUMBER, customerNumber: CUSTOMER, ...query }))
+    runWithLoopback(findCalls(account, { phoneNumberId: PHONE_NUMBER, customerNumber: CUSTOMER, ...query }))
 
   it("a create whose connection dropped after Vapi made the call is unknown_outcome, then found by findCalls", async () => {
     const since = Date.now()
@@ -245,10 +246,10 @@ describe("reconciling an unknown outcome", () => {
   it("a failed read is unavailable (safe to ask again); a wrong key is auth_failed", async () => {
     const query = { phoneNumberId: PHONE_NUMBER, customerNumber: CUSTOMER, since: Date.now() }
     await fake.down()
-    const down = await Effect.runPromise(Effect.either(findCalls(account, query)))
+    const down = await runWithLoopback(Effect.either(findCalls(account, query)))
     expect(Either.isLeft(down) ? down.left.reason : null).toBe("unavailable")
     await fake.up()
-    const denied = await Effect.runPromise(Effect.either(findCalls({ ...account, apiKey: "nope" }, query)))
+    const denied = await runWithLoopback(Effect.either(findCalls({ ...account, apiKey: "nope" }, query)))
     expect(Either.isLeft(denied) ? [denied.left.reason, denied.left.status] : null).toEqual(["auth_failed", 401])
   })
 })
@@ -411,12 +412,12 @@ describe("getting a call", () => {
   it("reads the call as it is now, with transcript and recording, and None for an id Vapi does not have", async () => {
     const call = await created(request())
     await fake.settled()
-    const now = await Effect.runPromise(getCall(account, call.id))
+    const now = await runWithLoopback(getCall(account, call.id))
     if (Option.isNone(now)) throw new Error("the call should be found")
     expect(now.value).toMatchObject({ id: call.id, status: "ended", endedReason: "customer-ended-call" })
     expect(now.value.transcript).toContain("Your delivery arrives tomorrow at 10.")
     expect(now.value.recordingUrl).toBe(fake.call(call.id)!.recordingUrl)
-    expect(Option.isNone(await Effect.runPromise(getCall(account, "00000000-0000-4000-8000-000000000001")))).toBe(true)
+    expect(Option.isNone(await runWithLoopback(getCall(account, "00000000-0000-4000-8000-000000000001")))).toBe(true)
   })
 })
 

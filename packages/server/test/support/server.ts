@@ -84,6 +84,8 @@ export class TestServer {
       LOG_LEVEL: "warn",
       // The test's webhook receivers listen on loopback, which deliveries reach only when the operator lists it.
       PARLEY_WEBHOOK_ALLOWED_NETWORKS: "127.0.0.0/8,::1/128",
+      // The same for the providers' fakes: connections to providers' APIs reach loopback only when listed.
+      PARLEY_PROVIDER_ALLOWED_NETWORKS: "127.0.0.0/8,::1/128",
       // The store's settings first: a test may override one (its own PARLEY_SECRET_KEY, say).
       ...this.db.env,
       ...this.env,

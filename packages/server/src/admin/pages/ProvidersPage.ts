@@ -120,7 +120,8 @@ export const setProvider = (request: ConsoleRequest, session: Session) =>
     const provider = providerNamed(f.get("kind") ?? "") ?? PROVIDERS[0]
     const checked = checkSettings(
       provider,
-      Object.fromEntries(provider.fields.map((field) => [field.name, f.get(formName(provider, field.name)) ?? undefined]))
+      Object.fromEntries(provider.fields.map((field) => [field.name, f.get(formName(provider, field.name)) ?? undefined])),
+      "organisation"
     )
     if (Either.isLeft(checked)) {
       const name = formName(provider, checked.left.field)

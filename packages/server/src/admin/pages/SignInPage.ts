@@ -1,16 +1,26 @@
 /**
  * Signing in and out, and setting a password from a one-time link. Wrong passwords are slowed down per
- * email and per address (SignInThrottle); an unknown email costs the same time as a wrong password, and
- * both get the same answer, so the page does not tell which emails have accounts.
+ * email and client, per address and per device (SignInThrottle, DeviceCookies), counted before any hashing;
+ * hashing itself waits its turn in a short queue (Passwords.inHashingTurn). An unknown email costs the same
+ * time as a wrong password, and both get the same answer, so the page does not tell which emails have
+ * accounts.
  */
 import { Clock, Effect, Option } from "effect"
-import { ServerConfig } from "../../config/ServerConfig.js"
 import { AdminStore, normalEmail, SESSION_HOURS } from "../AdminStore.js"
-import { clearedCookie, type ConsoleRequest, cookieValue, page, redirect, SESSION_COOKIE, sessionCookie } from "../ConsoleHttp.js"
-import { isHttps } from "../ConsoleUrl.js"
+import {
+  clearedCookie,
+  type ConsoleRequest,
+  cookieValue,
+  page,
+  redirect,
+  SESSION_COOKIE,
+  sessionCookie,
+  withCookies
+} from "../ConsoleHttp.js"
+import { DEVICE_COOKIE, deviceCookie, type DeviceCookies } from "../DeviceCookies.js"
 import { html } from "../Html.js"
 import { type FieldErrors, layout, textField } from "../Layout.js"
-import { decoyHash, hashPassword, MIN_PASSWORD_LENGTH, passwordProblem, verifyPassword } from "../Passwords.js"
+import { decoyHash, hashPassword, inHashingTurn, MIN_PASSWORD_LENGTH, passwordProblem, verifyPassword } from "../Passwords.js"
 import type { SignInThrottle } from "../SignInThrottle.js"
 
 const NOTICES: Readonly<Record<string, string>> = {
@@ -18,7 +28,14 @@ const NOTICES: Readonly<Record<string, string>> = {
   "password-set": "Your password is set: sign in with it."
 }
 
-const signInForm = (email: string, errors: FieldErrors, alert: string | null, notice: string | undefined, status = 200) =>
+const signInForm = (
+  email: string,
+  errors: FieldErrors,
+  alert: string | null,
+  notice: string | undefined,
+  status = 200,
+  headers: Record<string, string> = {}
+) =>
   page(
     layout({
       title: "Sign in",
@@ -31,47 +48,69 @@ ${textField({ name: "password", label: "Password", type: "password", errors, aut
 <button type="submit">Sign in</button>
 </form>`
     }),
-    { status }
+    { status, headers }
   )
 
 export const signInPage = (request: ConsoleRequest) =>
   Effect.succeed(signInForm("", {}, null, NOTICES[request.query.get("done") ?? ""]))
 
-export const signIn = (throttle: SignInThrottle) => (request: ConsoleRequest) =>
+/** The throttle and the device cookies of one process's console. */
+export interface SignInGuards {
+  readonly throttle: SignInThrottle
+  readonly devices: DeviceCookies
+}
+
+const busy = (email: string, seconds: number) =>
+  signInForm(
+    email,
+    { password: `The server is busy checking other sign-ins: try again in ${seconds} seconds.` },
+    "Not signed in: the server is busy.",
+    undefined,
+    503,
+    { "retry-after": String(seconds) }
+  )
+
+export const signIn = ({ devices, throttle }: SignInGuards) => (request: ConsoleRequest) =>
   Effect.gen(function*() {
     const email = normalEmail(request.form.get("email") ?? "")
     const password = request.form.get("password") ?? ""
     const now = yield* Clock.currentTimeMillis
-    const wait = throttle.waitSeconds(email, request.address, now)
-    if (wait > 0) {
+    const device = devices.deviceOf(cookieValue(request.cookie, DEVICE_COOKIE), email)
+    const admission = throttle.arrive({ email, address: request.address, device }, now)
+    if (admission._tag === "Wait") {
       return signInForm(
         email,
-        { password: `Too many wrong passwords: try again in ${wait} seconds.` },
+        { password: `Too many wrong passwords: try again in ${admission.seconds} seconds.` },
         "Too many failed sign-ins; wait before trying again.",
         undefined,
-        429
+        429,
+        { "retry-after": String(admission.seconds) }
       )
     }
     const store = yield* AdminStore
-    const admin = yield* store.findByEmail(email)
-    const hash = Option.isSome(admin) && admin.value.passwordHash !== null ? admin.value.passwordHash : yield* decoyHash
-    const matches = yield* verifyPassword(password, hash)
-    if (Option.isNone(admin) || admin.value.passwordHash === null || !matches) {
-      throttle.failed(email, request.address, now)
+    const checked = yield* inHashingTurn(Effect.gen(function*() {
+      const admin = yield* store.findByEmail(email)
+      const hash = Option.isSome(admin) && admin.value.passwordHash !== null ? admin.value.passwordHash : yield* decoyHash
+      const matches = yield* verifyPassword(password, hash)
+      return Option.isSome(admin) && admin.value.passwordHash !== null && matches ? admin : Option.none()
+    })).pipe(Effect.catchTag("PasswordsBusy", (refused) => Effect.succeed(refused)))
+    if (!Option.isOption(checked)) return busy(email, checked.retryAfterSeconds)
+    if (Option.isNone(checked)) {
       return signInForm(email, { password: "The email or the password is wrong." }, "Not signed in.", undefined, 401)
     }
-    throttle.succeeded(email)
-    const token = yield* store.openSession(admin.value)
-    const secure = isHttps(yield* ServerConfig)
-    return redirect("/admin/keys", { "set-cookie": sessionCookie(token, secure, SESSION_HOURS * 3600) })
+    admission.succeeded()
+    const token = yield* store.openSession(checked.value)
+    return withCookies(redirect("/admin/keys"), [
+      sessionCookie(token, SESSION_HOURS * 3600),
+      deviceCookie(devices.issue(email))
+    ])
   })
 
 export const signOut = (request: ConsoleRequest) =>
   Effect.gen(function*() {
     const token = cookieValue(request.cookie, SESSION_COOKIE)
     if (token !== undefined) yield* (yield* AdminStore).closeSession(token)
-    const secure = isHttps(yield* ServerConfig)
-    return redirect("/admin/sign-in?done=signed-out", { "set-cookie": clearedCookie(secure) })
+    return withCookies(redirect("/admin/sign-in?done=signed-out"), [clearedCookie])
   })
 
 const setPasswordForm = (token: string, errors: FieldErrors, status = 200) =>
@@ -122,6 +161,10 @@ export const setPassword = (request: ConsoleRequest) =>
     const password = request.form.get("password") ?? ""
     const problem = passwordProblem(password)
     if (problem !== null) return setPasswordForm(token, { password: `The password ${problem}.` }, 400)
-    const redeemed = yield* (yield* AdminStore).redeemLink(token, yield* hashPassword(password))
+    const hashed = yield* inHashingTurn(hashPassword(password)).pipe(Effect.either)
+    if (hashed._tag === "Left") {
+      return setPasswordForm(token, { password: "The server is busy: try again in a moment." }, 503)
+    }
+    const redeemed = yield* (yield* AdminStore).redeemLink(token, hashed.right)
     return redeemed ? redirect("/admin/sign-in?done=password-set") : linkGone()
   })
