@@ -1,13 +1,20 @@
 /**
  * `pnpm test`: every package's tests, one package at a time in the order
  * `pnpm -r` uses (dependencies first), stopping at the first that fails; then
- * the time each suite took, and the notices suites leave for the end of the
- * run (a Postgres pass skipped for want of a PostgreSQL), so that they are the
- * last thing on the screen rather than lost in the middle of the output.
+ * the ten slowest test files of each pass, the time each suite took, and the
+ * notices suites leave for the end of the run (a Postgres pass skipped for want
+ * of a PostgreSQL), so that they are the last thing on the screen rather than
+ * lost in the middle of the output.
+ *
+ * `pnpm test:soak` (`--soak`): the packages' `test:soak` scripts instead — the
+ * long runs (kill -9 rounds, fuzzing, backlogs) at full size, which `pnpm test`
+ * runs short (PARLEY_TEST_SOAK=1; see packages/server/test/support/soak.ts).
  *
  * Suites append one line each to the file named by PARLEY_TEST_NOTICES, and
  * may report the parts of their run (the server's SQLite and Postgres passes)
- * as `label<TAB>milliseconds` lines in the file named by PARLEY_TEST_TIMES.
+ * as `label<TAB>milliseconds` lines in the file named by PARLEY_TEST_TIMES,
+ * and their slowest files as `pass<TAB>file<TAB>milliseconds` lines in the file
+ * named by PARLEY_TEST_SLOWEST.
  */
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -18,7 +25,10 @@ const root = join(import.meta.dirname, "..")
 const dir = mkdtempSync(join(tmpdir(), "parley-test-notices-"))
 const notices = join(dir, "notices")
 const times = join(dir, "times")
-const env = { ...process.env, PARLEY_TEST_NOTICES: notices, PARLEY_TEST_TIMES: times }
+const slowest = join(dir, "slowest")
+const soak = process.argv.includes("--soak")
+const script = soak ? "test:soak" : "test"
+const env = { ...process.env, PARLEY_TEST_NOTICES: notices, PARLEY_TEST_TIMES: times, PARLEY_TEST_SLOWEST: slowest }
 
 /**
  * pnpm, on this Node (the pinned one: `pnpm test` runs this script on it). pnpm names itself in
@@ -53,6 +63,23 @@ const packages = () => {
 
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`
 
+/** The ten slowest files of each pass, as the suites reported them (slowest first). */
+const slowestFiles = (text) => {
+  const passes = new Map()
+  for (const line of text.split("\n")) {
+    const [pass, file, ms] = line.split("\t")
+    if (pass === undefined || file === undefined || !Number.isFinite(Number(ms))) continue
+    passes.set(pass, [...(passes.get(pass) ?? []), { file, ms: Number(ms) }])
+  }
+  return [...passes].map(([pass, files]) => {
+    const width = Math.max(...files.map((row) => row.file.length))
+    return [
+      `Slowest test files, ${pass}:`,
+      ...files.sort((a, b) => b.ms - a.ms).slice(0, 10).map((row) => `  ${row.file.padEnd(width)}  ${seconds(row.ms).padStart(9)}`)
+    ].join("\n")
+  }).join("\n\n")
+}
+
 /** One row per suite: the package, then the parts it reported, each with its wall time. */
 const summary = (rows, totalMs) => {
   const width = Math.max(...rows.map((row) => row.label.length + (row.part ? 4 : 2)), 8)
@@ -70,11 +97,11 @@ const started = Date.now()
 try {
   for (const pkg of packages()) {
     const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"))
-    if (manifest.scripts?.test === undefined) continue
+    if (manifest.scripts?.[script] === undefined) continue
     const label = manifest.name ?? relative(root, pkg)
     const reportedBefore = readOr(times, "").length
     const start = Date.now()
-    const run = pnpm(["run", "test"], { cwd: pkg, stdio: "inherit", env })
+    const run = pnpm(["run", script], { cwd: pkg, stdio: "inherit", env })
     const ms = Date.now() - start
     const failed = run.error !== undefined || run.status !== 0
     rows.push({ label, ms, failed })
@@ -93,7 +120,9 @@ try {
   status = 1
 }
 const said = readOr(notices, "").trim()
+const slow = slowestFiles(readOr(slowest, ""))
 rmSync(dir, { recursive: true, force: true })
+if (slow !== "") process.stderr.write(`\n${slow}\n`)
 if (rows.length > 0) process.stderr.write(`\n${summary(rows, Date.now() - started)}\n`)
 if (said !== "") process.stderr.write(`\n${said}\n`)
 process.exit(status)

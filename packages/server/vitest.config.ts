@@ -4,14 +4,20 @@ import { announceAtEnd, isCi, planPostgres, unavailableNotice } from "./test/sup
 // The server suite runs twice: on SQLite, then with PARLEY_TEST_STORE=postgres.
 // The Postgres pass needs a PostgreSQL (found or started by test/support/postgres-setup.ts);
 // where none can be had it is skipped with one loud line, except under CI.
+// PARLEY_TEST_SOAK=1 (`test:soak`) runs only the files with long soaks, at full size (test/support/soak.ts).
+const SOAK_FILES = ["test/crash-*.test.ts", "test/fuzz.test.ts", "test/replicas.test.ts"]
+
 export default defineConfig(async () => {
   const postgresPass = process.env["PARLEY_TEST_STORE"] === "postgres"
+  const soak = process.env["PARLEY_TEST_SOAK"] === "1"
   const plan = postgresPass ? await planPostgres() : undefined
   const skipped = plan?.kind === "none" && !isCi()
   if (plan?.kind === "none" && skipped) announceAtEnd(unavailableNotice(plan.reason, "skipped"))
   return {
     test: {
-      include: ["test/**/*.test.ts"],
+      include: soak ? SOAK_FILES : ["test/**/*.test.ts"],
+      // The ten slowest files of the pass, printed at the end (or by the root `pnpm test`).
+      reporters: ["default", "./test/support/slowest-files.ts"],
       exclude: skipped ? ["**/*"] : configDefaults.exclude,
       passWithNoTests: skipped,
       globalSetup: [

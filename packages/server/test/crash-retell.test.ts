@@ -2,8 +2,9 @@
  * Never twice, through crashes, for AI calls through Retell (issue 24): the
  * Retell equivalent of crash-vapi.test.ts. A fake Retell answers each
  * create-phone-call with 201 and the test kills Parley (SIGKILL) 0–40 ms
- * later, then starts it again, 25 times; each round asks for two identical
- * calls to the same customer and one of its own. Retell keeps the action's id
+ * later, then starts it again, 25 times (3 in `pnpm test`, 25 in `pnpm
+ * test:soak`); each round asks for two identical calls to the same customer
+ * and one of its own. Retell keeps the action's id
  * in the call's metadata, so here every action, identical ones included, must
  * have had exactly one create, and hold that call. Runs on SQLite and, in the
  * Postgres pass, on Postgres.
@@ -11,8 +12,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AiCallSuite, RETELL } from "./support/aiCallSuite.js"
 import type { RetellFake, RetellFakeCall } from "./support/fakes/RetellFake.js"
+import { soakSize } from "./support/soak.js"
 
-const ROUNDS = 25
+/** 25 kills in `pnpm test:soak`; `pnpm test` runs 3 with the same assertions (support/soak.ts). */
+const ROUNDS = soakSize(3, 25)
 const SAME_CUSTOMER = "+14155550377"
 const HEAVY = 900_000
 

@@ -2,7 +2,7 @@
  * Never twice, through crashes (issue 22): a fake Twilio answers each create
  * with 201, and the test kills Parley (SIGKILL) 0–40 ms later — before, while
  * or after it commits the answer — then starts it again on the same store, 25
- * times. Each round asks for two identical texts to the same number (the
+ * times in `pnpm test:soak` (3 in `pnpm test`). Each round asks for two identical texts to the same number (the
  * appointment confirmation sent twice on purpose: every round's pair to the
  * one number, so every reconciliation meets many identical candidates) and one
  * text of its own. In the end every action is Delivered, and for each
@@ -18,8 +18,10 @@ import { crashRounds, createRetrying } from "./support/crashes.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { soakSize } from "./support/soak.js"
 
-const ROUNDS = 25
+/** 25 kills in `pnpm test:soak`; `pnpm test` runs 3 with the same assertions (support/soak.ts). */
+const ROUNDS = soakSize(3, 25)
 const PN1 = "PN00000000000000000000000000000001"
 const SAME_NUMBER = "+14155550177"
 const SAME_TEXT = "Your appointment on Friday at 10:00 is confirmed. Reply C to cancel."

@@ -1,8 +1,8 @@
 /**
  * Never twice, through crashes, for AI calls (issue 22): the Vapi equivalent
  * of crash-twilio.test.ts. A fake Vapi answers each create with 201 and the
- * test kills Parley (SIGKILL) 0–40 ms later, then starts it again, 25 times;
- * each round asks for two identical calls to the same customer and one of its
+ * test kills Parley (SIGKILL) 0–40 ms later, then starts it again, 25 times
+ * (3 in `pnpm test`, 25 in `pnpm test:soak`); each round asks for two identical calls to the same customer and one of its
  * own. Vapi keeps the action's id with the call (assistantOverrides.metadata),
  * so here every action, identical ones included, must have had exactly one
  * create, and hold that call. Runs on SQLite and, in the Postgres pass, on Postgres.
@@ -10,8 +10,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AiCallSuite, VAPI } from "./support/aiCallSuite.js"
 import type { VapiFake } from "./support/fakes/VapiFake.js"
+import { soakSize } from "./support/soak.js"
 
-const ROUNDS = 25
+/** 25 kills in `pnpm test:soak`; `pnpm test` runs 3 with the same assertions (support/soak.ts). */
+const ROUNDS = soakSize(3, 25)
 const SAME_CUSTOMER = "+14155550277"
 const HEAVY = 900_000
 

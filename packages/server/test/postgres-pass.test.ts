@@ -30,7 +30,7 @@ const closedUrl = async (): Promise<string> => {
 /** The environment of a run on this machine with nothing answering, minus whatever the outer run set. */
 const bareEnv = (url: string, extra: Record<string, string>): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of ["CI", "PARLEY_TEST_NOTICES", "PARLEY_TEST_TIMES", "PARLEY_TEST_PG_BIN_DIRS", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
+  for (const name of ["CI", "PARLEY_TEST_NOTICES", "PARLEY_TEST_TIMES", "PARLEY_TEST_SLOWEST", "PARLEY_TEST_SOAK", "PARLEY_TEST_PG_BIN_DIRS", "VITEST", "VITEST_POOL_ID", "VITEST_WORKER_ID"]) {
     delete env[name]
   }
   return { ...env, PARLEY_TEST_STORE: "postgres", PARLEY_TEST_PG_URL: url, ...extra }

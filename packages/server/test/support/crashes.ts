@@ -24,20 +24,29 @@ export const crashRounds = async (options: {
 }): Promise<number> => {
   let kills = 0
   for (let index = 0; index < options.rounds; index++) {
-    let crash: Promise<void> | undefined
-    options.arm(() => {
-      options.arm(undefined)
-      crash = (async () => {
-        await sleep(Math.random() * 40)
-        await options.server.restart("SIGKILL")
-        kills++
-      })()
+    // The kill and restart, once the fake has answered a create: waited for as it happens, not polled.
+    // (In an object: a promise resolved with a promise would wait for the restart, not for the answer.)
+    const crash = new Promise<{ readonly restart: Promise<void> }>((armed) => {
+      options.arm(() => {
+        options.arm(undefined)
+        armed({
+          restart: (async () => {
+            await sleep(Math.random() * 40)
+            await options.server.restart("SIGKILL")
+            kills++
+          })()
+        })
+      })
     })
     await options.round(index)
-    const deadline = Date.now() + 120_000
-    while (crash === undefined && Date.now() < deadline) await sleep(50)
-    if (crash === undefined) throw new Error(`round ${index}: no create was answered within two minutes`)
-    await crash
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), 120_000)
+    })
+    const answered = await Promise.race([crash, late])
+    clearTimeout(timer)
+    if (answered === undefined) throw new Error(`round ${index}: no create was answered within two minutes`)
+    await answered.restart
   }
   options.arm(undefined)
   return kills

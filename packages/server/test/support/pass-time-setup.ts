@@ -5,13 +5,13 @@
  * Installed first, so its teardown runs last and the time covers the others'.
  */
 import { appendFileSync } from "node:fs"
+import { passName } from "./soak.js"
 
 export default function setup(): () => void {
   const started = Date.now()
   return () => {
     const file = process.env["PARLEY_TEST_TIMES"]
     if (file === undefined || file === "") return
-    const pass = process.env["PARLEY_TEST_STORE"] === "postgres" ? "Postgres pass" : "SQLite pass"
-    appendFileSync(file, `${pass}\t${Date.now() - started}\n`)
+    appendFileSync(file, `${passName()}\t${Date.now() - started}\n`)
   }
 }

@@ -3,7 +3,9 @@
  * `PARLEY_TEST_STORE=sqlite` (the default; a temporary data directory) and
  * `PARLEY_TEST_STORE=postgres` (a fresh database per test server, dropped
  * after, so runs never collide, on the PostgreSQL that postgres-setup.ts found
- * at PARLEY_TEST_PG_URL or started for the run).
+ * at PARLEY_TEST_PG_URL or started for the run). A fresh Postgres database is
+ * a copy of the run's template, already migrated (postgres-template.ts), unless
+ * the test asks for an empty one.
  *
  * Tests that look inside the database (to seed a backlog, or count the
  * carrier simulator's sends) use `TestDatabase.query` with `?` placeholders
@@ -18,6 +20,7 @@ import pg from "pg"
 import { inject } from "vitest"
 // The type of inject("parleyPostgresUrl") is declared beside the global setup that provides it.
 import type {} from "./postgres-setup.js"
+import { withDatabase } from "./postgres-template.js"
 
 export type StoreKind = "sqlite" | "postgres"
 
@@ -28,6 +31,14 @@ const adminUrl = (): string => {
   const url = inject("parleyPostgresUrl")
   if (url === undefined) throw new Error("no PostgreSQL for this run: Postgres tests run in the Postgres pass (PARLEY_TEST_STORE=postgres)")
   return url
+}
+
+export interface TestDatabaseOptions {
+  /**
+   * No schema at all, as a new deployment's database: the first server (or CLI command) migrates it.
+   * Otherwise a Postgres database starts migrated, copied from the run's template; SQLite always starts empty.
+   */
+  readonly empty?: boolean
 }
 
 export interface TestDatabase {
@@ -53,18 +64,13 @@ const numbered = (text: string): string => {
 // COUNT(*) and BIGINT columns come back from node-postgres as strings; tests compare numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
 
-const withDatabase = (url: string, database: string): string => {
-  const parsed = new URL(url)
-  parsed.pathname = `/${database}`
-  return parsed.toString()
-}
-
-const createPostgres = async (dataDir: string): Promise<TestDatabase> => {
+const createPostgres = async (dataDir: string, options: TestDatabaseOptions): Promise<TestDatabase> => {
   const name = `parley_test_${process.pid}_${randomBytes(4).toString("hex")}`
+  const template = options.empty === true ? undefined : inject("parleyPostgresTemplate")
   const admin = new pg.Client({ connectionString: adminUrl() })
   await admin.connect()
   try {
-    await admin.query(`CREATE DATABASE ${name}`)
+    await admin.query(template === undefined ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}`)
   } finally {
     await admin.end()
   }
@@ -141,10 +147,10 @@ const createSqlite = (dataDir: string): TestDatabase => {
   }
 }
 
-/** A fresh, empty store of the kind this run tests. */
-export const createTestDatabase = async (kind: StoreKind = testStore): Promise<TestDatabase> => {
+/** A fresh store of the kind this run tests: empty, or (Postgres) migrated and otherwise empty; see TestDatabaseOptions. */
+export const createTestDatabase = async (kind: StoreKind = testStore, options: TestDatabaseOptions = {}): Promise<TestDatabase> => {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-test-"))
-  return kind === "postgres" ? createPostgres(dataDir) : createSqlite(dataDir)
+  return kind === "postgres" ? createPostgres(dataDir, options) : createSqlite(dataDir)
 }
 
 /** The columns of the actions table, for tests that copy rows. */
