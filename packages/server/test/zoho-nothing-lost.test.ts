@@ -12,6 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CUT_MARKER } from "../src/crm/zoho/ZohoFieldLengths.js"
+import { CallbackReceiver } from "./support/fakes/CallbackReceiver.js"
 import { ZohoFake, type ZohoFakeField } from "./support/fakes/ZohoFake.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
@@ -261,7 +262,9 @@ describe("Zoho: nothing lost", () => {
     })
   }, HEAVY)
 
-  it("a write-back Zoho refuses for good (its record was deleted in Zoho) is given up and shown in crm status", async () => {
+  it("a write-back Zoho refuses for good (its record was deleted in Zoho) is given up, shown in crm status and sent as a crm.record_refused event", async () => {
+    const events = await CallbackReceiver.start()
+    await server.adminJson(["webhooks", "add", "--org", demo.orgId, "--url", events.at("/events"), "--events", "crm.record_refused"])
     const response = await send({ body: "record deleted in Zoho" })
     expect(response.status).toBe(202)
     const { id } = (await response.json()) as { id: string }
@@ -273,6 +276,14 @@ describe("Zoho: nothing lost", () => {
     expect(lastError).toContain("on field id")
     // Given up: nothing of it is left to retry.
     expect(await writebacks(id)).toHaveLength(0)
+    // And an integration hears of it: the action's record as the event's data.
+    const event = await until(async () => {
+      const found = events.received.map((r) => JSON.parse(r.body) as { type: string; data: { id: string } })
+        .find((e) => e.type === "crm.record_refused")
+      return found
+    }, { timeoutMs: 30_000, what: "the crm.record_refused event" })
+    expect(event.data.id).toBe(id)
+    await events.stop()
   }, HEAVY)
 
   it("an inbound text while the connection has lapsed (OAUTH_REQUIRED overnight): 200 and stored; its record follows the reconnect", async () => {

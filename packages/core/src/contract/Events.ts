@@ -18,7 +18,8 @@ export const EventType = Schema.Literal(
   "ai_call.started",
   "ai_call.completed",
   "ai_call.failed",
-  "ai_call.cancelled"
+  "ai_call.cancelled",
+  "crm.record_refused"
 ).annotations({ identifier: "EventType" })
 export type EventType = typeof EventType.Type
 
@@ -43,5 +44,9 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "ai_call.started": "The AI call was answered and is in progress.",
   "ai_call.completed": "The AI call ended; the transcript is in data.body, the recording id in data.audioFileId.",
   "ai_call.failed": "The AI call did not take place: No Answer, Busy or Failed.",
-  "ai_call.cancelled": "A scheduled AI call was cancelled."
+  "ai_call.cancelled": "A scheduled AI call was cancelled.",
+  "crm.record_refused":
+    "The connected CRM refused for good Parley's record of this text or call (Zoho: INVALID_DATA, MANDATORY_NOT_FOUND…, " +
+    "e.g. the record was deleted or a field made mandatory there): Parley keeps the action, the CRM does not have it " +
+    "or its latest status. The CRM's code is in `parley crm status` and the console's CRM page."
 }

@@ -51,6 +51,10 @@ const EVENTS: Record<EventType, { name: string; description: string }> = {
 	},
 	'ai_call.failed': { name: 'AI Call Failed', description: 'The AI call did not take place: No Answer, Busy or Failed' },
 	'ai_call.cancelled': { name: 'AI Call Cancelled', description: 'A scheduled AI call was cancelled' },
+	'crm.record_refused': {
+		name: 'CRM Record Refused',
+		description: "The CRM refused Parley's record of a text or call for good; Parley keeps the action",
+	},
 };
 
 /** What the node keeps between activation, deliveries and deactivation. */

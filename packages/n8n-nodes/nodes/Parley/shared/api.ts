@@ -158,7 +158,8 @@ export type EventType =
 	| 'ai_call.started'
 	| 'ai_call.completed'
 	| 'ai_call.failed'
-	| 'ai_call.cancelled';
+	| 'ai_call.cancelled'
+	| 'crm.record_refused';
 
 /** An event type, or `*` for every type (including types added later). */
 export type EnabledEvent = EventType | '*';

@@ -9,6 +9,7 @@
  * `parley_zoho_refused_total` and a warning in the log with Zoho's code.
  */
 import type { Crm } from "@parley/core/domain"
+import { ActionStore, Events } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import { Metrics } from "../../observability/Metrics.js"
 import type { ZohoConnectionsService } from "./ZohoConnections.js"
@@ -39,6 +40,9 @@ export const recordRefusal = (
     ))
     const metrics = yield* Effect.serviceOption(Metrics)
     if (Option.isSome(metrics)) metrics.value.zohoRefused(outbox, refusal.code)
+    // Where an integration hears of it: the action's own record as the event's data.
+    const action = yield* ActionStore.ActionStore.pipe(Effect.flatMap((store) => store.findAction(orgId, actionId)))
+    if (Option.isSome(action)) yield* Effect.ignore(Events.emit("crm.record_refused", action.value))
     yield* Effect.annotateLogs(Effect.logWarning("zoho refused a record for good"), {
       outbox,
       orgId,
