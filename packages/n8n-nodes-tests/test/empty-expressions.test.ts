@@ -25,7 +25,7 @@ afterAll(async () => {
 
 let recipients = 0
 /** A recipient no other test writes to, so its conversation shows only what this test sent. */
-const freshRecipient = () => `+1555008${String(++recipients).padStart(4, "0")}`
+const freshRecipient = () => `+1415508${String(++recipients).padStart(4, "0")}`
 
 const sendParameters = (to: string, extra: INode["parameters"] = {}): INode["parameters"] => ({
   resource: "message",

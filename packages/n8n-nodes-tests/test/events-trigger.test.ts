@@ -160,7 +160,7 @@ describe("Parley Events Trigger: deliveries", () => {
     await harness.activateWebhook(workflow, TRIGGER)
     secret = String(staticDataOf(workflow).secret)
     // A live key's text: the dispatcher's simulator sends and delivers it, and the server posts the signed events.
-    messageId = await sendText("+15550101010")
+    messageId = await sendText("+14155101010")
     delivered = await receiver.waitFor((delivery) => delivery.rawBody.includes(`"id":"${messageId}"`))
   })
 
@@ -180,7 +180,7 @@ describe("Parley Events Trigger: deliveries", () => {
       expect.objectContaining({
         id: messageId,
         status: "Delivered",
-        to: "+15550101010",
+        to: "+14155101010",
         event: "message.delivered",
         eventId: delivered.headers["webhook-id"],
         eventTimestamp: expect.any(String),
@@ -275,7 +275,7 @@ describe("Parley Events Trigger: inbound texts and AI calls", () => {
     try {
       // An inbound text, as the carrier webhook stores it.
       const inbound = await server.cli([
-        "inbound", "--org", demo.orgId, "--from", "+15550202020", "--to", demo.numbers[0]!.phoneNumber, "--body", "Is my order ready?"
+        "inbound", "--org", demo.orgId, "--from", "+14155202020", "--to", demo.numbers[0]!.phoneNumber, "--body", "Is my order ready?"
       ])
       expect(inbound.code, inbound.stderr).toBe(0)
       const received = await receiver.waitFor((delivery) => delivery.rawBody.includes("Is my order ready?"))
@@ -285,7 +285,7 @@ describe("Parley Events Trigger: inbound texts and AI calls", () => {
           event: "message.received",
           kind: "message",
           direction: "Inbound",
-          from: "+15550202020",
+          from: "+14155202020",
           body: "Is my order ready?",
           status: "Received",
           final: true
@@ -298,7 +298,7 @@ describe("Parley Events Trigger: inbound texts and AI calls", () => {
         key: demo.keys.live,
         headers: { "idempotency-key": "events-trigger-call-1" },
         body: JSON.stringify({
-          to: "+15550303030",
+          to: "+14155303030",
           fromNumberSid: demo.numbers[0]!.sid,
           botId: demo.bots.find((bot) => bot.active)!.id,
           mode: "follow_script"

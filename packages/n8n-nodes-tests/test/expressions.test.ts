@@ -25,7 +25,7 @@ afterAll(async () => {
 const sendParameters = (extra: INode["parameters"] = {}): INode["parameters"] => ({
   resource: "message",
   operation: "send",
-  to: "+15550007000",
+  to: "+14155007000",
   fromNumber: { __rl: true, mode: "list", value: demo.numbers[0]!.sid },
   content: "body",
   body: "Hello from n8n",
@@ -44,7 +44,7 @@ const conversationOf = async (to: string) => {
 
 describe("an Idempotency Key from an expression", () => {
   it("that evaluates to a number is the key: two sends of one event make one message", async () => {
-    const to = "+15550007001"
+    const to = "+14155007001"
     const eventId = 700_000 + Math.floor(Math.random() * 100_000)
     const run = await live.run(
       {
@@ -64,7 +64,7 @@ describe("an Idempotency Key from an expression", () => {
   it("that evaluates to a boolean is taken as its text", async () => {
     const run = await live.run(
       {
-        nodes: [parleyNode("Send", sendParameters({ to: "+15550007002", options: { idempotencyKey: "={{ $json.flag }}" } }))],
+        nodes: [parleyNode("Send", sendParameters({ to: "+14155007002", options: { idempotencyKey: "={{ $json.flag }}" } }))],
         connections: {}
       },
       { input: [{ flag: true }] }
@@ -74,7 +74,7 @@ describe("an Idempotency Key from an expression", () => {
   })
 
   it("that evaluates to an object is refused with the item named, and nothing is sent", async () => {
-    const to = "+15550007003"
+    const to = "+14155007003"
     const run = await live.run(
       {
         nodes: [
@@ -102,7 +102,7 @@ describe("text parameters whose expressions evaluate to numbers", () => {
           parleyNode(
             "Send",
             sendParameters({
-              to: "+15550007010",
+              to: "+14155007010",
               content: "template",
               template: { __rl: true, mode: "id", value: template.id },
               additionalFields: { recordModule: "Leads", recordId: "={{ $json.leadId }}" }
@@ -128,7 +128,7 @@ describe("text parameters whose expressions evaluate to numbers", () => {
           parleyNode("Call", {
             resource: "aiCall",
             operation: "start",
-            to: "+15550007011",
+            to: "+14155007011",
             fromNumber: { __rl: true, mode: "id", value: demo.numbers[0]!.sid },
             bot: { __rl: true, mode: "id", value: bot.id },
             mode: "follow_script",
@@ -146,7 +146,7 @@ describe("text parameters whose expressions evaluate to numbers", () => {
   })
 
   it("a numeric Body is sent as its digits", async () => {
-    const to = "+15550007012"
+    const to = "+14155007012"
     const run = await live.run(
       { nodes: [parleyNode("Send", sendParameters({ to, body: "={{ $json.code }}" }))], connections: {} },
       { input: [{ code: 482913 }] }
@@ -175,7 +175,7 @@ describe("text parameters whose expressions evaluate to numbers", () => {
       method: "POST",
       key: demo.keys.live,
       headers: { "idempotency-key": `numeric-id-${Date.now()}` },
-      body: JSON.stringify({ to: "+15550007013", fromNumberSid: demo.numbers[0]!.sid, body: "Read me" })
+      body: JSON.stringify({ to: "+14155007013", fromNumberSid: demo.numbers[0]!.sid, body: "Read me" })
     })
     const { id } = (await created.json()) as { id: string }
     const run = await live.run(
@@ -189,7 +189,7 @@ describe("text parameters whose expressions evaluate to numbers", () => {
   it("a To that is an object is refused by the node, naming the parameter and the item", async () => {
     const run = await live.run(
       { nodes: [parleyNode("Send", sendParameters({ to: "={{ $json.contact }}" }))], connections: {} },
-      { input: [{ contact: { phone: "+15550007014" } }] }
+      { input: [{ contact: { phone: "+14155007014" } }] }
     )
     const error = run.data.resultData.error
     expect(error?.name).toBe("NodeOperationError")

@@ -38,7 +38,7 @@ beforeAll(async () => {
 
   // 53 scheduled texts from the first number (they stay Queued), three of them cancelled…
   for (let i = 0; i < 53; i++) {
-    early.push(await create("/messages", { to: `+1555003${String(i).padStart(4, "0")}`, fromNumberSid: demo.numbers[0]!.sid, body: `Early ${i}` }))
+    early.push(await create("/messages", { to: `+1415503${String(i).padStart(4, "0")}`, fromNumberSid: demo.numbers[0]!.sid, body: `Early ${i}` }))
   }
   cancelled = early.slice(0, 3)
   for (const id of cancelled) {
@@ -50,13 +50,13 @@ beforeAll(async () => {
   await pause(50)
   // …then two from the second number, and two AI calls.
   for (let i = 0; i < 2; i++) {
-    late.push(await create("/messages", { to: `+1555004${String(i).padStart(4, "0")}`, fromNumberSid: demo.numbers[1]!.sid, body: `Late ${i}` }))
+    late.push(await create("/messages", { to: `+1415504${String(i).padStart(4, "0")}`, fromNumberSid: demo.numbers[1]!.sid, body: `Late ${i}` }))
   }
   const bot = demo.bots.find((candidate) => candidate.active)!
   for (let i = 0; i < 2; i++) {
     calls.push(
       await create("/ai-calls", {
-        to: `+1555005${String(i).padStart(4, "0")}`,
+        to: `+1415505${String(i).padStart(4, "0")}`,
         fromNumberSid: demo.numbers[0]!.sid,
         botId: bot.id,
         mode: "follow_script"

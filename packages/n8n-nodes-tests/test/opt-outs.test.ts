@@ -26,7 +26,7 @@ afterAll(async () => {
 
 let recipients = 0
 /** A number no other test opts out or writes to. */
-const freshNumber = () => `+1555009${String(++recipients).padStart(4, "0")}`
+const freshNumber = () => `+1415509${String(++recipients).padStart(4, "0")}`
 
 /** Opts a number out through the API, as another system would. */
 const optOutThroughApi = async (phone: string, body: IDataObject = {}) => {

@@ -72,8 +72,8 @@ const json = (result: Awaited<ReturnType<N8nHarness["poll"]>>) => (result === nu
 
 describe("Parley Trigger (Poll Status)", () => {
   it("watching ids: the first poll is a baseline, then each change is emitted once", async () => {
-    const first = await schedule("+15550005555", "trigger-ids-1")
-    const second = await schedule("+15550005556", "trigger-ids-2")
+    const first = await schedule("+14155005555", "trigger-ids-1")
+    const second = await schedule("+14155005556", "trigger-ids-2")
     const workflow = harness.workflow({
       nodes: [triggerNode({ watch: "ids", messageIds: `${first}, ${second}`, emitOn: "any" })],
       connections: {}
@@ -97,7 +97,7 @@ describe("Parley Trigger (Poll Status)", () => {
   })
 
   it("watching ids: an unknown id is reported once and does not stop the others", async () => {
-    const id = await schedule("+15550005557", "trigger-ids-unknown-1")
+    const id = await schedule("+14155005557", "trigger-ids-unknown-1")
     const workflow = harness.workflow({
       nodes: [triggerNode({ watch: "ids", messageIds: `${id}, 999999`, aiCallIds: "888888", emitOn: "any" })],
       connections: {}
@@ -119,7 +119,7 @@ describe("Parley Trigger (Poll Status)", () => {
   })
 
   it("final statuses only: the backlog of final records is not emitted on activation", async () => {
-    const done = await schedule("+15550005558", "trigger-backlog-1")
+    const done = await schedule("+14155005558", "trigger-backlog-1")
     await cancel(done)
     const workflow = harness.workflow({
       nodes: [triggerNode({ watch: "all", emitOn: "final" })],
@@ -132,7 +132,7 @@ describe("Parley Trigger (Poll Status)", () => {
   })
 
   it("final statuses only: emits just the change to a final status", async () => {
-    const id = await schedule("+15550006666", "trigger-final-1")
+    const id = await schedule("+14155006666", "trigger-final-1")
     const workflow = harness.workflow({
       nodes: [triggerNode({ watch: "ids", messageIds: id, emitOn: "final" })],
       connections: {}
@@ -153,11 +153,11 @@ describe("Parley Trigger (Poll Status)", () => {
     await harness.poll(workflow, "Parley Trigger", "trigger") // baseline: whatever is cancelled already
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
 
-    const id = await schedule("+15550007777", "trigger-all-1")
+    const id = await schedule("+14155007777", "trigger-all-1")
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull() // Queued is not selected
     await cancel(id)
     const changed = json(await harness.poll(workflow, "Parley Trigger", "trigger"))
-    expect(changed).toEqual([expect.objectContaining({ id, status: "Cancelled", to: "+15550007777" })])
+    expect(changed).toEqual([expect.objectContaining({ id, status: "Cancelled", to: "+14155007777" })])
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
   })
 
@@ -166,7 +166,7 @@ describe("Parley Trigger (Poll Status)", () => {
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull() // baseline
     expect(await harness.poll(workflow, "Parley Trigger", "trigger")).toBeNull()
 
-    const call = await scheduleCall("+15550009991", "trigger-all-call-1")
+    const call = await scheduleCall("+14155009991", "trigger-all-call-1")
     expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
       expect.objectContaining({ id: call, kind: "aiCall", status: "Queued", previousStatus: null, final: false })
     ])
@@ -187,8 +187,8 @@ describe("Parley Trigger (Poll Status)", () => {
       connections: {}
     })
     await harness.poll(workflow, "Parley Trigger", "trigger")
-    const call = await scheduleCall("+15550009992", "trigger-all-call-2")
-    const text = await schedule("+15550009993", "trigger-all-text-2")
+    const call = await scheduleCall("+14155009992", "trigger-all-call-2")
+    const text = await schedule("+14155009993", "trigger-all-text-2")
     expect(json(await harness.poll(workflow, "Parley Trigger", "trigger"))).toEqual([
       expect.objectContaining({ id: text, kind: "message", status: "Queued", previousStatus: null })
     ])
@@ -196,8 +196,8 @@ describe("Parley Trigger (Poll Status)", () => {
   })
 
   it("a workflow activated by the version that scanned conversations takes a new baseline instead of replaying AI calls", async () => {
-    const call = await scheduleCall("+15550009994", "trigger-all-call-3")
-    const text = await schedule("+15550009995", "trigger-all-text-3")
+    const call = await scheduleCall("+14155009994", "trigger-all-call-3")
+    const text = await schedule("+14155009995", "trigger-all-text-3")
     // What that version left in the static data: statuses of messages, fingerprints of conversations.
     const workflow = harness.workflow(
       { nodes: [triggerNode({ watch: "all", emitOn: "any" })], connections: {} },
@@ -214,7 +214,7 @@ describe("Parley Trigger (Poll Status)", () => {
   })
 
   it("manual mode returns the current state and remembers nothing", async () => {
-    const id = await schedule("+15550008888", "trigger-manual-1")
+    const id = await schedule("+14155008888", "trigger-manual-1")
     const workflow = harness.workflow({
       nodes: [triggerNode({ watch: "ids", messageIds: id, emitOn: "final" })],
       connections: {}

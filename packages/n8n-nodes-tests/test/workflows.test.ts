@@ -11,7 +11,7 @@ let demo: DemoSummary
 let live: N8nHarness
 let test: N8nHarness
 
-const TO = "+15550001111"
+const TO = "+14155001111"
 const inTenMinutes = () => new Date(Date.now() + 10 * 60_000).toISOString()
 
 beforeAll(async () => {
@@ -154,7 +154,7 @@ describe("Parley node in real workflows", () => {
   })
 
   it("Get Many with Return All follows the cursors across more than 50 messages", async () => {
-    const to = "+15550002222"
+    const to = "+14155002222"
     for (let i = 0; i < 55; i++) {
       const response = await server.fetch("/api/v1/messages", {
         method: "POST",
@@ -347,7 +347,7 @@ describe("Parley node in real workflows", () => {
     }
 
     it("Retry On Fail resends the same Idempotency-Key and Parley creates one action", async () => {
-      const to = "+15550003333"
+      const to = "+14155003333"
       const harness = new N8nHarness(await loadPackage(), { baseUrl: proxyUrl, apiKey: demo.keys.live })
       keys.length = 0
       dropNextCreateResponse = true
@@ -374,7 +374,7 @@ describe("Parley node in real workflows", () => {
     })
 
     it("a node run once per item by Loop Over Items sends every item (one key per run)", async () => {
-      const recipients = ["+15550009001", "+15550009002", "+15550009003"]
+      const recipients = ["+14155009001", "+14155009002", "+14155009003"]
       const run = await live.run(
         {
           nodes: [testNode("Loop", LOOP_OVER_ITEMS), parleyNode("Send", sendParameters({ to: "={{ $json.to }}" }))],
@@ -400,7 +400,7 @@ describe("Parley node in real workflows", () => {
 
     it("the same payload sent by three runs of a node in one execution is sent three times, not replayed", async () => {
       // What an AI agent does when it calls the node as a tool twice with the same arguments.
-      const to = "+15550009010"
+      const to = "+14155009010"
       const run = await live.run(loopWorkflow(to), { input: [{ body: "Same" }, { body: "Same" }, { body: "Same" }] })
       expect(run.data.resultData.error).toBeUndefined()
       const sent = outputOf(run, "Send").map((item) => item.json)
@@ -411,7 +411,7 @@ describe("Parley node in real workflows", () => {
 
     it("two n8n instances whose execution ids collide both send", async () => {
       // Execution ids restart at 1 on every new n8n and after its database is reset.
-      const to = "+15550009020"
+      const to = "+14155009020"
       const loader = await loadPackage()
       const credentials = { baseUrl: server.baseUrl, apiKey: demo.keys.live }
       const first = new N8nHarness(loader, credentials, { instanceId: "a".repeat(64) })
@@ -427,7 +427,7 @@ describe("Parley node in real workflows", () => {
     })
 
     it("a rerun of the same execution sends the same key; Options can override it", async () => {
-      const to = "+15550004444"
+      const to = "+14155004444"
       const workflow = { nodes: [parleyNode("Send", sendParameters({ to }))], connections: {} }
       const first = await live.run(workflow, { executionId: "exec-42" })
       const second = await live.run(workflow, { executionId: "exec-42" })

@@ -96,7 +96,7 @@ function listFilters(kind: ActionKind): INodeProperties {
 				name: 'number',
 				type: 'string',
 				default: '',
-				placeholder: '+15551234567',
+				placeholder: '+14155234567',
 				description: `Only ${plural} on this line of the organisation (the sender of outbound records, the recipient of inbound ones): a number sid or its E.164 phone number`,
 			},
 			{

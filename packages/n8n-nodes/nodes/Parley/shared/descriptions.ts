@@ -8,7 +8,7 @@ export const toField: INodeProperties = {
 	type: 'string',
 	default: '',
 	required: true,
-	placeholder: '+15551234567',
+	placeholder: '+14155234567',
 	description: 'Recipient phone number in E.164 format',
 };
 

@@ -9,7 +9,7 @@ export const phoneField: INodeProperties = {
 	type: 'string',
 	default: '',
 	required: true,
-	placeholder: '+15551234567',
+	placeholder: '+14155234567',
 	description: "The recipient's phone number in E.164 format, as Send Message and Start AI Call take it in To",
 };
 
