@@ -11,7 +11,11 @@
  * - `POST /crm/v8/settings/modules`: modules.json `requestBodies/body` → `schemas/Body_Wrapper`
  *   (`modules`) → `schemas/modules`: `api_name`, `plural_label`, `singular_label` strings (nullable),
  *   `profiles` an array of profiles.json `Minified_Profile` (`id`: string).
- * The OAS `required` lists of `fields` and `modules` are those of Zoho's answers (every property, ids and
+ * - `PUT /crm/v8/settings/profiles/{id}`: profiles.json `Update Profile` → `schemas/Body_Wrapper`
+ *   (`profiles`, required) → `schemas/Profile`, whose `permissions_details` is an array of
+ *   `schemas/Permission_Detail`: `id` string, `enabled` boolean (and `name`, `display_label`, `module`
+ *   strings, `customizable` boolean, `parent_permissions` strings, which Parley does not send).
+ * The OAS `required` lists of `fields`, `modules` and `Profile` are those of Zoho's answers (every property, ids and
  * times included), so requiredness is not checked; a property the derived schema does not name is refused,
  * which is stricter than the file.
  */
@@ -49,6 +53,22 @@ const OasModulesBody = Schema.Struct({
   })))
 })
 
+const OasProfilesBody = Schema.Struct({
+  profiles: Schema.Array(Schema.Struct({
+    id: Schema.optional(Schema.NullOr(Schema.String)),
+    name: Schema.optional(Schema.NullOr(Schema.String)),
+    permissions_details: Schema.optional(Schema.Array(Schema.Struct({
+      id: Schema.optional(Schema.String),
+      enabled: Schema.optional(Schema.Boolean),
+      name: Schema.optional(Schema.String),
+      display_label: Schema.optional(Schema.String),
+      customizable: Schema.optional(Schema.Boolean),
+      parent_permissions: Schema.optional(Schema.Array(Schema.String)),
+      module: Schema.optional(Schema.String)
+    })))
+  }))
+})
+
 /** "valid", or why not in the schema's words. */
 const check = <A, I>(schema: Schema.Schema<A, I>, body: string): string =>
   Either.match(Schema.decodeUnknownEither(schema)(JSON.parse(body), strict), {
@@ -80,14 +100,23 @@ describe("crm setup's request bodies against zoho/crm-oas v8", () => {
     const setup = await server.admin(["crm", "setup", demo.orgId, "--json"])
     expect(setup.code, setup.stderr).toBe(0)
 
-    // The module and field creations; the profile grants (PUT /settings/profiles/{id}, /settings/modules/{api})
-    // that `crm setup` makes afterwards are not checked here yet.
-    const writes = zoho.requests.filter((r) =>
-      r.method === "POST" && (r.path === "/crm/v8/settings/modules" || r.path === "/crm/v8/settings/fields"))
+    // The module and field creations, and the profile grants that follow them (a first set-up creates its
+    // modules with their profiles, so it changes no existing module: PUT /settings/modules/{api} is not sent).
+    const writes = zoho.requests.filter((r) => r.method !== "GET" && r.path.startsWith("/crm/v8/settings/"))
     expect(writes.map((r) => r.path)).toEqual(expect.arrayContaining(["/crm/v8/settings/modules", "/crm/v8/settings/fields"]))
+    expect(writes.some((r) => r.method === "PUT" && r.path.startsWith("/crm/v8/settings/profiles/"))).toBe(true)
+    const checkerOf = (method: string, path: string): ((body: string) => string) | undefined =>
+      method === "POST" && path === "/crm/v8/settings/modules"
+        ? (body) => check(OasModulesBody, body)
+        : method === "POST" && path === "/crm/v8/settings/fields"
+        ? (body) => check(OasFieldsBody, body)
+        : method === "PUT" && /^\/crm\/v8\/settings\/profiles\/\d+$/.test(path)
+        ? (body) => check(OasProfilesBody, body)
+        : undefined
     for (const write of writes) {
-      const checked = write.path === "/crm/v8/settings/modules" ? check(OasModulesBody, write.body) : check(OasFieldsBody, write.body)
-      expect(checked, `${write.method} ${write.path}`).toBe("valid")
+      const checker = checkerOf(write.method, write.path)
+      expect(checker, `${write.method} ${write.path}: a request crm setup makes that this test has no OAS schema for`).toBeDefined()
+      if (checker !== undefined) expect(checker(write.body), `${write.method} ${write.path}`).toBe("valid")
     }
     // The unique key field went out, and with the OAS's type.
     const unique = writes.flatMap((w) => (JSON.parse(w.body) as { fields?: Array<{ unique?: unknown }> }).fields ?? []).filter((f) => f.unique !== undefined)
