@@ -68,7 +68,8 @@ describe.skipIf(plan.kind !== "ready")("console opt-outs in Chromium", { timeout
     const [name, value] = session.cookie.split("=")
     browser = await chromium.launch({ executablePath: plan.kind === "ready" ? plan.path : "", headless: true, args: CHROMIUM_ARGS })
     const context = await browser.newContext({ baseURL: server.baseUrl })
-    await context.addCookies([{ name: name ?? "", value: value ?? "", url: `${server.baseUrl}/admin` }])
+    // The session cookie is `__Host-` prefixed: Secure, Path=/, no Domain (Chromium keeps it on loopback http).
+    await context.addCookies([{ name: name ?? "", value: value ?? "", domain: "127.0.0.1", path: "/", secure: true, httpOnly: true, sameSite: "Lax" }])
     page = await context.newPage()
     page.setDefaultTimeout(90_000)
   }, 180_000)

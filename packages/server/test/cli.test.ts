@@ -205,9 +205,10 @@ describe("parley admin CLI", () => {
     liveKey = live
     expect(live.key).toMatch(/^parley_live_/)
     expect(live).toMatchObject({ orgId: org.id, name: "backend", mode: "live", numbers: [], bots: [], expiresAt: null })
-    // `all` is every scope there is, the webhook scopes (issue 13) included.
+    // `all` is every scope there is, the webhook (issue 13) and opt-out (issue 32) scopes included.
     expect([...live.scopes].sort()).toEqual([
-      "calls:read", "calls:write", "messages:read", "messages:write", "resources:read", "webhooks:read", "webhooks:write"
+      "calls:read", "calls:write", "messages:read", "messages:write", "optouts:read", "optouts:write", "resources:read",
+      "webhooks:read", "webhooks:write"
     ])
     expect(restricted).toMatchObject({
       mode: "test",

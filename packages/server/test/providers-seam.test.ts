@@ -143,7 +143,8 @@ describe("providers, one per kind", () => {
       csrf: session.csrf,
       kind: "retell",
       retellApiKey: "",
-      retellApiBase: retell.url
+      // The console takes only the provider's own hosts as a base (a local fake's is the operator's setting).
+      retellApiBase: "https://api.retellai.com"
     })
     expect(refused.status).toBe(400)
     expect(await refused.text()).toContain("Is required for Retell.")
@@ -153,7 +154,7 @@ describe("providers, one per kind", () => {
       csrf: session.csrf,
       kind: "retell",
       retellApiKey: retell.apiKey,
-      retellApiBase: retell.url
+      retellApiBase: "https://api.retellai.com"
     })
     expect(saved.status).toBe(303)
     const location = saved.headers.get("location") ?? ""

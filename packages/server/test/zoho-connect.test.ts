@@ -112,7 +112,7 @@ describe("Connecting Zoho CRM: scopes, domains, client and identity", () => {
   }, HEAVY)
 
   it("the current user is re-read at least every 10 minutes, not only at refresh", async () => {
-    zoho.addUser({ id: "5725767000000412002", zuid: "800000002", full_name: "Bob Other", email: "bob@acme.test", profile: { name: "Standard", id: "5725767000000026014" } })
+    zoho.addUser({ id: "5725767000000412002", zuid: "800000002", full_name: "Bob Other", email: "bob@acme.test", profile: { name: "Administrator", id: "5725767000000026011" } })
     zoho.switchTokensTo("800000002")
     const refreshes = zoho.refreshes
     // Within ten minutes of the last read, the (still valid) token is used as it is.

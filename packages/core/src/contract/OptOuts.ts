@@ -16,7 +16,7 @@ export const ALL_OPT_OUT_CHANNELS: ReadonlyArray<OptOutChannel> = OptOutChannel.
 export const OptOutSource = Schema.Literal("keyword", "carrier", "api", "console", "crm", "cli").annotations({
   identifier: "OptOutSource",
   description:
-    "What recorded it: the recipient's own keyword (STOP…), the carrier's refusal (Twilio 21610), an API key, " +
+    "What recorded it: the recipient's own keyword (STOP…), the carrier's refusal (the recipient unsubscribed there), an API key, " +
     "an administrator in the console or the CLI, or the CRM record's opt-out field."
 })
 export type OptOutSource = typeof OptOutSource.Type

@@ -100,7 +100,7 @@ export interface ConsentService {
     by: ChangedBy
   ) => Effect.Effect<OptOutEntry, OptInRefusal | StorageError>
   /**
-   * A carrier refused a send because the recipient unsubscribed there (Twilio 21610): the number is opted out
+   * A carrier refused a send because the recipient unsubscribed there (a provider's `unsubscribed` refusal): the number is opted out
    * of the action's channel (added to what it had), source `carrier`, caused by the action.
    */
   readonly fromCarrier: (

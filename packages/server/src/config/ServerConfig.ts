@@ -18,7 +18,7 @@
  *   networks event deliveries may reach (loopback, 10.0.0.0/8…); public
  *   addresses are always allowed, link-local and metadata addresses never
  * - PARLEY_PROVIDER_ALLOWED_NETWORKS (unset): the same, for the connections to
- *   providers' APIs (Twilio, its Content API, Vapi, Retell: a local fake, a
+ *   providers' APIs (every provider's API and content bases: a local fake, a
  *   proxy on a private network); decided on the address each connection reaches
  * - PARLEY_TRUSTED_PROXIES (unset): comma-separated CIDRs of reverse proxies
  *   whose X-Forwarded-For / Forwarded headers name the client (for the

@@ -38,7 +38,7 @@ export const optionalUrl = (
  */
 export type SettingsAuthor = "operator" | "organisation"
 
-/** The provider's own domain: the last two labels of its public API's host (`twilio.com`, `vapi.ai`). */
+/** The provider's own domain: the last two labels of its public API's host (the registry's providers' own domains). */
 const ownDomain = (provider: Provider): string => new URL(provider.defaultApiBase).hostname.split(".").slice(-2).join(".")
 
 const onOwnHosts = (provider: Provider, url: string): boolean => {
@@ -53,7 +53,7 @@ const onOwnHosts = (provider: Provider, url: string): boolean => {
   }
 }
 
-/** The fields that name where a provider's API is (`apiBase`, Twilio's `contentApiBase`). */
+/** The fields that name where a provider's API is (`apiBase`, and a provider's other bases such as a content API's). */
 const isBaseField = (name: string) => name === "apiBase" || name.endsWith("ApiBase")
 
 /** Checks what was given for a provider; what to store when it is right. */

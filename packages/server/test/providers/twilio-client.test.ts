@@ -254,7 +254,6 @@ describe("sending", () => {
 
   it.each([
     ["an invalid To", { to: TwilioFake.magic.invalidTo }, 21211],
-    ["an unsubscribed recipient (STOP)", { to: TwilioFake.magic.unsubscribedTo }, 21610],
     ["a region not permitted", { to: TwilioFake.magic.regionNotPermittedTo }, 21408],
     ["a To that is not a mobile", { to: TwilioFake.magic.notMobileTo }, 21614],
     ["an invalid From", { from: TwilioFake.magic.invalidFrom }, 21212],
@@ -268,6 +267,11 @@ describe("sending", () => {
     expect(error).toMatchObject({ reason: "rejected", code, status: 400, retryAfterMs: null })
     expect(error.message.length).toBeGreaterThan(0)
     expect(fake.messages.length).toBe(created)
+  })
+
+  it("an unsubscribed recipient (STOP, 21610) is its own refusal: unsubscribed, so the dispatcher records the opt-out", async () => {
+    const error = await failure({ to: TwilioFake.magic.unsubscribedTo })
+    expect(error).toMatchObject({ reason: "unsubscribed", code: 21610, status: 400, retryAfterMs: null })
   })
 
   it("a sender whose queue is full (21611) is rate limited, not rejected", async () => {
@@ -440,7 +444,7 @@ describe("WhatsApp", () => {
 
   it("a synchronous 63016 would be a rejection; 20003 auth; 20429 rate limit; 5xx unavailable", () => {
     expect(classifyTwilioError(400, 63016)).toBe("rejected")
-    expect(classifyTwilioError(400, 21610)).toBe("rejected")
+    expect(classifyTwilioError(400, 21610)).toBe("unsubscribed")
     expect(classifyTwilioError(401, 20003)).toBe("auth_failed")
     expect(classifyTwilioError(400, 20429)).toBe("rate_limited")
     expect(classifyTwilioError(503, null)).toBe("unavailable")
