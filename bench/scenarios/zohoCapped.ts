@@ -49,7 +49,14 @@ export const zohoCappedScenario = async (h: ZohoCappedHarness): Promise<void> =>
     await parleyCliJson(["crm", "setup", demo.orgId], dir, cliEnv)
     const from = demo.numbers[0]
     if (from === undefined) throw new Error("the demo org has no number")
-    const leadId = zoho.addRecord("Leads", { First_Name: "Ada", Last_Name: "Lovelace", Full_Name: "Ada Lovelace", Phone: "+14155550123" })
+    // Every Zoho record has an Owner (here the connected user), which the read of the linked record brings along.
+    const leadId = zoho.addRecord("Leads", {
+      First_Name: "Ada",
+      Last_Name: "Lovelace",
+      Full_Name: "Ada Lovelace",
+      Phone: "+14155550123",
+      Owner: { name: "Ada Admin", id: "5725767000000412001" }
+    })
     zoho.addRecord("Parley_Templates", { Name: "welcome", Body: "Hi ${Leads.First Name}, welcome!", Record_Type: "Leads" })
     zoho.concurrencyCap = ZOHO_CAP
     zoho.latencyMs = ZOHO_CAPPED_LATENCY_MS

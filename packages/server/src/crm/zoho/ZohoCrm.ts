@@ -100,8 +100,11 @@ export const layer: Layer.Layer<
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
     const isZoho = (orgId: string) => settings.cachedValue(`zoho-connected\u0000${orgId}`, connections.exists(orgId))
 
+    // Concurrent misses of one organisation's templates read them from Zoho once (SingleFlight): 50 sends
+    // arriving together on a cold cache would otherwise read every template page 50 times.
+    const templatesFlight = makeSingleFlight()
     const listTemplates = (orgId: string, maxAgeMs = TEMPLATE_CACHE_MS) =>
-      Effect.gen(function*() {
+      templatesFlight(orgId, Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const hit = templates.get(orgId)
         if (hit !== undefined && now - hit.at < maxAgeMs) return hit.value
@@ -132,7 +135,7 @@ export const layer: Layer.Layer<
         const sorted = [...rows].sort(Crm.byTemplateName)
         templates.set(orgId, { at: now, value: sorted })
         return sorted
-      })
+      }))
 
     // Concurrent misses of one module's field map read it from Zoho once (SingleFlight).
     const fieldMapFlight = makeSingleFlight()
