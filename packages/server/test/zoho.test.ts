@@ -386,6 +386,21 @@ describe("Zoho CRM", () => {
     expect((await send(demo.keys.live, { body: "back" })).status).toBe(202)
   }, HEAVY)
 
+  it("a refresh refused after the administrator reconnected does not undo the reconnect", async () => {
+    // Seen in CI: a background write-back's refresh with the revoked token came back after the reconnect and
+    // marked the new connection OAUTH_REQUIRED, so the next send answered 403.
+    zoho.revokeAll()
+    const held = zoho.holdNextRefresh()
+    const inFlight = send(demo.keys.live, { body: "refreshing while reconnecting" })
+    await held.arrived
+    expect((await connect()).status).toBe(200)
+    held.release()
+    expect((await inFlight).status).toBe(202)
+    expect((await send(demo.keys.live, { body: "after the reconnect" })).status).toBe(202)
+    const view = JSON.parse((await admin(["crm", "status", demo.orgId, "--json"])).stdout) as { lastError: unknown }
+    expect(view.lastError).toBeNull()
+  }, HEAVY)
+
   it("a revoked refresh token → OAUTH_REQUIRED; disconnect revokes at Zoho", async () => {
     zoho.revokeAll()
     const refused = await send(demo.keys.live, { body: "revoked" })

@@ -74,7 +74,11 @@ export interface ZohoConnectionsService {
   readonly get: (orgId: string) => Effect.Effect<Option.Option<ZohoConnection>, StorageError | SecretBox.SecretKeyError>
   readonly exists: (orgId: string) => Effect.Effect<boolean, StorageError>
   readonly save: (connection: NewZohoConnection) => Effect.Effect<void, StorageError>
-  readonly saveAccessToken: (orgId: string, token: string, expiresAt: number) => Effect.Effect<void, StorageError>
+  /**
+   * Stores a refreshed access token on the connection made at `connectedAt`; a connection made since (a reconnect
+   * while the refresh was on its way) keeps its own token. False when it was not stored.
+   */
+  readonly saveAccessToken: (orgId: string, connectedAt: string, token: string, expiresAt: number) => Effect.Effect<boolean, StorageError>
   /** The last error, in words an administrator acts on, with its code when it has one (null message: none). */
   readonly recordError: (orgId: string, message: string | null, at: string, code?: string) => Effect.Effect<void, StorageError>
   /** The current user behind the token was read at `at` and is still the connected one. */
@@ -179,10 +183,13 @@ export const layer: Layer.Layer<ZohoConnections, never, SqlClient.SqlClient | Se
           access_expires_at = excluded.access_expires_at, refresh_lease_until = 0, modules = excluded.modules,
           connected_at = excluded.connected_at, last_error = NULL, last_error_at = NULL, last_error_code = NULL,
           identity_checked_at = excluded.identity_checked_at`),
-      saveAccessToken: (orgId, token, expiresAt) =>
-        storage("zoho.saveAccessToken")(sql`UPDATE zoho_connections SET access_token = ${box.seal(token)},
-          access_expires_at = ${expiresAt}, last_error = NULL, last_error_at = NULL, last_error_code = NULL
-          WHERE org_id = ${orgId}`),
+      saveAccessToken: (orgId, connectedAt, token, expiresAt) =>
+        storage("zoho.saveAccessToken")(Effect.map(
+          sql<{ readonly org_id: string }>`UPDATE zoho_connections SET access_token = ${box.seal(token)},
+            access_expires_at = ${expiresAt}, last_error = NULL, last_error_at = NULL, last_error_code = NULL
+            WHERE org_id = ${orgId} AND connected_at = ${connectedAt} RETURNING org_id`,
+          (rows) => rows.length === 1
+        )),
       recordError: (orgId, message, at, code) =>
         storage("zoho.recordError")(sql`UPDATE zoho_connections SET last_error = ${message},
           last_error_at = ${message === null ? null : at}, last_error_code = ${message === null ? null : code ?? null}

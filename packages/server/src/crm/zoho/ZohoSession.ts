@@ -81,6 +81,19 @@ export const make = (crm: Crm.CrmService) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.ignore(connections.recordError(orgId, message, new Date(now).toISOString(), code)))
 
+    /**
+     * The connection was replaced (a reconnect) after `connection` was read: what the old tokens met is no longer
+     * the organisation's state, and must not mark the new connection as lapsed.
+     */
+    const superseded = (connection: ZohoConnection) =>
+      Effect.map(
+        Effect.orElseSucceed(connections.get(connection.orgId), () => Option.none<ZohoConnection>()),
+        (current) => Option.isSome(current) && current.value.connectedAt !== connection.connectedAt
+      )
+
+    /** What a refresh answers when the connection was replaced while it was on its way (the caller reads again). */
+    const Superseded = Symbol("superseded")
+
     const lapse = (orgId: string, state: "disconnected" | "identity_changed", message: string) =>
       Effect.gen(function*() {
         yield* recordError(orgId, state === "disconnected" ? "OAUTH_REQUIRED" : "IDENTITY_CHANGED", message)
@@ -102,7 +115,7 @@ export const make = (crm: Crm.CrmService) =>
       Effect.gen(function*() {
         const me = yield* crmRequest(connection.apiDomain, accessToken, "GET", "/users?type=CurrentUser")
         const zuid = text(listOf(me, "users")[0] ?? {}, "zuid")
-        if (zuid !== undefined && zuid !== connection.zuid) {
+        if (zuid !== undefined && zuid !== connection.zuid && !(yield* superseded(connection))) {
           return yield* lapse(connection.orgId, "identity_changed", "The Zoho token now belongs to another user; reconnect.")
         }
         yield* Effect.ignore(connections.markIdentityChecked(connection.orgId, yield* Clock.currentTimeMillis))
@@ -134,11 +147,19 @@ export const make = (crm: Crm.CrmService) =>
                 ),
                 Effect.fail(new Crm.CrmError({ operation: "zoho.refresh", cause: refused.error, reason: "unavailable" }))
               )
-              : lapse(connection.orgId, "disconnected", `Zoho refused the refresh token (${refused.error}); reconnect.`))
+              : Effect.flatMap(superseded(connection), (replaced) =>
+                replaced
+                  ? Effect.succeed(Superseded)
+                  : lapse(connection.orgId, "disconnected", `Zoho refused the refresh token (${refused.error}); reconnect.`)))
         )
+        if (answer === Superseded) return Superseded
         const now = yield* Clock.currentTimeMillis
         const expiresAt = now + answer.expiresInSeconds * 1000
-        yield* Effect.mapError(connections.saveAccessToken(connection.orgId, answer.accessToken, expiresAt), storageFailure("zoho.saveAccessToken"))
+        const stored = yield* Effect.mapError(
+          connections.saveAccessToken(connection.orgId, connection.connectedAt, answer.accessToken, expiresAt),
+          storageFailure("zoho.saveAccessToken")
+        )
+        if (!stored) return Superseded
         yield* Effect.catchTag(
           checkIdentity(connection, answer.accessToken),
           "ZohoInvalidToken",
@@ -164,6 +185,8 @@ export const make = (crm: Crm.CrmService) =>
             const leased = yield* Effect.mapError(connections.takeRefreshLease(orgId, now, now + LEASE_MS), storageFailure("zoho.lease"))
             if (leased) {
               const refreshed = yield* Effect.ensuring(refresh(connection), Effect.ignore(connections.releaseRefreshLease(orgId)))
+              // Reconnected while this refresh was on its way: the new connection's token is read on the next turn.
+              if (refreshed === Superseded) continue
               return { token: refreshed, connection }
             }
             // Another process is refreshing: its token appears in the row shortly.

@@ -228,6 +228,7 @@ export class ZohoFake {
   private tokenLifetimeMs = 3_600_000
   private currentSecret: string | undefined
   private hold: { readonly markWritten: () => void; readonly released: Promise<void> } | undefined
+  private refreshHold: { readonly markArrived: () => void; readonly released: Promise<void> } | undefined
 
   private constructor(options: { readonly clientId?: string; readonly clientSecret?: string }) {
     this.clientId = options.clientId ?? `1000.${randomBytes(12).toString("hex").toUpperCase()}`
@@ -382,6 +383,19 @@ export class ZohoFake {
     return { written, release }
   }
 
+  /**
+   * The next refresh-token grant arrives, then waits until `release()` before Zoho looks at the token: the test
+   * can reconnect in between, as an administrator would while a background refresh is still on its way.
+   */
+  holdNextRefresh(): { readonly arrived: Promise<void>; readonly release: () => void } {
+    let markArrived = () => {}
+    let release = () => {}
+    const arrived = new Promise<void>((resolve) => (markArrived = resolve))
+    const released = new Promise<void>((resolve) => (release = resolve))
+    this.refreshHold = { markArrived, released }
+    return { arrived, release }
+  }
+
   clearFaults(): void {
     this.faults.length = 0
   }
@@ -457,7 +471,7 @@ export class ZohoFake {
 
   // --- accounts server -------------------------------------------------------------------------------
 
-  private accounts(request: IncomingMessage, url: URL, body: string, response: ServerResponse): void {
+  private async accounts(request: IncomingMessage, url: URL, body: string, response: ServerResponse): Promise<void> {
     const form = new URLSearchParams(body)
     const param = (name: string) => form.get(name) ?? url.searchParams.get(name)
     if (url.pathname === "/oauth/v2/auth" && request.method === "GET") {
@@ -496,6 +510,12 @@ export class ZohoFake {
         return sendJson(response, 200, { ...this.issueAccess(granted), refresh_token: refresh })
       }
       if (grant === "refresh_token") {
+        const held = this.refreshHold
+        if (held !== undefined) {
+          this.refreshHold = undefined
+          held.markArrived()
+          await held.released
+        }
         this.refreshes++
         const found = this.refreshTokens.get(param("refresh_token") ?? "")
         if (found === undefined || found.revoked) return sendJson(response, 200, { error: "invalid_code" })
