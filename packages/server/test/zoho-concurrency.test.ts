@@ -8,27 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ZohoFake } from "./support/fakes/ZohoFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
+import { connectAndSetUp, HEAVY, startZohoSuite, zohoEnv, type ZohoSuite } from "./support/zohoSuite.js"
 
-const HEAVY = 180_000
 const SENDS = 20
 
-const envOf = (zoho: ZohoFake) => ({
-  PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-  PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-  PARLEY_ZOHO_ACCOUNTS_URL: zoho.url,
-  PARLEY_ZOHO_CONCURRENCY: "5",
-  PARLEY_SIM_STEP_MS: "50",
-  PARLEY_RATE_LIMIT_PER_MINUTE: "10000"
-})
-
-const prepare = async (server: TestServer, demo: DemoSummary) => {
-  const started = await server.adminJson<{ url: string }>(["crm", "connect", demo.orgId, "--provider", "zoho"])
-  const consent = await fetch(started.url, { redirect: "manual" })
-  const callback = await fetch(consent.headers.get("location") ?? "")
-  expect(callback.status, await callback.text()).toBe(200)
-  const setup = await server.admin(["crm", "setup", demo.orgId])
-  expect(setup.code, setup.stderr).toBe(0)
-}
+const ENV = { PARLEY_ZOHO_CONCURRENCY: "5", PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "10000" }
 
 const sendAll = (servers: ReadonlyArray<TestServer>, demo: DemoSummary, tag: string) =>
   Promise.all(Array.from({ length: SENDS }, (_, i) => {
@@ -43,20 +27,18 @@ const sendAll = (servers: ReadonlyArray<TestServer>, demo: DemoSummary, tag: str
   }))
 
 describe("Zoho's concurrency cap", () => {
+  let suite: ZohoSuite
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
 
   beforeAll(async () => {
-    zoho = await ZohoFake.start()
-    server = await TestServer.start({ env: envOf(zoho) })
-    demo = await server.demo()
-    await prepare(server, demo)
+    suite = await startZohoSuite({ env: ENV })
+    ;({ zoho, server, demo } = suite)
   }, HEAVY)
 
   afterAll(async () => {
-    await server?.dispose()
-    await zoho?.stop()
+    await suite?.dispose()
   })
 
   it(`${SENDS} concurrent sends against a cap of 5 and 200 ms answers: every one accepted, Zoho's cap never hit`, async () => {
@@ -84,11 +66,11 @@ describe.skipIf(testStore !== "postgres")("Zoho's concurrency cap across two rep
   beforeAll(async () => {
     zoho = await ZohoFake.start()
     db = await createTestDatabase("postgres")
-    const first = await TestServer.start({ env: envOf(zoho), database: db })
-    const second = await TestServer.start({ env: envOf(zoho), database: db })
+    const first = await TestServer.start({ env: zohoEnv(zoho, ENV), database: db })
+    const second = await TestServer.start({ env: zohoEnv(zoho, ENV), database: db })
     replicas = [first, second]
     demo = await first.demo()
-    await prepare(first, demo)
+    await connectAndSetUp(first, demo.orgId)
   }, HEAVY)
 
   afterAll(async () => {

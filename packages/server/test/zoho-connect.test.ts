@@ -7,13 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { consoleGet, type ConsoleSession, signIn } from "./support/console.js"
-import { ZohoFake } from "./support/fakes/ZohoFake.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import type { ZohoFake } from "./support/fakes/ZohoFake.js"
+import type { DemoSummary, TestServer } from "./support/server.js"
+import { adminOk, connectZoho, HEAVY, idempotencyKey, sendText, startZohoSuite, type ZohoSuite } from "./support/zohoSuite.js"
 
-const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
 const PASSWORD = "correct horse battery staple"
-let counter = 0
 
 interface StatusView {
   readonly provider: string
@@ -22,55 +20,32 @@ interface StatusView {
 }
 
 describe("Connecting Zoho CRM: scopes, domains, client and identity", () => {
+  let suite: ZohoSuite
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
   let session: ConsoleSession
 
-  const admin = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
+  const admin = (args: ReadonlyArray<string>) => adminOk(server, args)
   const status = async () => JSON.parse((await admin(["crm", "status", demo.orgId, "--json"])).stdout) as StatusView
-  const connect = async () => {
-    const started = JSON.parse((await admin(["crm", "connect", demo.orgId, "--provider", "zoho", "--json"])).stdout) as { url: string }
-    const consent = await fetch(started.url, { redirect: "manual" })
-    const location = consent.headers.get("location")
-    if (location === null) throw new Error(`no redirect from the fake: ${consent.status}`)
-    const callback = await fetch(location)
-    return { status: callback.status, html: await callback.text() }
-  }
+  const connect = () => connectZoho(server, demo.orgId)
   const send = async (body: string) => {
-    const response = await server.fetch("/api/v1/messages", {
-      key: demo.keys.live,
-      method: "POST",
-      headers: { "idempotency-key": `zoho-connect-${Date.now()}-${++counter}` },
-      body: JSON.stringify({ to: "+14155550123", fromNumberSid: PN1, body })
-    })
+    const response = await sendText(server, demo.keys.live, { body }, idempotencyKey("zoho-connect"))
     const text = await response.text()
     return { status: response.status, code: response.status >= 400 ? (JSON.parse(text) as { error: { code: string } }).error.code : undefined, text }
   }
   const crmPage = async () => (await consoleGet(server.baseUrl, session, "/admin/crm")).text()
 
   beforeAll(async () => {
-    zoho = await ZohoFake.start()
-    server = await TestServer.start({
-      env: {
-        PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-        PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-        PARLEY_ZOHO_ACCOUNTS_URL: zoho.url
-      }
-    })
-    demo = await server.demo()
+    suite = await startZohoSuite({ connect: false })
+    ;({ zoho, server, demo } = suite)
     const created = await server.cli(["admins", "create", demo.orgId, "--email", "zoho@a.example", "--password-stdin"], { input: `${PASSWORD}\n` })
     expect(created.code, created.stderr).toBe(0)
     session = await signIn(server.baseUrl, "zoho@a.example", PASSWORD)
   }, HEAVY)
 
   afterAll(async () => {
-    await server?.dispose()
-    await zoho?.stop()
+    await suite?.dispose()
   })
 
   it("a grant missing a scope Parley needs is refused with a page naming it, and revoked at Zoho", async () => {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
 import { ZohoFake } from "./support/fakes/ZohoFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { zohoEnv } from "./support/zohoSuite.js"
 
 const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
 const plan = onSqlite ? findChromium() : { kind: "missing" as const, reason: "the browser scenario runs on the SQLite pass" }
@@ -29,13 +30,7 @@ describe.skipIf(plan.kind !== "ready")("Connect Zoho CRM in Chromium", { timeout
 
   beforeAll(async () => {
     zoho = await ZohoFake.start()
-    server = await TestServer.start({
-      env: {
-        PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-        PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-        PARLEY_ZOHO_ACCOUNTS_URL: zoho.url
-      }
-    })
+    server = await TestServer.start({ env: zohoEnv(zoho) })
     demo = await server.demo()
     const created = await server.cli(["admins", "create", demo.orgId, "--email", "zoho@demo.example", "--password-stdin"], {
       input: `${PASSWORD}\n`

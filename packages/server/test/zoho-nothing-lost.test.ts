@@ -13,33 +13,25 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CUT_MARKER } from "../src/crm/zoho/ZohoFieldLengths.js"
 import { CallbackReceiver } from "./support/fakes/CallbackReceiver.js"
-import { ZohoFake, type ZohoFakeField } from "./support/fakes/ZohoFake.js"
+import type { ZohoFake, ZohoFakeField } from "./support/fakes/ZohoFake.js"
 import { until } from "./support/poll.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import type { DemoSummary, TestServer } from "./support/server.js"
+import { connectZoho, HEAVY, idempotencyKey, sendText, startZohoSuite, type ZohoSuite } from "./support/zohoSuite.js"
 
-const HEAVY = 180_000
-let counter = 0
-const idem = () => `lost-${Date.now()}-${++counter}`
+const idem = () => idempotencyKey("lost")
 
 describe("Zoho: nothing lost", () => {
+  let suite: ZohoSuite
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
   let leadId: string
 
   const connect = async () => {
-    const started = await server.adminJson<{ url: string }>(["crm", "connect", demo.orgId, "--provider", "zoho"])
-    const consent = await fetch(started.url, { redirect: "manual" })
-    const callback = await fetch(consent.headers.get("location") ?? "")
-    expect(callback.status, await callback.text()).toBe(200)
+    const callback = await connectZoho(server, demo.orgId)
+    expect(callback.status, callback.html).toBe(200)
   }
-  const send = (body: Record<string, unknown>, idempotencyKey = idem()) =>
-    server.fetch("/api/v1/messages", {
-      key: demo.keys.live,
-      method: "POST",
-      headers: { "idempotency-key": idempotencyKey },
-      body: JSON.stringify({ to: "+14155550123", fromNumberSid: demo.numbers[0]?.sid, ...body })
-    })
+  const send = (body: Record<string, unknown>, idempotency = idem()) => sendText(server, demo.keys.live, body, idempotency)
   const errorOf = async (response: Response) => ((await response.json()) as { error: { code: string; message: string } }).error
   const messages = () => [...(zoho.records.get("Parley_Messages")?.values() ?? [])]
   const messageFields = (): Array<ZohoFakeField> => {
@@ -65,25 +57,17 @@ describe("Zoho: nothing lost", () => {
     )
 
   beforeAll(async () => {
-    zoho = await ZohoFake.start()
-    server = await TestServer.start({
-      env: {
-        PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-        PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-        PARLEY_ZOHO_ACCOUNTS_URL: zoho.url,
-        PARLEY_SIM_STEP_MS: "50",
-        PARLEY_RATE_LIMIT_PER_MINUTE: "10000",
-        PARLEY_INBOUND_UNSIGNED: "accept"
-      }
+    suite = await startZohoSuite({
+      connect: false,
+      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "10000", PARLEY_INBOUND_UNSIGNED: "accept" }
     })
-    demo = await server.demo()
+    ;({ zoho, server, demo } = suite)
     leadId = zoho.addRecord("Leads", { First_Name: "Ada", Last_Name: "Lovelace", Full_Name: "Ada Lovelace", Phone: "+14155550123" })
     await connect()
   }, HEAVY)
 
   afterAll(async () => {
-    await server?.dispose()
-    await zoho?.stop()
+    await suite?.dispose()
   })
 
   it("before `crm setup`: a send is 503 SETUP_REQUIRED (Zoho's INVALID_MODULE), not 502 retry shortly", async () => {

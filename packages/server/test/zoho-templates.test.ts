@@ -6,30 +6,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { templateUuid } from "../src/crm/zoho/ZohoSchema.js"
-import { ZohoFake } from "./support/fakes/ZohoFake.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
-
-const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
-let counter = 0
+import type { ZohoFake } from "./support/fakes/ZohoFake.js"
+import type { DemoSummary, TestServer } from "./support/server.js"
+import { HEAVY, idempotencyKey, sendText, startZohoSuite, type ZohoSuite } from "./support/zohoSuite.js"
 
 describe("Zoho CRM templates and merge fields", () => {
+  let suite: ZohoSuite
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
 
-  const admin = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
   const send = async (body: Record<string, unknown>) => {
-    const response = await server.fetch("/api/v1/messages", {
-      key: demo.keys.live,
-      method: "POST",
-      headers: { "idempotency-key": `zoho-templates-${Date.now()}-${++counter}` },
-      body: JSON.stringify({ to: "+14155550123", fromNumberSid: PN1, ...body })
-    })
+    const response = await sendText(server, demo.keys.live, body, idempotencyKey("zoho-templates"))
     const text = await response.text()
     return { status: response.status, json: JSON.parse(text) as { id?: string; body?: string; error?: { code: string; message: string } }, text }
   }
@@ -39,25 +27,12 @@ describe("Zoho CRM templates and merge fields", () => {
   }
 
   beforeAll(async () => {
-    zoho = await ZohoFake.start()
-    server = await TestServer.start({
-      env: {
-        PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-        PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-        PARLEY_ZOHO_ACCOUNTS_URL: zoho.url
-      }
-    })
-    demo = await server.demo()
-    const started = JSON.parse((await admin(["crm", "connect", demo.orgId, "--provider", "zoho", "--json"])).stdout) as { url: string }
-    const consent = await fetch(started.url, { redirect: "manual" })
-    const callback = await fetch(consent.headers.get("location") ?? "")
-    expect(callback.status).toBe(200)
-    await admin(["crm", "setup", demo.orgId])
+    suite = await startZohoSuite()
+    ;({ zoho, server, demo } = suite)
   }, HEAVY)
 
   afterAll(async () => {
-    await server?.dispose()
-    await zoho?.stop()
+    await suite?.dispose()
   })
 
   it("more than 200 templates: the first 200 as users read them (Step 2 before Step 10), and any can be sent", async () => {

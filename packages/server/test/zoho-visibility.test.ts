@@ -6,16 +6,17 @@
  * Contacts sees nothing. Where Zoho refuses the changes, `crm setup` says exactly what to set, where.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ZohoFake } from "./support/fakes/ZohoFake.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import type { ZohoFake } from "./support/fakes/ZohoFake.js"
+import type { DemoSummary, TestServer } from "./support/server.js"
+import { connectZoho, HEAVY, startZohoSuite, type ZohoSuite } from "./support/zohoSuite.js"
 
-const HEAVY = 180_000
 const STANDARD = "5725767000000026014"
 const PORTAL = { id: "5725767000000026020", name: "Vendor Portal" }
 const REP = { id: "5725767000000412002", zuid: "800000002", full_name: "Rita Rep", email: "rita@acme.test", profile: { name: "Standard", id: STANDARD } }
 const VENDOR = { id: "5725767000000412003", zuid: "800000003", full_name: "Victor Vendor", email: "victor@acme.test", profile: { name: PORTAL.name, id: PORTAL.id } }
 
 describe("Zoho: who sees Parley's modules", () => {
+  let suite: ZohoSuite
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
@@ -27,28 +28,22 @@ describe("Zoho: who sees Parley's modules", () => {
       headers: { authorization: `Zoho-oauthtoken ${zoho.tokenFor(zuid)}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     })
-  const connect = async () => {
-    const started = JSON.parse((await server.admin(["crm", "connect", demo.orgId, "--provider", "zoho", "--json"])).stdout) as { url: string }
-    const consent = await fetch(started.url, { redirect: "manual" })
-    const callback = await fetch(consent.headers.get("location") ?? "")
-    expect(callback.status).toBe(200)
-  }
-
   beforeAll(async () => {
-    zoho = await ZohoFake.start()
-    zoho.addUser(REP)
-    zoho.addUser(VENDOR)
-    zoho.addProfile(PORTAL, ["Vendors"])
-    server = await TestServer.start({
-      env: { PARLEY_ZOHO_CLIENT_ID: zoho.clientId, PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret, PARLEY_ZOHO_ACCOUNTS_URL: zoho.url }
+    suite = await startZohoSuite({
+      connect: false,
+      prepare: (fake) => {
+        fake.addUser(REP)
+        fake.addUser(VENDOR)
+        fake.addProfile(PORTAL, ["Vendors"])
+      }
     })
-    demo = await server.demo()
-    await connect()
+    ;({ zoho, server, demo } = suite)
+    const callback = await connectZoho(server, demo.orgId)
+    expect(callback.status, callback.html).toBe(200)
   }, HEAVY)
 
   afterAll(async () => {
-    await server?.dispose()
-    await zoho?.stop()
+    await suite?.dispose()
   })
 
   it("crm setup: every profile that reads Leads or Contacts sees both modules (read-only), administrators edit, the others see nothing", async () => {

@@ -9,11 +9,11 @@
 import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { consoleGet, consolePost, signIn } from "./support/console.js"
-import { ZohoFake, type ZohoFakeRequest } from "./support/fakes/ZohoFake.js"
+import type { ZohoFake, ZohoFakeRequest } from "./support/fakes/ZohoFake.js"
 import { until } from "./support/poll.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import type { DemoSummary, TestServer } from "./support/server.js"
+import { HEAVY, startZohoSuite, type ZohoSuite } from "./support/zohoSuite.js"
 
-const HEAVY = 180_000
 const PN1 = "PN00000000000000000000000000000001"
 const ADA = "5725767000000412001"
 const BOB = { id: "5725767000000412002", zuid: "800000002", full_name: "Bob Rep", email: "bob@acme.test", profile: { name: "Standard", id: "5725767000000026014" } }
@@ -81,6 +81,7 @@ const upserts = (requests: ReadonlyArray<ZohoFakeRequest>) =>
     .map((r) => JSON.parse(r.body) as { data: Array<Record<string, unknown>>; trigger?: unknown })
 
 describe("Zoho: record owners and workflow rules", () => {
+  let suite: ZohoSuite
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
@@ -109,31 +110,18 @@ describe("Zoho: record owners and workflow rules", () => {
     until(async () => record(id)?.["Status"] === "Delivered" ? true : undefined, { timeoutMs: 30_000, what: `${id} Delivered in Zoho` })
 
   beforeAll(async () => {
-    zoho = await ZohoFake.start()
-    zoho.addUser(BOB)
-    server = await TestServer.start({
-      env: {
-        PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-        PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-        PARLEY_ZOHO_ACCOUNTS_URL: zoho.url,
-        PARLEY_SIM_STEP_MS: "50",
-        PARLEY_INBOUND_UNSIGNED: "accept"
-      }
+    suite = await startZohoSuite({
+      prepare: (fake) => fake.addUser(BOB),
+      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_INBOUND_UNSIGNED: "accept" }
     })
-    demo = await server.demo()
-    const started = JSON.parse((await admin(["crm", "connect", demo.orgId, "--provider", "zoho", "--json"])).stdout) as { url: string }
-    const consent = await fetch(started.url, { redirect: "manual" })
-    const callback = await fetch(consent.headers.get("location") ?? "")
-    expect(callback.status).toBe(200)
-    await admin(["crm", "setup", demo.orgId])
+    ;({ zoho, server, demo } = suite)
     bobsLead = zoho.addRecord("Leads", {
       First_Name: "Ada", Last_Name: "Lovelace", Full_Name: "Ada Lovelace", Phone: "+14155550123", Owner: { name: BOB.full_name, id: BOB.id }
     })
   }, HEAVY)
 
   afterAll(async () => {
-    await server?.dispose()
-    await zoho?.stop()
+    await suite?.dispose()
   })
 
   it("a text linked to a Lead is owned by the Lead's owner; an unlinked one by the connected user; an inbound one by the matched Lead's owner", async () => {

@@ -5,41 +5,26 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BATCH, FLUSH_MS } from "../src/crm/zoho/ZohoWriteBack.js"
-import { ZohoFake } from "./support/fakes/ZohoFake.js"
+import type { ZohoFake } from "./support/fakes/ZohoFake.js"
 import { until } from "./support/poll.js"
-import { type DemoSummary, TestServer } from "./support/server.js"
+import type { DemoSummary, TestServer } from "./support/server.js"
+import { HEAVY, startZohoSuite, type ZohoSuite } from "./support/zohoSuite.js"
 
 const TEXTS = 40
-const HEAVY = 180_000
 
 describe("Zoho write-back batching", () => {
+  let suite: ZohoSuite
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
 
   beforeAll(async () => {
-    zoho = await ZohoFake.start()
-    server = await TestServer.start({
-      env: {
-        PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-        PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-        PARLEY_ZOHO_ACCOUNTS_URL: zoho.url,
-        PARLEY_SIM_STEP_MS: "50",
-        PARLEY_RATE_LIMIT_PER_MINUTE: "10000"
-      }
-    })
-    demo = await server.demo()
-    const started = await server.adminJson<{ url: string }>(["crm", "connect", demo.orgId, "--provider", "zoho"])
-    const consent = await fetch(started.url, { redirect: "manual" })
-    const callback = await fetch(consent.headers.get("location") ?? "")
-    expect(callback.status, await callback.text()).toBe(200)
-    const setup = await server.admin(["crm", "setup", demo.orgId])
-    expect(setup.code, setup.stderr).toBe(0)
+    suite = await startZohoSuite({ env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "10000" } })
+    ;({ zoho, server, demo } = suite)
   }, HEAVY)
 
   afterAll(async () => {
-    await server?.dispose()
-    await zoho?.stop()
+    await suite?.dispose()
   })
 
   const puts = () => zoho.requests.filter((r) => r.method === "PUT" && r.path === "/crm/v8/Parley_Messages").length

@@ -13,11 +13,9 @@ import { consoleGet, signIn } from "./support/console.js"
 import { ZohoFake } from "./support/fakes/ZohoFake.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { adminOk, connectZoho, HEAVY, idempotencyKey, PN1, sendText, zohoEnv } from "./support/zohoSuite.js"
 
-const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
-let counter = 0
-const idem = () => `zoho-${Date.now()}-${++counter}`
+const idem = () => idempotencyKey("zoho")
 
 describe("Zoho CRM", () => {
   let zoho: ZohoFake
@@ -30,27 +28,10 @@ describe("Zoho CRM", () => {
   let foreignPort = 0
   const foreignRequests: Array<string> = []
 
-  const admin = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
+  const admin = (args: ReadonlyArray<string>) => adminOk(server, args)
   /** Runs the consent flow: the consent URL, Zoho's redirect, and the callback's page. */
-  const connect = async (extra: ReadonlyArray<string> = []) => {
-    const started = JSON.parse((await admin(["crm", "connect", demo.orgId, "--provider", "zoho", ...extra, "--json"])).stdout) as { url: string }
-    const consent = await fetch(started.url, { redirect: "manual" })
-    const location = consent.headers.get("location")
-    if (location === null) throw new Error(`no redirect from the fake: ${consent.status}`)
-    const callback = await fetch(location)
-    return { status: callback.status, html: await callback.text(), location }
-  }
-  const send = (key: string, body: Record<string, unknown>, idempotencyKey = idem()) =>
-    server.fetch("/api/v1/messages", {
-      key,
-      method: "POST",
-      headers: { "idempotency-key": idempotencyKey },
-      body: JSON.stringify({ to: "+14155550123", fromNumberSid: PN1, ...body })
-    })
+  const connect = (extra: ReadonlyArray<string> = []) => connectZoho(server, demo.orgId, extra)
+  const send = (key: string, body: Record<string, unknown>, idempotency = idem()) => sendText(server, key, body, idempotency)
   const messages = () => [...(zoho.records.get("Parley_Messages")?.values() ?? [])]
 
   beforeAll(async () => {
@@ -63,16 +44,13 @@ describe("Zoho CRM", () => {
     const address = foreign.address()
     foreignPort = typeof address === "object" && address !== null ? address.port : 0
     server = await TestServer.start({
-      env: {
-        PARLEY_ZOHO_CLIENT_ID: zoho.clientId,
-        PARLEY_ZOHO_CLIENT_SECRET: zoho.clientSecret,
-        PARLEY_ZOHO_ACCOUNTS_URL: zoho.url,
+      env: zohoEnv(zoho, {
         PARLEY_SIM_STEP_MS: "50",
         // The refresh storm sends 50 at once; the per-key limit is not under test here.
         PARLEY_RATE_LIMIT_PER_MINUTE: "10000",
         // The inbound case posts to the simulated carrier's route, unsigned; signing is tested elsewhere.
         PARLEY_INBOUND_UNSIGNED: "accept"
-      }
+      })
     })
     demo = await server.demo()
     leadId = zoho.addRecord("Leads", { First_Name: "Ada", Last_Name: "Lovelace", Full_Name: "Ada Lovelace", Phone: "+14155550123" })
