@@ -194,6 +194,28 @@ describe("parley admin CLI", () => {
     expectFailure(unknownOrg, /Unknown organisation "org_nope"/)
   })
 
+  it("lists: an empty organisation's list says how to add the first; a filled one is a table; an unknown organisation fails", async () => {
+    const empty = await json<Organisation>(["orgs", "create", "--name", "Empty Co"])
+    const nouns = [
+      ["bots", "parley bots add"],
+      ["numbers", "parley numbers add"],
+      ["templates", "parley templates add"],
+      ["records", "parley records add"],
+      ["webhooks", "parley webhooks add"]
+    ] as const
+    const listed = await Promise.all(nouns.map(([noun]) => server.cli([noun, "list", "--org", empty.id])))
+    listed.forEach((result, i) => {
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stdout).toContain(empty.id)
+      expect(result.stdout).toContain(nouns[i]?.[1])
+    })
+    expect(await json<Items<unknown>>(["webhooks", "list", "--org", empty.id])).toEqual({ items: [] })
+    expectFailure(await server.cli(["records", "list", "--org", "org_nope"]), /Unknown organisation "org_nope"/)
+    const filled = await server.cli(["bots", "list", "--org", org.id])
+    expect(filled.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+STATUS\s+DIRECTION\s+DESCRIPTION$/)
+    expect(filled.stdout).toContain("bot_sales")
+  }, 180_000)
+
   it("keys create, list and revoke; a revoked key fails on the server's next request", async () => {
     const [live, restricted] = await Promise.all([
       json<CreatedKey>(["keys", "create", "--org", org.id, "--name", "backend", "--scopes", "all", "--mode", "live"]),

@@ -3,7 +3,8 @@ import { Command, Options } from "@effect/cli"
 import { Crypto, Organisations } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import { fail, nonEmpty, orNone, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { listCommand } from "../ListCommand.js"
+import { json, print } from "../Output.js"
 
 const view = (b: Organisations.BotRow) => ({
   id: b.id,
@@ -57,23 +58,14 @@ const add = Command.make(
     })
 ).pipe(Command.withDescription("Add (or update, by --id) an AI-call bot"))
 
-const list = Command.make(
-  "list",
-  { json, org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")) },
-  (input) =>
-    Effect.gen(function*() {
-      yield* requireOrg(input.org)
-      const organisations = yield* Organisations.Organisations
-      const rows = yield* organisations.listBots(input.org)
-      yield* print(input.json, { items: rows.map(view) }, () =>
-        rows.length === 0
-          ? `No bots for ${input.org}: add one with \`parley bots add --org ${input.org} --name NAME\`.`
-          : table([
-            ["ID", "NAME", "STATUS", "DIRECTION", "DESCRIPTION"],
-            ...rows.map((b) => [b.id, b.name, b.active ? "active" : "inactive", b.direction, orNone(b.description)])
-          ]))
-    })
-).pipe(Command.withDescription("List an organisation's bots"))
+const list = listCommand({
+  description: "List an organisation's bots",
+  load: (orgId) => Effect.flatMap(Organisations.Organisations, (organisations) => organisations.listBots(orgId)),
+  view,
+  empty: (orgId) => `No bots for ${orgId}: add one with \`parley bots add --org ${orgId} --name NAME\`.`,
+  columns: ["ID", "NAME", "STATUS", "DIRECTION", "DESCRIPTION"],
+  cells: (b) => [b.id, b.name, b.active ? "active" : "inactive", b.direction, orNone(b.description)]
+})
 
 export const bots = Command.make("bots").pipe(
   Command.withDescription("AI-call bots"),

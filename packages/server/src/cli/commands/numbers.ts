@@ -4,7 +4,8 @@ import { Command, Options } from "@effect/cli"
 import { Organisations } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { csv, e164, fail, nonEmpty, oneOfEach, orNone, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { listCommand } from "../ListCommand.js"
+import { json, print } from "../Output.js"
 
 const CAPABILITIES = ["sms", "voice", "whatsapp"] as const
 
@@ -107,23 +108,14 @@ const add = Command.make(
     })
 ).pipe(Command.withDescription("Add (or update, by --sid) a sender number"))
 
-const list = Command.make(
-  "list",
-  { json, org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")) },
-  (input) =>
-    Effect.gen(function*() {
-      yield* requireOrg(input.org)
-      const organisations = yield* Organisations.Organisations
-      const rows = yield* organisations.listNumbers(input.org)
-      yield* print(input.json, { items: rows.map(view) }, () =>
-        rows.length === 0
-          ? `No numbers for ${input.org}: add one with \`parley numbers add --org ${input.org} --phone E164 --name NAME\`.`
-          : table([
-            ["SID", "PHONE", "NAME", "CAPABILITIES", "VOICE BOT"],
-            ...rows.map((n) => [n.sid, n.phoneNumber, n.friendlyName, capabilityList(n), orNone(n.voiceOutboundBotId)])
-          ]))
-    })
-).pipe(Command.withDescription("List an organisation's sender numbers"))
+const list = listCommand({
+  description: "List an organisation's sender numbers",
+  load: (orgId) => Effect.flatMap(Organisations.Organisations, (organisations) => organisations.listNumbers(orgId)),
+  view,
+  empty: (orgId) => `No numbers for ${orgId}: add one with \`parley numbers add --org ${orgId} --phone E164 --name NAME\`.`,
+  columns: ["SID", "PHONE", "NAME", "CAPABILITIES", "VOICE BOT"],
+  cells: (n) => [n.sid, n.phoneNumber, n.friendlyName, capabilityList(n), orNone(n.voiceOutboundBotId)]
+})
 
 export const numbers = Command.make("numbers").pipe(
   Command.withDescription("Sender numbers"),

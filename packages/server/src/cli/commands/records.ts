@@ -3,7 +3,8 @@ import { Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { e164, fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { listCommand } from "../ListCommand.js"
+import { json, print } from "../Output.js"
 
 const view = (r: Crm.CrmRecord) => ({
   orgId: r.orgId,
@@ -60,30 +61,21 @@ const add = Command.make(
     })
 ).pipe(Command.withDescription("Add (or update, by module and id) a CRM record"))
 
-const list = Command.make(
-  "list",
-  { json, org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")) },
-  (input) =>
-    Effect.gen(function*() {
-      yield* requireOrg(input.org)
-      const crm = yield* Crm.Crm
-      const rows = yield* crm.listRecords(input.org)
-      yield* print(input.json, { items: rows.map(view) }, () =>
-        rows.length === 0
-          ? `No CRM records for ${input.org}: add one with \`parley records add --org ${input.org} …\`.`
-          : table([
-            ["MODULE", "ID", "NAME", "PHONE", "OWNER", "FIELDS"],
-            ...rows.map((r) => [
-              r.module,
-              r.id,
-              r.name,
-              orNone(r.phone),
-              orNone(r.ownerId),
-              Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join("; ")
-            ])
-          ]))
-    })
-).pipe(Command.withDescription("List an organisation's CRM records"))
+const list = listCommand({
+  description: "List an organisation's CRM records",
+  load: (orgId) => Effect.flatMap(Crm.Crm, (crm) => crm.listRecords(orgId)),
+  view,
+  empty: (orgId) => `No CRM records for ${orgId}: add one with \`parley records add --org ${orgId} …\`.`,
+  columns: ["MODULE", "ID", "NAME", "PHONE", "OWNER", "FIELDS"],
+  cells: (r) => [
+    r.module,
+    r.id,
+    r.name,
+    orNone(r.phone),
+    orNone(r.ownerId),
+    Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join("; ")
+  ]
+})
 
 export const records = Command.make("records").pipe(
   Command.withDescription("Records of the embedded CRM"),

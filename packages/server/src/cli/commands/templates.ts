@@ -4,7 +4,8 @@ import { Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { listCommand } from "../ListCommand.js"
+import { json, print } from "../Output.js"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -58,29 +59,14 @@ const add = Command.make(
     })
 ).pipe(Command.withDescription("Add (or update, by --id) a message template"))
 
-const list = Command.make(
-  "list",
-  { json, org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")) },
-  (input) =>
-    Effect.gen(function*() {
-      yield* requireOrg(input.org)
-      const crm = yield* Crm.Crm
-      const rows = yield* crm.listTemplates(input.org, Number.MAX_SAFE_INTEGER)
-      yield* print(input.json, { items: rows.map(view) }, () =>
-        rows.length === 0
-          ? `No templates for ${input.org}: add one with \`parley templates add --org ${input.org} --name NAME --body BODY\`.`
-          : table([
-            ["ID", "CRM ID", "NAME", "RECORD TYPE", "BODY"],
-            ...rows.map((t) => [
-              t.id,
-              t.crmId,
-              t.name,
-              orNone(t.recordType),
-              t.body.length > 60 ? `${t.body.slice(0, 57)}...` : t.body
-            ])
-          ]))
-    })
-).pipe(Command.withDescription("List an organisation's message templates, by name"))
+const list = listCommand({
+  description: "List an organisation's message templates, by name",
+  load: (orgId) => Effect.flatMap(Crm.Crm, (crm) => crm.listTemplates(orgId, Number.MAX_SAFE_INTEGER)),
+  view,
+  empty: (orgId) => `No templates for ${orgId}: add one with \`parley templates add --org ${orgId} --name NAME --body BODY\`.`,
+  columns: ["ID", "CRM ID", "NAME", "RECORD TYPE", "BODY"],
+  cells: (t) => [t.id, t.crmId, t.name, orNone(t.recordType), t.body.length > 60 ? `${t.body.slice(0, 57)}...` : t.body]
+})
 
 export const templates = Command.make("templates").pipe(
   Command.withDescription("CRM message templates"),

@@ -10,7 +10,8 @@ import { Effect, Either, Option } from "effect"
 import { addEndpoint, rotateSecret } from "../../admin/WebhookManagement.js"
 import { Webhooks, type WebhookRow } from "../../store/SqlWebhooks.js"
 import { csv, fail, fields, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { listCommand } from "../ListCommand.js"
+import { json, print } from "../Output.js"
 
 const EVENT_CHOICES: ReadonlyArray<EnabledEvent> = [ALL_EVENTS, ...Events.EventType.literals]
 
@@ -69,31 +70,14 @@ const add = Command.make(
     })
 ).pipe(Command.withDescription("Add a webhook endpoint and print its signing secret once"))
 
-const list = Command.make(
-  "list",
-  { json, org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")) },
-  (input) =>
-    Effect.gen(function*() {
-      yield* requireOrg(input.org)
-      const webhooks = yield* Webhooks
-      const rows = (yield* webhooks.list(input.org)).map(view)
-      yield* print(input.json, { items: rows }, () =>
-        rows.length === 0
-          ? `No webhooks for ${input.org}: add one with \`parley webhooks add --org ${input.org} --url URL\`.`
-          : table([
-            ["ID", "URL", "EVENTS", "STATUS", "LAST SUCCESS", "DISABLED", "WHY"],
-            ...rows.map((w) => [
-              w.id,
-              w.url,
-              w.enabledEvents.join(","),
-              w.status,
-              orNone(w.lastSuccessAt),
-              orNone(w.disabledAt),
-              orNone(w.disabledReason)
-            ])
-          ]))
-    })
-).pipe(Command.withDescription("List an organisation's webhook endpoints (never their secrets)"))
+const list = listCommand({
+  description: "List an organisation's webhook endpoints (never their secrets)",
+  load: (orgId) => Effect.map(Effect.flatMap(Webhooks, (webhooks) => webhooks.list(orgId)), (rows) => rows.map(view)),
+  view: (row) => row,
+  empty: (orgId) => `No webhooks for ${orgId}: add one with \`parley webhooks add --org ${orgId} --url URL\`.`,
+  columns: ["ID", "URL", "EVENTS", "STATUS", "LAST SUCCESS", "DISABLED", "WHY"],
+  cells: (w) => [w.id, w.url, w.enabledEvents.join(","), w.status, orNone(w.lastSuccessAt), orNone(w.disabledAt), orNone(w.disabledReason)]
+})
 
 const webhookId = Options.text("webhook").pipe(Options.withDescription("Webhook id (wh_…)"))
 
