@@ -45,3 +45,23 @@ describe("LOG_LEVEL", () => {
       expect(message).toContain("debug, info, warn, error, none")
     }))
 })
+
+describe("PARLEY_ZOHO_TEMPLATE_CACHE_MS", () => {
+  it.effect("serves a Zoho template list for 60 seconds by default, as long as it is set to, and refuses zero", () =>
+    Effect.gen(function*() {
+      expect(Either.map(yield* read({}), (s) => s.zohoTemplateCacheMs)).toEqual(Either.right(60_000))
+      expect(Either.map(yield* read({ PARLEY_ZOHO_TEMPLATE_CACHE_MS: "3000" }), (s) => s.zohoTemplateCacheMs)).toEqual(Either.right(3_000))
+      const zero = yield* read({ PARLEY_ZOHO_TEMPLATE_CACHE_MS: "0" })
+      expect(Either.isLeft(zero) ? String(zero.left) : "accepted").toContain("PARLEY_ZOHO_TEMPLATE_CACHE_MS")
+    }))
+})
+
+describe("PARLEY_DISPATCH_LEASE_MS", () => {
+  it.effect("holds a claimed action 30 seconds by default, as long as it is set to, and refuses less than a second", () =>
+    Effect.gen(function*() {
+      expect(Either.map(yield* read({}), (s) => s.dispatchLeaseMs)).toEqual(Either.right(30_000))
+      expect(Either.map(yield* read({ PARLEY_DISPATCH_LEASE_MS: "5000" }), (s) => s.dispatchLeaseMs)).toEqual(Either.right(5_000))
+      const short = yield* read({ PARLEY_DISPATCH_LEASE_MS: "999" })
+      expect(Either.isLeft(short) ? String(short.left) : "accepted").toContain("PARLEY_DISPATCH_LEASE_MS")
+    }))
+})

@@ -48,13 +48,20 @@ describe("provider API bases and the address policy", () => {
   let allowingDemo: DemoSummary
 
   beforeAll(async () => {
-    internal = await startInternal()
-    // The operator has not allowed loopback or private networks for provider connections.
-    strict = await TestServer.start({ env: { PARLEY_PROVIDER_ALLOWED_NETWORKS: "", PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
-    strictDemo = await strict.demo()
-    // The test support's default: loopback allowed (the providers' fakes listen there).
-    allowing = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
-    allowingDemo = await allowing.demo()
+    // The two servers share nothing, so they start side by side.
+    const [startedInternal, startedStrict, startedAllowing] = await Promise.all([
+      startInternal(),
+      // The operator has not allowed loopback or private networks for provider connections.
+      TestServer.start({ env: { PARLEY_PROVIDER_ALLOWED_NETWORKS: "", PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } }),
+      // The test support's default: loopback allowed (the providers' fakes listen there).
+      TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000" } })
+    ])
+    internal = startedInternal
+    strict = startedStrict
+    allowing = startedAllowing
+    const demos = await Promise.all([strict.demo(), allowing.demo()])
+    strictDemo = demos[0]
+    allowingDemo = demos[1]
   }, 180_000)
 
   afterAll(async () => {

@@ -61,7 +61,24 @@ interface Placed {
 /** Regions whose personal numbers (UK 070) are billed like premium-rate ones. */
 const PREMIUM_PERSONAL_REGIONS: ReadonlySet<string> = new Set(["GB", "GG", "IM", "JE"])
 
+/**
+ * Numbers placed so far. Placing one is a full libphonenumber parse (tens of microseconds, the dearest step of
+ * an accepted message's own code: docs/benchmarks.md), and the same recipients come back: each text is placed
+ * when it is accepted and again when it is dispatched. The answer depends on the number alone.
+ */
+const placedNumbers = new Map<string, Placed | null>()
+/** Numbers kept at most; past it the memory starts over. */
+const MAX_PLACED = 10_000
+
 const place = (phone: string): Placed | null => {
+  if (placedNumbers.has(phone)) return placedNumbers.get(phone) ?? null
+  if (placedNumbers.size >= MAX_PLACED) placedNumbers.clear()
+  const placed = placeAfresh(phone)
+  placedNumbers.set(phone, placed)
+  return placed
+}
+
+const placeAfresh = (phone: string): Placed | null => {
   const parsed = parsePhoneNumberFromString(phone)
   if (parsed === undefined) return null
   const region = parsed.country ?? parsed.getPossibleCountries()[0] ?? null

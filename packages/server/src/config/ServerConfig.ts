@@ -59,6 +59,7 @@
  *   OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression)
  */
 import { WebhookAddresses } from "@parley/core/internal"
+import { LEASE_MS } from "../dispatch/Lease.js"
 import { parseTrustedProxies, type TrustedProxies } from "../http/ClientAddress.js"
 import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
 
@@ -98,6 +99,10 @@ export interface ServerSettings {
   /** The OTLP/HTTP traces URL (`…/v1/traces`), when tracing is on. */
   readonly otlpTracesUrl: Option.Option<string>
   readonly serviceName: string
+  /** How long a Zoho organisation's template list is served from memory before it is read again. */
+  readonly zohoTemplateCacheMs: number
+  /** How long the dispatcher's claim on an action holds it (renewed while its work lasts): a crash delays it by at most this. */
+  readonly dispatchLeaseMs: number
 }
 
 const logLevels: Readonly<Record<string, LogLevel.LogLevel>> = {
@@ -225,7 +230,15 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
       () => Option.map(Option.filter(base, (url) => url.trim() !== ""), (url) => `${url.replace(/\/+$/, "")}/v1/traces`)
     )
   )),
-  serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("parley"))
+  serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("parley")),
+  zohoTemplateCacheMs: Config.integer("PARLEY_ZOHO_TEMPLATE_CACHE_MS").pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(60_000)
+  ),
+  dispatchLeaseMs: Config.integer("PARLEY_DISPATCH_LEASE_MS").pipe(
+    Config.validate({ message: "must be an integer of at least 1000", validation: (n) => n >= 1000 }),
+    Config.withDefault(LEASE_MS)
+  )
 })
 
 export class ServerConfig extends Context.Tag("@parley/server/ServerConfig")<ServerConfig, ServerSettings>() {

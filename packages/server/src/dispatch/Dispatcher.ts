@@ -40,7 +40,6 @@ import { storage } from "../store/rows.js"
 import { WorkQueue } from "../store/WorkQueue.js"
 import * as ActionBatches from "./ActionBatches.js"
 import { CLAIMED_COLUMNS, type ClaimedRow, decodeClaimed, fail, type Transition, transition } from "./ClaimedAction.js"
-import { LEASE_MS } from "./Lease.js"
 import { type Phase, phaseOf } from "./Lifecycle.js"
 import * as Submissions from "./Submissions.js"
 import { yieldToEventLoop } from "./yieldToEventLoop.js"
@@ -90,7 +89,7 @@ export const DispatcherLive = Layer.scopedDiscard(
     const claimNow = queue.claimer(CLAIMED_COLUMNS, BATCH)
     const claim = (now: number) =>
       Effect.flatMap(
-        claimNow({ owner: worker, now, until: now + LEASE_MS }),
+        claimNow({ owner: worker, now, until: now + config.dispatchLeaseMs }),
         // RETURNING gives no order; committing in due order decides who gets the last units of an allowance.
         (rows) => Effect.map(decodeClaimed(rows), (claimed) => [...claimed].sort((a, b) => a.due_at - b.due_at))
       )

@@ -32,7 +32,7 @@
  * An attempt known not to have sent (a 429, a refused connection) after none
  * that may have is simply made again.
  *
- * Each row's lease is short (Lease.LEASE_MS) and renewed while its request
+ * Each row's lease is short (Lease.LEASE_MS by default) and renewed while its request
  * lasts, so a slow provider never lets another worker take the row
  * mid-request, while a crash delays the action by at most one lease. After the
  * provider accepts, its callbacks drive the action (ProviderReports), with a
@@ -57,7 +57,7 @@ import { DbInt, storage } from "../store/rows.js"
 import { RowLocks } from "../store/RowLocks.js"
 import { transactions } from "../store/Transactions.js"
 import { type Change, type ClaimedRow, handoffOf } from "./ClaimedAction.js"
-import { LEASE_MS, LEASE_RENEWAL_MS } from "./Lease.js"
+import { renewalEvery } from "./Lease.js"
 
 /** While another action to the same recipient may be mid-request, how long a reconciliation waits before looking again. */
 const RIVAL_WAIT_MS = 5_000
@@ -213,13 +213,13 @@ export const make = (config: ServerSettings) =>
         return "send" as const
       })))
 
-    /** Runs a row's work with its lease renewed while it lasts: a crash lets the lease lapse within LEASE_MS. */
+    /** Runs a row's work with its lease renewed while it lasts: a crash lets the lease lapse within the lease. */
     const keepingLease = <A, E, R>(row: ClaimedRow, hooks: SubmitHooks, work: Effect.Effect<A, E, R>) =>
       Effect.scoped(Effect.zipRight(
         Effect.forkScoped(Effect.gen(function*() {
           while (true) {
-            yield* Effect.sleep(LEASE_RENEWAL_MS)
-            const held = yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS).pipe(
+            yield* Effect.sleep(renewalEvery(config.dispatchLeaseMs))
+            const held = yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + config.dispatchLeaseMs).pipe(
               // A renewal that failed is tried again at the next; the lease has two more in hand.
               Effect.orElseSucceed(() => true)
             )
@@ -426,7 +426,7 @@ export const make = (config: ServerSettings) =>
         yield* Effect.forEach(journalledRows, ({ provider, row }) =>
           Effect.gen(function*() {
             // Renewed while the request lasts; a row another worker (or a callback) took is left to it.
-            if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
+            if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + config.dispatchLeaseMs))) return
             yield* keepingLease(row, hooks, Effect.gen(function*() {
               const attempt = yield* journal(String(row.id), provider.name, now)
               const submitted = yield* attemptOne(provider, row, attempt, now, hooks)
@@ -467,7 +467,7 @@ export const make = (config: ServerSettings) =>
           const entry = known.get(String(row.id))
           const name = entry?.provider ?? ""
           return Effect.gen(function*() {
-            if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + LEASE_MS))) return
+            if (!(yield* hooks.hold(row, (yield* Clock.currentTimeMillis) + config.dispatchLeaseMs))) return
             // The organisation no longer has that provider: nobody can say more about the action.
             const provider = yield* session.named(row.org_id, name)
             const change = Option.isNone(provider)

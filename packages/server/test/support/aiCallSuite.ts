@@ -100,6 +100,8 @@ export class AiCallSuite<F extends AiCallFake> {
       readonly recheckMs: number
       /** Lifts the organisation's call allowance (the crash suites place more calls than it allows). */
       readonly unlimitedCalls?: boolean
+      /** PARLEY_DISPATCH_LEASE_MS: how long a killed process's claim holds its calls (the server's default when unset). */
+      readonly leaseMs?: number
     }
   ) {}
 
@@ -117,7 +119,8 @@ export class AiCallSuite<F extends AiCallFake> {
       env: {
         PARLEY_SIM_STEP_MS: "50",
         PARLEY_RATE_LIMIT_PER_MINUTE: "100000",
-        PARLEY_PROVIDER_RECHECK_MS: String(this.options.recheckMs)
+        PARLEY_PROVIDER_RECHECK_MS: String(this.options.recheckMs),
+        ...(this.options.leaseMs === undefined ? {} : { PARLEY_DISPATCH_LEASE_MS: String(this.options.leaseMs) })
       }
     })
     this.demo = await this.server.demo()

@@ -19,6 +19,7 @@
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { ServerConfig } from "../../config/ServerConfig.js"
 import { setResponseHeaders } from "../../http/RequestState.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
 import * as SqlCrm from "../../store/SqlCrm.js"
@@ -32,7 +33,6 @@ import * as ZohoOwners from "./ZohoOwners.js"
 import * as ZohoSession from "./ZohoSession.js"
 import * as ZohoWorkflows from "./ZohoWorkflows.js"
 
-export const TEMPLATE_CACHE_MS = 60_000
 /** An unknown templateUuid re-reads the templates, at most this often per organisation. */
 const TEMPLATE_MISS_REREAD_MS = 5_000
 export const FIELD_CACHE_MS = 10 * 60_000
@@ -97,13 +97,15 @@ export const layer: Layer.Layer<
     const senders = new Map<string, Cached<Readonly<Record<string, unknown>>>>()
 
     const settings = yield* SettingsCache
+    // How long a template list is served from memory (PARLEY_ZOHO_TEMPLATE_CACHE_MS; a test shortens it).
+    const templateCacheMs = (yield* ServerConfig).zohoTemplateCacheMs
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
     const isZoho = (orgId: string) => settings.cachedValue(`zoho-connected\u0000${orgId}`, connections.exists(orgId))
 
     // Concurrent misses of one organisation's templates read them from Zoho once (SingleFlight): 50 sends
     // arriving together on a cold cache would otherwise read every template page 50 times.
     const templatesFlight = makeSingleFlight()
-    const listTemplates = (orgId: string, maxAgeMs = TEMPLATE_CACHE_MS) =>
+    const listTemplates = (orgId: string, maxAgeMs = templateCacheMs) =>
       templatesFlight(orgId, Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const hit = templates.get(orgId)
@@ -159,7 +161,7 @@ export const layer: Layer.Layer<
         const now = yield* Clock.currentTimeMillis
         const last = templates.get(orgId)
         const age = (at: number) => setResponseHeaders({ age: String(Math.max(0, Math.floor((now - at) / 1000))) })
-        if (last !== undefined && now - last.at >= TEMPLATE_CACHE_MS && templatesFailing.has(orgId)) {
+        if (last !== undefined && now - last.at >= templateCacheMs && templatesFailing.has(orgId)) {
           yield* refreshTemplatesInBackground(orgId)
           yield* age(last.at)
           return last.value
