@@ -7,7 +7,7 @@
  */
 import type { AuditKind, NewAuditEntry } from "./AuditLog.js"
 import type { ConsoleRequest } from "./ConsoleHttp.js"
-import type { Session } from "./AdminStore.js"
+import { normalEmail, type Session } from "./AdminStore.js"
 
 interface Audited {
   readonly kind: AuditKind
@@ -46,7 +46,11 @@ export const AUDITED_FORMS: Readonly<Record<string, Audited>> = {
 
 const FALLBACK: Omit<Audited, "kind"> = { subject: "id", fields: ["name"] }
 
-const valueOf = (form: URLSearchParams, name: string) => form.getAll(name).join(",")
+/** As the handlers read them: an email the way AdminStore keeps it (`Nina@A.example` is `nina@a.example`). */
+const valueOf = (form: URLSearchParams, name: string) => {
+  const value = form.getAll(name).join(",")
+  return name === "email" ? normalEmail(value) : value
+}
 
 /** The entry a successful POST to `path` makes. */
 export const consoleEntry = (path: string, request: ConsoleRequest, session: Session): NewAuditEntry => {
