@@ -198,7 +198,7 @@ describe("console roles and audit log", () => {
     expect(first.next).not.toBeNull()
     const second = await audit(["--limit", "3", "--after", first.next ?? ""])
     expect(second.items.length).toBeGreaterThan(0)
-    expect(second.items[0]?.at <= (first.items[2]?.at ?? "")).toBe(true)
+    expect((second.items[0]?.at ?? "") <= (first.items[2]?.at ?? "")).toBe(true)
     expect(second.items).not.toContainEqual(first.items[2])
     const all = await audit(["--limit", "1000"])
     expect([...first.items, ...second.items]).toEqual(all.items.slice(0, first.items.length + second.items.length))
