@@ -124,8 +124,8 @@ describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { 
 
   it("the owner makes the viewer an admin, who can then create a key", async () => {
     await owner.goto("/admin/admins")
-    await owner.getByLabel("Role of vic@demo.example").selectOption("admin")
-    await owner.getByRole("button", { name: "Save the role of vic@demo.example" }).click()
+    await owner.getByLabel("Role of vic@demo.example", { exact: true }).selectOption("admin")
+    await owner.getByRole("button", { name: "Save role for vic@demo.example" }).click()
     await owner.getByText("The role was changed").waitFor()
     await axe(owner, "role-changed")
 

@@ -36,7 +36,7 @@ const roleForm = (session: Session, admin: Admin) =>
 <select id="role-${admin.id}" name="role">${
     ROLES.map((role) => html`<option value="${role}"${flag("selected", role === admin.role)}>${role}</option>`)
   }</select>
-<button type="submit" class="secondary" aria-label="Save the role of ${admin.email}">Save role</button></form>`
+<button type="submit" class="secondary" aria-label="Save role for ${admin.email}">Save role</button></form>`
 
 const view = (
   session: Session,
