@@ -8,6 +8,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Crypto, type StorageError } from "@parley/core/internal"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { DbInt, NullableString, storage } from "../store/rows.js"
+import { isRole, type Role } from "./Roles.js"
 
 /** How long a session lasts from sign-in, whatever is done with it (no sliding renewal: a stolen cookie expires). */
 export const SESSION_HOURS = 12
@@ -19,6 +20,7 @@ export interface Admin {
   readonly orgId: string
   readonly email: string
   readonly passwordHash: string | null
+  readonly role: Role
   readonly createdAt: string
 }
 
@@ -26,6 +28,7 @@ export interface Session {
   readonly adminId: string
   readonly orgId: string
   readonly email: string
+  readonly role: Role
   readonly csrfToken: string
 }
 
@@ -36,6 +39,16 @@ export interface AdminStoreService {
   /** Removes the administrator and every session of theirs; false when the organisation has no such one. */
   readonly remove: (orgId: string, email: string) => Effect.Effect<boolean, StorageError>
   readonly setPassword: (adminId: string, hash: string) => Effect.Effect<void, StorageError>
+  /**
+   * Gives the organisation's administrator another role. "last-owner" (and nothing changed) when that would
+   * leave the organisation without an owner; "missing" when it has no such administrator.
+   */
+  readonly setRole: (orgId: string, email: string, role: Role) => Effect.Effect<"changed" | "last-owner" | "missing", StorageError>
+  /** As `remove`, for the console: refused ("last-owner") when it would leave the organisation without an owner. */
+  readonly removeKeepingAnOwner: (
+    orgId: string,
+    email: string
+  ) => Effect.Effect<"removed" | "last-owner" | "missing", StorageError>
   /** A new one-time link token for the administrator (any earlier one stops working); returned once. */
   readonly issueLink: (adminId: string) => Effect.Effect<string, StorageError>
   /** The administrator an unexpired link token belongs to. */
@@ -55,6 +68,7 @@ const AdminRow = Schema.Struct({
   org_id: Schema.String,
   email: Schema.String,
   password_hash: NullableString,
+  role: Schema.String,
   created_at: Schema.String
 })
 
@@ -62,26 +76,34 @@ const SessionRow = Schema.Struct({
   admin_id: Schema.String,
   org_id: Schema.String,
   email: Schema.String,
+  role: Schema.String,
   csrf_token: Schema.String,
   expires_at: DbInt
 })
+
+/** A value the database holds but no release wrote reads as the least power, never the most. */
+const roleOf = (value: string): Role => (isRole(value) ? value : "viewer")
 
 const toAdmin = (r: typeof AdminRow.Type): Admin => ({
   id: r.id,
   orgId: r.org_id,
   email: r.email,
   passwordHash: r.password_hash,
+  role: roleOf(r.role),
   createdAt: r.created_at
 })
 
 /** Emails compare without case or surrounding spaces: `Ada@Example.com` and `ada@example.com` are one account. */
 export const normalEmail = (email: string): string => email.trim().toLowerCase()
 
+/** A plausible email: something@something.tld, no spaces; the console only compares it, never mails it. */
+export const isPlausibleEmail = (normal: string): boolean => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(normal) && normal.length <= 254
+
 const newToken = () => Crypto.randomBase62(32, 43)
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const columns = sql.literal("id, org_id, email, password_hash, created_at")
+  const columns = sql.literal("id, org_id, email, password_hash, role, created_at")
   const byEmail = SqlSchema.findOne({
     Request: Schema.String,
     Result: AdminRow,
@@ -97,11 +119,24 @@ const make = Effect.gen(function*() {
     Result: AdminRow,
     execute: ({ hash, now }) => sql`SELECT ${columns} FROM admins WHERE link_hash = ${hash} AND link_expires_at > ${now}`
   })
+  /**
+   * The organisation's owners, counted inside the transaction that would remove one. On Postgres the rows are
+   * locked, so two owners demoting each other at once cannot both succeed (the second, once the first commits,
+   * no longer counts it); SQLite has one writer at a time.
+   */
+  const ownersLocked = (orgId: string) =>
+    Effect.map(
+      sql.onDialectOrElse({
+        pg: () => sql<{ id: string }>`SELECT id FROM admins WHERE org_id = ${orgId} AND role = 'owner' FOR UPDATE`,
+        orElse: () => sql<{ id: string }>`SELECT id FROM admins WHERE org_id = ${orgId} AND role = 'owner'`
+      }),
+      (rows) => rows.length
+    )
   const sessionOf = SqlSchema.findOne({
     Request: Schema.String,
     Result: SessionRow,
     execute: (hash) =>
-      sql`SELECT s.admin_id, s.org_id, a.email, s.csrf_token, s.expires_at
+      sql`SELECT s.admin_id, s.org_id, a.email, a.role, s.csrf_token, s.expires_at
           FROM admin_sessions s JOIN admins a ON a.id = s.admin_id AND a.org_id = s.org_id
           WHERE s.token_hash = ${hash}`
   })
@@ -114,6 +149,7 @@ const make = Effect.gen(function*() {
             org_id: admin.orgId,
             email: admin.email,
             password_hash: admin.passwordHash,
+            role: admin.role,
             created_at: admin.createdAt
           })
         } ON CONFLICT (email) DO NOTHING RETURNING id`,
@@ -135,6 +171,23 @@ const make = Effect.gen(function*() {
         // A new password ends every session opened with the old one.
         sql`DELETE FROM admin_sessions WHERE admin_id = ${adminId}`
       )))),
+    setRole: (orgId, email, role) =>
+      storage("admins.setRole")(sql.withTransaction(Effect.gen(function*() {
+        const found = yield* byEmail(normalEmail(email))
+        if (Option.isNone(found) || found.value.org_id !== orgId) return "missing" as const
+        if (found.value.role === "owner" && role !== "owner" && (yield* ownersLocked(orgId)) <= 1) return "last-owner" as const
+        yield* sql`UPDATE admins SET role = ${role} WHERE org_id = ${orgId} AND id = ${found.value.id}`
+        return "changed" as const
+      }))),
+    removeKeepingAnOwner: (orgId, email) =>
+      storage("admins.removeKeepingAnOwner")(sql.withTransaction(Effect.gen(function*() {
+        const found = yield* byEmail(normalEmail(email))
+        if (Option.isNone(found) || found.value.org_id !== orgId) return "missing" as const
+        if (found.value.role === "owner" && (yield* ownersLocked(orgId)) <= 1) return "last-owner" as const
+        yield* sql`DELETE FROM admins WHERE org_id = ${orgId} AND id = ${found.value.id}`
+        yield* sql`DELETE FROM admin_sessions WHERE admin_id = ${found.value.id}`
+        return "removed" as const
+      }))),
     issueLink: (adminId) =>
       storage("admins.issueLink")(Effect.gen(function*() {
         const token = newToken()
@@ -177,7 +230,13 @@ const make = Effect.gen(function*() {
         return Option.flatMap(found, (r) =>
           r.expires_at <= now
             ? Option.none()
-            : Option.some<Session>({ adminId: r.admin_id, orgId: r.org_id, email: r.email, csrfToken: r.csrf_token }))
+            : Option.some<Session>({
+              adminId: r.admin_id,
+              orgId: r.org_id,
+              email: r.email,
+              role: roleOf(r.role),
+              csrfToken: r.csrf_token
+            }))
       })),
     closeSession: (token) =>
       storage("admins.closeSession")(Effect.asVoid(sql`DELETE FROM admin_sessions WHERE token_hash = ${Crypto.sha256Hex(token)}`))

@@ -38,6 +38,9 @@ td button, td .button, header button { margin-top: 0; }
 dt { font-weight: 600; } dd { margin: 0 0 .5rem 0; }
 pre { background: #eef1f4; padding: .75rem; overflow: auto; font-size: .85rem; }
 .inline { display: inline; }
+/* A viewer (Roles.ts) changes nothing: the forms that post and the links styled as buttons (each leads to a
+   change) are not shown; the server refuses their posts whatever the page shows. */
+.read-only main form[method="post"], .read-only main a.button { display: none; }
 `
 
 export const CONSOLE_JS = `"use strict";

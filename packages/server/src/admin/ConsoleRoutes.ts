@@ -21,7 +21,7 @@ import {
   type Organisations,
   type RecordLists
 } from "@parley/core/internal"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Layer, Option } from "effect"
 import type { ServerConfig } from "../config/ServerConfig.js"
 import type { PlainRoute } from "../http/PlainRoutes.js"
 import { describeCause } from "../http/ErrorResponses.js"
@@ -50,6 +50,11 @@ import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
 import { setPassword, setPasswordPage, signIn, signInPage, signOut } from "./pages/SignInPage.js"
 import { SignInThrottle } from "./SignInThrottle.js"
 import { DeviceCookies } from "./DeviceCookies.js"
+import { AuditLog, layer as AuditLogLive } from "./AuditLog.js"
+import { consoleEntry } from "./ConsoleAudit.js"
+import { mayChange, mayManageAdmins } from "./Roles.js"
+import { addAdmin, adminsPage, changeRole, confirmRemoveAdmin, removeAdmin } from "./pages/AdminsPage.js"
+import { auditPage } from "./pages/AuditPage.js"
 
 /** What the console's pages read and change: the same services and stores as the API and the CLI. */
 export type ConsoleServices =
@@ -72,6 +77,8 @@ export type ConsoleServices =
   // The Opt-outs page: the list and its history, changed through the core's Consent.
   | OptOuts.OptOuts
   | Consent.Consent
+  // Every change made in the console is recorded (ConsoleAudit), and the Audit log page reads it.
+  | AuditLog
 
 type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
 type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer
@@ -87,12 +94,23 @@ const forbidden = (session: Session | null) =>
     { status: 403 }
   )
 
+/** A signed-in administrator whose role does not allow the change: the console's own page, never the API's JSON. */
+const notAllowed = (session: Session, what: string) =>
+  page(
+    layout({
+      title: "Not allowed",
+      session,
+      body: html`<p>Your role (${session.role}) does not allow ${what}. Nothing was changed. Ask an owner of this organisation if you need it.</p>`
+    }),
+    { status: 403 }
+  )
+
 const failed = page(
   layout({ title: "Something went wrong", session: null, body: html`<p>Something went wrong on our side; try again.</p>` }),
   { status: 500 }
 )
 
-export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Exclude<ConsoleServices, AdminStore>> = Effect.gen(
+export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Exclude<ConsoleServices, AdminStore | AuditLog>> = Effect.gen(
   function*() {
     const context = yield* Effect.context<ConsoleServices>()
     const guards = { throttle: new SignInThrottle(), devices: new DeviceCookies() }
@@ -114,7 +132,14 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       run(Effect.flatMap(readRequest, (request) =>
         options.post && !sameOrigin(request) ? Effect.succeed(forbidden(null)) : handler(request)))
 
-    const signedIn = (handler: SignedInHandler, options: { readonly post: boolean }) =>
+    /**
+     * `path` (posts only) is what the audit log records the change as; `owners` limits the route to owners.
+     * A viewer's post is refused before its handler runs, whatever the form.
+     */
+    const signedIn = (
+      handler: SignedInHandler,
+      options: { readonly post: boolean; readonly path?: string; readonly owners?: boolean; readonly viewers?: boolean }
+    ) =>
       run(Effect.gen(function*() {
         const request = yield* readRequest
         const token = cookieValue(request.cookie, SESSION_COOKIE)
@@ -125,15 +150,29 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
           if (!sameOrigin(request) || !Crypto.constantTimeEqual(sent, session.value.csrfToken)) {
             return forbidden(session.value)
           }
+          if (options.viewers !== true && !mayChange(session.value.role)) return notAllowed(session.value, "changes")
         }
-        return yield* handler(request, session.value)
+        if (options.owners === true && !mayManageAdmins(session.value.role)) {
+          return notAllowed(session.value, "managing administrators")
+        }
+        const answer = yield* handler(request, session.value)
+        if (options.post && options.path !== undefined && answer.status < 400) {
+          // The change is made: a failure to record it is logged loudly, not answered as a failure (which
+          // would invite the administrator to make the change a second time).
+          yield* (yield* AuditLog).record(consoleEntry(options.path, request, session.value)).pipe(
+            Effect.catchAll((error) => Effect.logError(`audit log write failed: ${error.operation}`))
+          )
+        }
+        return answer
       }))
 
     type Handler = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
     const get = (path: string, handler: Handler): PlainRoute => ({ method: "GET", path, handler })
     const post = (path: string, handler: Handler): PlainRoute => ({ method: "POST", path, body: "form", handler })
     const page_ = (path: string, handler: SignedInHandler) => get(path, signedIn(handler, { post: false }))
-    const action = (path: string, handler: SignedInHandler) => post(path, signedIn(handler, { post: true }))
+    const action = (path: string, handler: SignedInHandler) => post(path, signedIn(handler, { post: true, path }))
+    const ownerAction = (path: string, handler: SignedInHandler) =>
+      post(path, signedIn(handler, { post: true, path, owners: true }))
 
     return [
       get("/admin", Effect.succeed(redirect("/admin/keys"))),
@@ -143,7 +182,7 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       post("/admin/sign-in", open(signIn(guards), { post: true })),
       get("/admin/set-password", open(setPasswordPage, { post: false })),
       post("/admin/set-password", open(setPassword, { post: true })),
-      post("/admin/sign-out", signedIn((request) => signOut(request), { post: true })),
+      post("/admin/sign-out", signedIn((request) => signOut(request), { post: true, path: "/admin/sign-out", viewers: true })),
       page_("/admin/keys", keysPage),
       page_("/admin/keys/new", newKeyPage),
       action("/admin/keys/new", createKey),
@@ -172,7 +211,13 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       action("/admin/opt-outs/remove", removeOptOut),
       page_("/admin/activity", activityPage),
       page_("/admin/activity/record", recordPage),
-      page_("/admin/activity/conversation", conversationPage)
+      page_("/admin/activity/conversation", conversationPage),
+      page_("/admin/admins", adminsPage),
+      ownerAction("/admin/admins/add", addAdmin),
+      ownerAction("/admin/admins/role", changeRole),
+      get("/admin/admins/remove", signedIn(confirmRemoveAdmin, { post: false, owners: true })),
+      ownerAction("/admin/admins/remove", removeAdmin),
+      page_("/admin/audit", auditPage)
     ]
   }
-).pipe(Effect.provide(AdminStoreLive))
+).pipe(Effect.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive)))

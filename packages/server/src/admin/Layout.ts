@@ -5,6 +5,7 @@
  */
 import type { Session } from "./AdminStore.js"
 import { flag, Html, html, type Interpolation } from "./Html.js"
+import { mayChange } from "./Roles.js"
 
 export const SECTIONS = [
   { path: "/admin/keys", name: "Developer access" },
@@ -13,7 +14,9 @@ export const SECTIONS = [
   { path: "/admin/rules", name: "Sending rules" },
   { path: "/admin/events", name: "Events" },
   { path: "/admin/opt-outs", name: "Opt-outs" },
-  { path: "/admin/activity", name: "Activity" }
+  { path: "/admin/activity", name: "Activity" },
+  { path: "/admin/audit", name: "Audit log" },
+  { path: "/admin/admins", name: "Administrators" }
 ] as const
 
 export type SectionPath = typeof SECTIONS[number]["path"]
@@ -37,7 +40,7 @@ export const layout = (options: {
 <link rel="stylesheet" href="/admin/assets/console.css">
 <script src="/admin/assets/console.js" defer></script>
 </head>
-<body>
+<body${new Html(session !== null && !mayChange(session.role) ? " class=\"read-only\"" : "")}>
 <a class="skip" href="#main">Skip to content</a>
 <header>
 <span class="brand">Parley admin</span>
@@ -47,7 +50,7 @@ ${
         html`<li><a href="${s.path}"${new Html(s.path === options.current ? " aria-current=\"page\"" : "")}>${s.name}</a></li>`
       )
     }</ul></nav>
-<span>${session.email}</span>
+<span>${session.email} (${session.role})</span>
 <form class="inline" method="post" action="/admin/sign-out">${csrfField(session)}<button type="submit" class="secondary">Sign out</button></form>`
   }
 </header>

@@ -652,6 +652,61 @@ const rateLimitLast = Effect.gen(function*() {
   yield* sql`ALTER TABLE rate_limit_buckets ADD COLUMN last_ms BIGINT NOT NULL DEFAULT 0`
 })
 
+/**
+ * Roles in the console (issue 33): `owner`, `admin` or `viewer` per administrator (admin/Roles.ts). Every
+ * administrator from before roles existed could do everything, so each becomes an owner.
+ */
+const adminRoles = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE admins ADD COLUMN role TEXT NOT NULL DEFAULT 'owner'`
+})
+
+/**
+ * The audit log (issue 33, admin/AuditLog.ts): who did what in an organisation, when and from where. Append
+ * only: the database itself refuses to change an entry, or to delete one less than a year old (366 days), so
+ * neither a bug nor a careless statement can rewrite the record; older entries may be pruned by hand.
+ * Read newest first, per organisation, optionally per actor or kind, with keyset paging on (at, id).
+ */
+export const AUDIT_MIN_RETENTION_MS = 366 * 86_400_000
+const auditLog = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE audit_log (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    at BIGINT NOT NULL,
+    actor TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    subject TEXT,
+    detail TEXT,
+    address TEXT
+  )`
+  yield* sql`CREATE INDEX audit_log_by_org ON audit_log (org_id, at, id)`
+  yield* sql`CREATE INDEX audit_log_by_actor ON audit_log (org_id, actor, at, id)`
+  yield* sql`CREATE INDEX audit_log_by_kind ON audit_log (org_id, kind, at, id)`
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      Effect.gen(function*() {
+        yield* sql.unsafe(`CREATE FUNCTION audit_log_append_only() RETURNS trigger AS $$
+          BEGIN
+            IF TG_OP = 'UPDATE' OR OLD.at > (extract(epoch from clock_timestamp()) * 1000)::bigint - ${AUDIT_MIN_RETENTION_MS} THEN
+              RAISE EXCEPTION 'audit_log is append-only';
+            END IF;
+            RETURN OLD;
+          END $$ LANGUAGE plpgsql`)
+        yield* sql.unsafe(`CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log
+          FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()`)
+      }),
+    orElse: () =>
+      Effect.gen(function*() {
+        yield* sql.unsafe(`CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+          BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END`)
+        yield* sql.unsafe(`CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+          WHEN OLD.at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) - ${AUDIT_MIN_RETENTION_MS}
+          BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END`)
+      })
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -673,5 +728,7 @@ export const migrations = {
   "0026_zoho_connection_checks": zohoConnectionChecks,
   "0028_zoho_workflows": zohoWorkflows,
   "0033_rate_limit_last": rateLimitLast,
-  "0035_consent": consent
+  "0035_consent": consent,
+  "0042_admin_roles": adminRoles,
+  "0043_audit_log": auditLog
 }

@@ -17,6 +17,7 @@ import {
   sessionCookie,
   withCookies
 } from "../ConsoleHttp.js"
+import { AuditLog } from "../AuditLog.js"
 import { DEVICE_COOKIE, deviceCookie, type DeviceCookies } from "../DeviceCookies.js"
 import { html } from "../Html.js"
 import { type FieldErrors, layout, textField } from "../Layout.js"
@@ -92,14 +93,27 @@ export const signIn = ({ devices, throttle }: SignInGuards) => (request: Console
       const admin = yield* store.findByEmail(email)
       const hash = Option.isSome(admin) && admin.value.passwordHash !== null ? admin.value.passwordHash : yield* decoyHash
       const matches = yield* verifyPassword(password, hash)
-      return Option.isSome(admin) && admin.value.passwordHash !== null && matches ? admin : Option.none()
+      return { admin, signedIn: Option.isSome(admin) && admin.value.passwordHash !== null && matches }
     })).pipe(Effect.catchTag("PasswordsBusy", (refused) => Effect.succeed(refused)))
-    if (!Option.isOption(checked)) return busy(email, checked.retryAfterSeconds)
-    if (Option.isNone(checked)) {
+    if (!("signedIn" in checked)) return busy(email, checked.retryAfterSeconds)
+    const log = yield* AuditLog
+    if (Option.isNone(checked.admin) || !checked.signedIn) {
+      // A wrong password for an account goes to that account's organisation; an unknown email belongs to none.
+      // (Only guesses the throttle let through get here, so a flood of them cannot flood the log.)
+      if (Option.isSome(checked.admin)) {
+        yield* log.record({
+          orgId: checked.admin.value.orgId,
+          actor: email,
+          kind: "admin.sign-in-failed",
+          address: request.address
+        })
+      }
       return signInForm(email, { password: "The email or the password is wrong." }, "Not signed in.", undefined, 401)
     }
     admission.succeeded()
-    const token = yield* store.openSession(checked.value)
+    const admin = checked.admin.value
+    yield* log.record({ orgId: admin.orgId, actor: email, kind: "admin.signed-in", address: request.address })
+    const token = yield* store.openSession(admin)
     return withCookies(redirect("/admin/keys"), [
       sessionCookie(token, SESSION_HOURS * 3600),
       deviceCookie(devices.issue(email))

@@ -1,12 +1,22 @@
 /**
- * `parley admins create | list | remove`: who may sign in to the admin console (/admin) of an
- * organisation. A password comes from standard input (never an argument: arguments show in `ps` and shell
- * history); without one, a one-time link to set it is printed, valid 24 hours.
+ * `parley admins create | list | remove | set-role`: who may sign in to the admin console (/admin) of an
+ * organisation, and with which role (owner, admin, viewer: admin/Roles.ts). A password comes from standard
+ * input (never an argument: arguments show in `ps` and shell history); without one, a one-time link to set
+ * it is printed, valid 24 hours. Each change is written to the organisation's audit log, by `cli`.
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Crypto } from "@parley/core/internal"
-import { Effect } from "effect"
-import { type Admin, AdminStore, layer as AdminStoreLive, LINK_HOURS, normalEmail } from "../../admin/AdminStore.js"
+import { Effect, Layer, Option } from "effect"
+import {
+  type Admin,
+  AdminStore,
+  isPlausibleEmail,
+  layer as AdminStoreLive,
+  LINK_HOURS,
+  normalEmail
+} from "../../admin/AdminStore.js"
+import { AuditLog, CLI_ACTOR, layer as AuditLogLive } from "../../admin/AuditLog.js"
+import { type Role, ROLE_SUMMARIES, ROLES } from "../../admin/Roles.js"
 import { consoleBaseUrl } from "../../admin/ConsoleUrl.js"
 import { hashPassword, passwordProblem } from "../../admin/Passwords.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
@@ -16,13 +26,18 @@ import { json, print, table } from "../Output.js"
 const org = Args.text({ name: "ORG" }).pipe(Args.withDescription("Organisation id (org_…)"))
 const email = Options.text("email").pipe(Options.withDescription("The administrator's email, used to sign in"))
 
-/** A plausible email: something@something.tld, no spaces; the console only compares it, never mails it. */
 const validEmail = (value: string) => {
   const normal = normalEmail(value)
-  return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(normal) && normal.length <= 254
-    ? Effect.succeed(normal)
-    : fail(`--email "${value}" is not an email address`)
+  return isPlausibleEmail(normal) ? Effect.succeed(normal) : fail(`--email "${value}" is not an email address`)
 }
+
+const roleOption = Options.choice("role", ROLES).pipe(
+  Options.withDescription(`The administrator's role: ${ROLES.map((role) => `${role} (${ROLE_SUMMARIES[role]})`).join("; ")}`)
+)
+
+const audit = (orgId: string, kind: "admin.added" | "admin.removed" | "admin.role-changed", email: string, role?: Role) =>
+  Effect.flatMap(AuditLog, (log) =>
+    log.record({ orgId, actor: CLI_ACTOR, kind, subject: email, details: role === undefined ? [] : [["role", role]] }))
 
 /** Standard input to its end, without the final line break a shell or `echo` adds. */
 const readStdin = Effect.async<string, Error>((resume) => {
@@ -41,6 +56,9 @@ const create = Command.make(
     email,
     passwordStdin: Options.boolean("password-stdin").pipe(
       Options.withDescription("Read the password from standard input (at least 12 characters)")
+    ),
+    role: Options.optional(roleOption).pipe(
+      Options.withDescription("Without it: owner for an organisation's first administrator, admin afterwards")
     )
   },
   (input) =>
@@ -55,19 +73,33 @@ const create = Command.make(
         if (problem !== null) return yield* fail(`The password ${problem}.`)
         passwordHash = yield* hashPassword(password)
       }
-      const admin: Admin = { id: Crypto.newId("adm"), orgId: input.org, email: address, passwordHash, createdAt: yield* nowIso }
+      const existing = yield* store.list(input.org)
+      // Someone must be able to manage the others: the first administrator is an owner unless told otherwise.
+      const role: Role = Option.getOrElse(
+        input.role,
+        () => (existing.some((a) => a.role === "owner") ? "admin" : "owner")
+      )
+      const admin: Admin = {
+        id: Crypto.newId("adm"),
+        orgId: input.org,
+        email: address,
+        passwordHash,
+        role,
+        createdAt: yield* nowIso
+      }
       if (!(yield* store.insert(admin))) {
         return yield* fail(`${address} is already an administrator (of this or another organisation); remove it first.`)
       }
+      yield* audit(input.org, "admin.added", address, role)
       if (passwordHash !== null) {
-        return yield* print(input.json, { email: address, orgId: input.org }, () =>
-          `Created administrator ${address} of ${input.org}; they sign in at /admin.`)
+        return yield* print(input.json, { email: address, orgId: input.org, role }, () =>
+          `Created administrator ${address} (${role}) of ${input.org}; they sign in at /admin.`)
       }
       const token = yield* store.issueLink(admin.id)
       const link = `${consoleBaseUrl(yield* ServerConfig)}/admin/set-password?token=${token}`
-      yield* print(input.json, { email: address, link }, () =>
+      yield* print(input.json, { email: address, role, link }, () =>
         [
-          `Created administrator ${address} of ${input.org}. Send them this link to set their password`,
+          `Created administrator ${address} (${role}) of ${input.org}. Send them this link to set their password`,
           `(valid ${LINK_HOURS} hours, once):`,
           "",
           `  ${link}`
@@ -80,6 +112,7 @@ const list = Command.make("list", { json, org }, (input) =>
     yield* requireOrg(input.org)
     const admins = (yield* (yield* AdminStore).list(input.org)).map((a) => ({
       email: a.email,
+      role: a.role,
       passwordSet: a.passwordHash !== null,
       createdAt: a.createdAt
     }))
@@ -87,8 +120,8 @@ const list = Command.make("list", { json, org }, (input) =>
       admins.length === 0
         ? `No administrators for ${input.org}: add one with \`parley admins create ${input.org} --email EMAIL\`.`
         : table([
-          ["EMAIL", "PASSWORD", "CREATED"],
-          ...admins.map((a) => [a.email, a.passwordSet ? "set" : "link pending", a.createdAt])
+          ["EMAIL", "ROLE", "PASSWORD", "CREATED"],
+          ...admins.map((a) => [a.email, a.role, a.passwordSet ? "set" : "link pending", a.createdAt])
         ]))
   })).pipe(Command.withDescription("List an organisation's administrators"))
 
@@ -98,12 +131,27 @@ const remove = Command.make("remove", { json, org, email }, (input) =>
     if (!(yield* (yield* AdminStore).remove(input.org, input.email))) {
       return yield* fail(`${normalEmail(input.email)} is not an administrator of ${input.org}.`)
     }
+    yield* audit(input.org, "admin.removed", normalEmail(input.email))
     yield* print(input.json, { email: normalEmail(input.email), removed: true }, () =>
       `Removed ${normalEmail(input.email)}; their sessions ended.`)
   })).pipe(Command.withDescription("Remove an administrator and end their sessions"))
 
+const setRole = Command.make("set-role", { json, org, email, role: roleOption }, (input) =>
+  Effect.gen(function*() {
+    yield* requireOrg(input.org)
+    const address = normalEmail(input.email)
+    const changed = yield* (yield* AdminStore).setRole(input.org, address, input.role)
+    if (changed === "missing") return yield* fail(`${address} is not an administrator of ${input.org}.`)
+    if (changed === "last-owner") {
+      return yield* fail(`${address} is the last owner of ${input.org}: make another administrator an owner first.`)
+    }
+    yield* audit(input.org, "admin.role-changed", address, input.role)
+    yield* print(input.json, { email: address, role: input.role }, () =>
+      `${address} is now ${input.role} of ${input.org}; it applies from their next page.`)
+  })).pipe(Command.withDescription("Give an administrator another role (owner, admin or viewer)"))
+
 export const admins = Command.make("admins").pipe(
   Command.withDescription("Administrators of the admin console (/admin)"),
-  Command.withSubcommands([create, list, remove]),
-  Command.provide(AdminStoreLive)
+  Command.withSubcommands([create, list, remove, setRole]),
+  Command.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive))
 )

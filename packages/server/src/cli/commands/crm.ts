@@ -3,6 +3,7 @@
  * organisation's connected CRM account, whose permissions every request runs
  * under. Connecting another account switches the executing account for every key.
  */
+import { audited, AuditLogLive } from "../Audit.js"
 import { Args, Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
 import { accountIdFor, connectAccount, disconnectAccount } from "../../admin/CrmConnection.js"
@@ -68,6 +69,7 @@ const connect = Command.make(
           "ZohoConnectFailed",
           (failed) => fail(failed.message)
         )
+        yield* audited(input.org, "crm.consent-started", "zoho")
         return yield* print(input.json, { orgId: input.org, provider: "zoho", ...started }, () =>
           [
             `Open this link as the Zoho CRM user Parley should work as (valid 10 minutes, once):`,
@@ -83,6 +85,7 @@ const connect = Command.make(
         ? yield* nonEmpty("--account-id", input.accountId.value)
         : accountIdFor(name)
       const connection = yield* connectAccount(input.org, name, id)
+      yield* audited(input.org, "crm.connected", name, [["accountId", id]])
       yield* show(input.json, input.org, connection)
     })
 ).pipe(Command.withDescription("Connect (or reconnect) the CRM account every key of the organisation runs as"))
@@ -127,6 +130,7 @@ const disconnect = Command.make("disconnect", { json, org }, (input) =>
     yield* requireOrg(input.org)
     // A Zoho connection's refresh token is revoked at Zoho first (see disconnectAccount).
     const connection = yield* disconnectAccount(input.org)
+    yield* audited(input.org, "crm.disconnected", null)
     yield* show(input.json, input.org, connection)
   })).pipe(Command.withDescription("Disconnect the CRM account, revoking a Zoho token (requests then fail with OAUTH_REQUIRED)"))
 
@@ -216,7 +220,10 @@ const update = Command.make(
     Effect.gen(function*() {
       yield* requireOrg(input.org)
       const workflows = yield* ZohoWorkflows.make
-      if (Option.isSome(input.workflows)) yield* workflows.set(input.org, input.workflows.value === "on")
+      if (Option.isSome(input.workflows)) {
+        yield* workflows.set(input.org, input.workflows.value === "on")
+        yield* audited(input.org, "crm.workflows-changed", null, [["workflows", input.workflows.value]])
+      }
       const on = yield* workflows.enabled(input.org)
       yield* print(input.json, { orgId: input.org, workflows: on ? "on" : "off" }, () =>
         `Zoho workflow rules of ${input.org}: ${on ? "on (inbound records and final statuses are written with trigger workflow)" : "off (nothing Parley writes runs a workflow rule)"}`)
@@ -225,5 +232,7 @@ const update = Command.make(
 
 export const crm = Command.make("crm").pipe(
   Command.withDescription("The organisation's connected CRM account"),
-  Command.withSubcommands([connect, status, setup, disconnect, identityChanged, permissions, update])
+  Command.withSubcommands([connect, status, setup, disconnect, identityChanged, permissions, update]),
+  // Each change is written to the organisation's audit log (../Audit.ts).
+  Command.provide(AuditLogLive)
 )

@@ -13,6 +13,7 @@ import { serve } from "./serve.js"
 import { templates } from "./templates.js"
 import { webhooks } from "./webhooks.js"
 import { admins } from "./admins.js"
+import { audit } from "./audit.js"
 
 export const commands = [
   serve,
@@ -28,5 +29,6 @@ export const commands = [
   providers,
   inbound,
   optouts,
-  admins
+  admins,
+  audit
 ] as const

@@ -3,6 +3,7 @@
  * is printed once, at creation; only its hash is stored. Revocation is read on
  * every request, so a running server refuses the key on its next request.
  */
+import { audited, AuditLogLive } from "../Audit.js"
 import { Args, Command, Options } from "@effect/cli"
 import { ALL_SCOPES, ApiKeyStore } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
@@ -102,6 +103,11 @@ const create = Command.make(
         bots: key.botIds,
         expiresAt: key.expiresAt
       }
+      yield* audited(key.orgId, "key.created", key.name, [
+        ["id", key.id],
+        ["mode", key.mode],
+        ["scopes", key.scopes.join(",")]
+      ])
       yield* print(input.json, created, () =>
         [
           `Created ${key.mode} key ${key.id} (${key.name}) for ${key.orgId}`,
@@ -160,11 +166,14 @@ const revoke = Command.make(
       if (!revoked) return yield* fail(`API key "${input.keyId}" was already revoked`)
       const now = yield* Clock.currentTimeMillis
       const key = summary({ ...found.value, revokedAt: at }, now)
+      yield* audited(found.value.orgId, "key.revoked", key.id, [["name", key.name]])
       yield* print(input.json, key, () => `Revoked ${key.id} (${key.name}); requests with it now fail with 401.`)
     })
 ).pipe(Command.withDescription("Revoke an API key; it fails with 401 from the next request"))
 
 export const keys = Command.make("keys").pipe(
   Command.withDescription("API keys"),
-  Command.withSubcommands([create, list, revoke])
+  Command.withSubcommands([create, list, revoke]),
+  // Each change is written to the organisation's audit log (../Audit.ts).
+  Command.provide(AuditLogLive)
 )

@@ -3,6 +3,7 @@
  * as the API's /opt-outs and the console's page, under the same rules (the core's Consent); an administrator
  * may lift any opt-out, a carrier's included, and every change is kept in the number's history.
  */
+import { audited, AuditLogLive } from "../Audit.js"
 import { Command, Options } from "@effect/cli"
 import { ALL_OPT_OUT_CHANNELS, Consent, OptOuts, PhoneOrShortCode } from "@parley/core/internal"
 import { Effect, Option, Schema } from "effect"
@@ -81,6 +82,7 @@ const add = Command.make(
         channels,
         reason: Option.getOrNull(input.reason)
       }, { source: "cli", cause: "parley optouts add", at: yield* nowIso })
+      if (changed) yield* audited(input.org, "opt-out.added", phone, [["channels", entry.channels.join(",")]])
       yield* print(input.json, view(entry), () =>
         [
           changed ? `${phone} opted out of ${entry.channels.join(", ")}` : `${phone} was already opted out of ${entry.channels.join(", ")}`,
@@ -103,6 +105,7 @@ const remove = Command.make(
           CarrierOptOut: () => fail(`${phone}: unexpected refusal`)
         })
       )
+      yield* audited(input.org, "opt-out.removed", phone, [["channels", removed.channels.join(",")]])
       yield* print(input.json, { removed: view(removed) }, () =>
         `${phone} opted back in: it may be texted and called again (it had opted out of ${removed.channels.join(", ")} on ${removed.createdAt}, source ${removed.source}).`)
     })
@@ -110,5 +113,7 @@ const remove = Command.make(
 
 export const optouts = Command.make("optouts").pipe(
   Command.withDescription("The organisation's opt-out list: who may not be texted or called"),
-  Command.withSubcommands([list, add, remove])
+  Command.withSubcommands([list, add, remove]),
+  // Each change is written to the organisation's audit log (../Audit.ts).
+  Command.provide(AuditLogLive)
 )

@@ -4,6 +4,7 @@
  * settings (providers/Registry.ts, each provider's …Settings.ts); credentials are stored sealed and never
  * printed again, not even by `show`. Setting a provider for a kind another one serves replaces it.
  */
+import { audited, AuditLogLive } from "../Audit.js"
 import { Command, Options } from "@effect/cli"
 import { Clock, Effect, Either, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
@@ -94,6 +95,7 @@ const set = Command.make(
         at,
         providersFor(provider.kind).map((p) => p.name)
       )
+      yield* audited(input.org, "provider.set", provider.name, [["accountId", stored.accountId ?? ""]])
       const setup = provider.setup({ publicBase: publicBase(yield* ServerConfig), orgId: input.org })
       const shown = { orgId: input.org, kind: provider.name, apiBase: stored.apiBase, accountId: stored.accountId, replaced }
       const replacedLabels = replaced.map((name) => providerNamed(name)?.label ?? name)
@@ -147,6 +149,7 @@ const clear = Command.make(
       yield* requireOrg(input.org)
       const removed = yield* (yield* ProviderAccounts).clear(input.org, input.kind)
       if (!removed) return yield* fail(`${input.org} has no ${input.kind} account`)
+      yield* audited(input.org, "provider.cleared", input.kind)
       const serves = providerNamed(input.kind)?.serves ?? "actions"
       yield* print(input.json, { orgId: input.org, kind: input.kind, cleared: true }, () =>
         `${input.org} no longer uses ${input.kind}; its ${serves} go to the simulator.`)
@@ -155,5 +158,7 @@ const clear = Command.make(
 
 export const providers = Command.make("providers").pipe(
   Command.withDescription(`Real providers: ${PROVIDERS.map((p) => `${p.label} (${p.serves})`).join(", ")}`),
-  Command.withSubcommands([set, show, clear])
+  Command.withSubcommands([set, show, clear]),
+  // Each change is written to the organisation's audit log (../Audit.ts).
+  Command.provide(AuditLogLive)
 )

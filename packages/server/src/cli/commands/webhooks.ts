@@ -4,6 +4,7 @@
  * Webhooks, `whsec_…`) is printed once, when it is made. The same endpoints
  * as the API's /webhook-endpoints, with the same URL rules and event filters.
  */
+import { audited, AuditLogLive } from "../Audit.js"
 import { Command, Options } from "@effect/cli"
 import { ALL_EVENTS, type EnabledEvent, Events } from "@parley/core/internal"
 import { Effect, Either, Option } from "effect"
@@ -59,6 +60,7 @@ const add = Command.make(
       const added = yield* addEndpoint(input.org, input.url, events, Option.getOrNull(input.description))
       if (Either.isLeft(added)) return yield* fail(`--url "${input.url}" ${added.left}`)
       const row = added.right
+      yield* audited(row.orgId, "webhook.added", row.url, [["id", row.id], ["events", row.enabledEvents.join(",")]])
       yield* print(input.json, { ...view(row), secret: row.secret }, () =>
         [
           `Added webhook ${row.id} for ${row.orgId}`,
@@ -92,6 +94,7 @@ const rotate = Command.make("rotate", { json, webhook: webhookId }, (input) =>
   Effect.gen(function*() {
     const row = yield* existing(input.webhook)
     const { previousSecretValidUntil, secret } = yield* rotateSecret(row.id)
+    yield* audited(row.orgId, "webhook.secret-rotated", row.id)
     yield* print(input.json, { id: row.id, secret, previousSecretValidUntil }, () =>
       [
         `New signing secret for ${row.id} (shown only now):`,
@@ -104,6 +107,7 @@ const enable = Command.make("enable", { json, webhook: webhookId }, (input) =>
   Effect.gen(function*() {
     const row = yield* existing(input.webhook)
     yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.enable(row.id))
+    yield* audited(row.orgId, "webhook.enabled", row.id)
     yield* print(input.json, { id: row.id, status: "enabled" }, () => `Enabled ${row.id}.`)
   })).pipe(Command.withDescription("Enable a disabled endpoint again (events from while it was disabled are not sent)"))
 
@@ -114,6 +118,7 @@ const disable = Command.make("disable", { json, webhook: webhookId }, (input) =>
     if (!(yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.disable(row.id, at)))) {
       return yield* fail(`Webhook ${row.id} is already disabled.`)
     }
+    yield* audited(row.orgId, "webhook.disabled", row.id)
     yield* print(input.json, { id: row.id, status: "disabled" }, () => `Disabled ${row.id}.`)
   })).pipe(Command.withDescription("Stop sending events to an endpoint"))
 
@@ -121,10 +126,13 @@ const remove = Command.make("delete", { json, webhook: webhookId }, (input) =>
   Effect.gen(function*() {
     const row = yield* existing(input.webhook)
     yield* Effect.flatMap(Webhooks, (webhooks) => webhooks.remove(row.orgId, row.id))
+    yield* audited(row.orgId, "webhook.deleted", row.id)
     yield* print(input.json, { id: row.id, deleted: true }, () => `Deleted ${row.id}; events not yet delivered to it are dropped.`)
   })).pipe(Command.withDescription("Remove an endpoint and the deliveries still owed to it"))
 
 export const webhooks = Command.make("webhooks").pipe(
   Command.withDescription("Webhook endpoints for signed events"),
-  Command.withSubcommands([add, list, rotate, enable, disable, remove])
+  Command.withSubcommands([add, list, rotate, enable, disable, remove]),
+  // Each change is written to the organisation's audit log (../Audit.ts).
+  Command.provide(AuditLogLive)
 )
