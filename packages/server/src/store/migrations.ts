@@ -652,6 +652,16 @@ const rateLimitLast = Effect.gen(function*() {
   yield* sql`ALTER TABLE rate_limit_buckets ADD COLUMN last_ms BIGINT NOT NULL DEFAULT 0`
 })
 
+/**
+ * The due actions a provider already has (its id recorded: what is left is a recheck or the simulator's next
+ * step), in due order: each dispatcher claim reserves a share for them (WorkQueue), found without walking a
+ * backlog of sends due before them.
+ */
+const recheckQueue = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX actions_recheck ON actions (work_at) WHERE work_at IS NOT NULL AND sid IS NOT NULL`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -673,5 +683,6 @@ export const migrations = {
   "0026_zoho_connection_checks": zohoConnectionChecks,
   "0028_zoho_workflows": zohoWorkflows,
   "0033_rate_limit_last": rateLimitLast,
-  "0035_consent": consent
+  "0035_consent": consent,
+  "0038_recheck_queue": recheckQueue
 }
