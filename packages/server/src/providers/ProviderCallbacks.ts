@@ -112,6 +112,8 @@ export interface CallbackReport {
   readonly errorMessage?: string | undefined
   readonly body?: string | undefined
   readonly audioFileId?: string | undefined
+  /** Ended without being placed, for a reason that passes: placed again (ProviderHandoffs.placeAgain). */
+  readonly notPlaced?: boolean | undefined
 }
 
 /** A report, with the action the callback names: in the signed URL Parley gave, or in Parley's metadata. */
@@ -217,11 +219,17 @@ export const callbackRoute = <Settings, Body, E>(spec: CallbackRouteSpec<Setting
           yield* ignored(spec.provider, handoff.value.actionId, spec.notHandedOver)
           return spec.answer()
         }
+        const { notPlaced, ...report } = named.report
+        // Ended without being placed, for a reason that passes: placed again while attempts are left. Before
+        // the provider's answer is recorded it cannot be yet: the recheck after the answer reads it again.
+        if (notPlaced === true && (yield* handoffs.placeAgain(orgId, handoff.value.actionId, report, now)) !== "exhausted") {
+          return spec.answer()
+        }
         yield* reports.report({
           orgId,
           actionId: handoff.value.actionId,
           kind: spec.kind,
-          ...named.report,
+          ...report,
           recheckAt: now + config.providerRecheckMs
         })
         return spec.answer()
