@@ -6,10 +6,17 @@
  * refused callback costs no body reading, decoding or database work. The
  * requests arrive in one write, so the bucket cannot refill in between,
  * however slow the machine.
+ *
+ * A forger's debt refuses only what cannot be genuine (issue 35, item 20):
+ * while forged signed callbacks from 127.0.0.1 keep that address past its
+ * budget, the callbacks Twilio (the fake, signing with the official package)
+ * posts from the same address are all taken, and the forgeries still 429.
  */
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SOURCE_LIMIT, UNVERIFIED_COST } from "../src/providers/CallbackGate.js"
+import { TwilioFake } from "./support/fakes/TwilioFake.js"
+import { until } from "./support/poll.js"
 import { TestServer } from "./support/server.js"
 
 const HEAVY = 120_000
@@ -100,5 +107,76 @@ describe("callbacks that cannot be verified", () => {
     const allowed = (SOURCE_LIMIT.burst + SOURCE_LIMIT.perSecond * seconds) / UNVERIFIED_COST + 1
     expect(looked).toBeGreaterThan(0)
     expect(looked, `${looked} of ${sent} looked at in ${seconds.toFixed(2)} s`).toBeLessThanOrEqual(Math.ceil(allowed))
+  }, HEAVY)
+})
+
+describe("genuine callbacks from an address a forger put in debt", () => {
+  let server: TestServer
+  let twilio: TwilioFake
+  let orgId: string
+  let key: string
+
+  beforeAll(async () => {
+    twilio = await TwilioFake.start({ stepMs: 30 })
+    // Rechecks far off: a text reaches Delivered only through the callbacks under test.
+    server = await TestServer.start({
+      env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "600000" }
+    })
+    const demo = await server.demo()
+    orgId = demo.orgId
+    key = demo.keys.live
+    const connected = await server.admin([
+      "providers", "set", "--org", orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
+      "--auth-token", twilio.authToken, "--api-base", twilio.url
+    ])
+    expect(connected.code, connected.stderr).toBe(0)
+  }, HEAVY)
+  afterAll(async () => {
+    await server?.dispose()
+    await twilio?.stop()
+  })
+
+  it("are all taken while the forgeries are refused 429", async () => {
+    const forged: Array<number> = []
+    let flooding = true
+    const forger = async () => {
+      while (flooding) {
+        const answer = await fetch(`${server.baseUrl}/providers/twilio/status?org=${orgId}&action=1`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": "Zm9yZ2Vk" },
+          body: "MessageSid=SMforged&MessageStatus=delivered"
+        })
+        await answer.body?.cancel()
+        forged.push(answer.status)
+      }
+    }
+    const forgers = [forger(), forger(), forger()]
+    try {
+      await until(async () => forged.includes(429) ? true : undefined, { what: "the forger's address in debt" })
+      const ids: Array<string> = []
+      for (let i = 0; i < 8; i++) {
+        const response = await server.fetch("/api/v1/messages", {
+          key,
+          method: "POST",
+          headers: { "idempotency-key": `genuine-${i}-${Date.now()}` },
+          body: JSON.stringify({ fromNumberSid: "PN00000000000000000000000000000001", to: `+1415555013${i}`, body: "hi" })
+        })
+        const text = await response.text()
+        expect(response.status, text).toBe(202)
+        ids.push((JSON.parse(text) as { id: string }).id)
+      }
+      // Every text's three callbacks (sending, sent, delivered) posted by the fake, each answered.
+      await until(async () => twilio.messages.length === ids.length &&
+          twilio.messages.every((m) => twilio.callbacksFor(m.sid).length >= 3) ? true : undefined,
+        { what: "the fake's callbacks", timeoutMs: 30_000 })
+    } finally {
+      flooding = false
+      await Promise.all(forgers)
+    }
+    const genuine = twilio.callbacks.map((callback) => callback.answered)
+    expect(genuine.length).toBeGreaterThanOrEqual(24)
+    expect(genuine.filter((status) => status !== 204), "genuine callbacks not taken").toEqual([])
+    expect(forged.filter((status) => status !== 401 && status !== 429)).toEqual([])
+    expect(forged.filter((status) => status === 429).length).toBeGreaterThan(forged.filter((s) => s === 401).length)
   }, HEAVY)
 })

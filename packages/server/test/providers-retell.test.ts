@@ -112,7 +112,7 @@ describe("Retell", () => {
 
   it.each([
     ["error_llm_websocket_open", "+14155550311", "Failed"],
-    ["concurrency_limit_reached", "+14155550312", "Failed"],
+    ["no_concurrency_fallback", "+14155550312", "Failed"],
     ["ivr_reached", "+14155550313", "No Answer"],
     ["max_duration_reached", "+14155550314", "Completed"]
   ] as const)("maps the disconnection reason %s onto %s's status", async (reason, to, status) => {
@@ -122,6 +122,26 @@ describe("Retell", () => {
     expect(placedTo(to)[0]?.resource.disconnection_reason).toBe(reason)
     expect(record.status).toBe(status)
     expect(record.errorMessage ?? null).toBe(status === "Completed" ? null : reason)
+  }, HEAVY)
+
+  it.each([
+    ["its webhooks", "+14155550321", false],
+    ["asking Retell (its webhooks lost)", "+14155550322", true]
+  ] as const)("places a call Retell ended concurrency_limit_reached again, told by %s", async (_by, to, lost) => {
+    // Retell makes the call and ends it without dialling; its docs say to retry with backoff.
+    retell.failNextWithConcurrencyLimit()
+    if (lost) retell.tweakNextCallbacks({ signature: "none" })
+    const id = await call(to)
+    const record = await settle(id)
+    expect(record.status).toBe("Completed")
+    const [first, second, ...more] = placedTo(to)
+    expect(more).toHaveLength(0)
+    expect(first?.resource.disconnection_reason).toBe("concurrency_limit_reached")
+    expect(second?.resource.disconnection_reason).toBe("user_hangup")
+    expect(createsFor(to)).toHaveLength(2)
+    expect(record.sid).toBe(second?.resource.call_id)
+    expect(record.errorMessage ?? null).toBeNull()
+    expect(await eventsOf(id)).toEqual(["ai_call.queued", "ai_call.started", "ai_call.completed"])
   }, HEAVY)
 
   it.each(["none", "wrong"] as const)("refuses webhooks with signature %s, changing nothing", async (signature) => {

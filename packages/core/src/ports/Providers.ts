@@ -50,6 +50,12 @@ export interface Change {
   readonly body?: string | undefined
   readonly audioFileId?: string | undefined
   readonly at?: string | undefined
+  /**
+   * The provider ended it without placing it, for a reason that passes (Retell's `concurrency_limit_reached`):
+   * the host places it again after a backoff, as it retries a create refused at its concurrency limit, and
+   * `status` (Failed) applies only once the attempts run out.
+   */
+  readonly notPlaced?: boolean | undefined
 }
 
 /** What an action's status is at the provider now; the dispatcher decides when to look again. */

@@ -47,6 +47,11 @@ import { yieldToEventLoop } from "./yieldToEventLoop.js"
 /** Rows per claim: large enough to amortise each statement, small enough that one step of a batch stays a few ms. */
 const BATCH = 500
 /**
+ * Due rechecks every claim takes besides its BATCH (WorkQueue): a backlog of sends due before them, or a
+ * process that keeps restarting with such a backlog, never holds rechecks past their time.
+ */
+export const RECHECK_SHARE = 100
+/**
  * The shortest pause after a round that drained what was due. Waking for every action of a steady stream
  * would pay a round's fixed cost (claim, rules, provider lookups, two transactions: ~15 statements) per
  * action; a short pause lets arrivals gather into one batch at a lateness no sender notices. Shorter, the
@@ -86,7 +91,7 @@ export const DispatcherLive = Layer.scopedDiscard(
 
     // The two statements every round runs whatever it finds, each in the store adapter's own SQL.
     const queue = yield* WorkQueue
-    const claimNow = queue.claimer(CLAIMED_COLUMNS, BATCH)
+    const claimNow = queue.claimer(CLAIMED_COLUMNS, BATCH, RECHECK_SHARE)
     const claim = (now: number) =>
       Effect.flatMap(
         claimNow({ owner: worker, now, until: now + config.dispatchLeaseMs }),
@@ -187,11 +192,25 @@ export const DispatcherLive = Layer.scopedDiscard(
       traced: () => identity
     })
 
+    /**
+     * Whether this process has yet to run a round with rechecks in it. Its first such round runs them before
+     * its sends: after a crash they are the overdue work (their callbacks may have been lost while it was
+     * down), and a process that dies again during its first sends — a crash loop — must not starve them.
+     * Later rounds run rechecks beside the sends, so a slow provider's sends never hold them up.
+     */
+    let rechecksFirst = true
+
     /** One claimed batch: commit what is due, submit what is committed, move everything else on. */
     const work = (claimed: ReadonlyArray<ClaimedRow>, now: number): Effect.Effect<void, StorageError> =>
       Effect.gen(function*() {
         const modified = new Date(now).toISOString()
         const phase = (p: Phase) => claimed.filter((r) => phaseOf(r) === p)
+        const advancing = phase("advance")
+        // Each provider is asked again about what it has: a real one's status, the simulator's next step.
+        const follow = submissions.recheck(advancing, now, hooks(modified))
+        const first = rechecksFirst && advancing.length > 0
+        if (advancing.length > 0) rechecksFirst = false
+        const early = first ? yield* follow : null
         const committed = yield* storage("dispatch.commit")(commitDue(phase("commit"), now, modified))
         const toSubmit = [...phase("submit"), ...committed]
         yield* yieldToEventLoop
@@ -202,10 +221,11 @@ export const DispatcherLive = Layer.scopedDiscard(
         // While traces are exported, each hand-over is a span under the request that created the action.
         const parents = yield* links.actionParents(toSubmit.map((r) => r.id))
         // Real providers' rows are sent and recorded one by one (hooks); the simulator's come back as changes.
-        const submitted = yield* submissions.submit(toSubmit, now, { ...hooks(modified), traced: dispatchSpan(parents) })
+        const submit = submissions.submit(toSubmit, now, { ...hooks(modified), traced: dispatchSpan(parents) })
+        const [submitted, followed] = early !== null
+          ? [yield* submit, early]
+          : yield* Effect.all([submit, follow], { concurrency: 2 })
         yield* yieldToEventLoop
-        // Each provider is asked again about what it has: a real one's status, the simulator's next step.
-        const followed = yield* submissions.recheck(phase("advance"), now, hooks(modified))
         const transitions = [...submitted, ...followed].map(([row, change]) => transition(row, change, modified))
         yield* storage("dispatch.transition")(batches.transaction(batches.apply(worker, transitions))).pipe(
           forProvider("simulator")

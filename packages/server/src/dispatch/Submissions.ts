@@ -55,6 +55,7 @@ import { forProvider } from "../observability/Metrics.js"
 import { providerNamed } from "../providers/Registry.js"
 import { DbInt, storage } from "../store/rows.js"
 import { RowLocks } from "../store/RowLocks.js"
+import { ProviderHandoffs } from "../store/SqlProviderHandoffs.js"
 import { transactions } from "../store/Transactions.js"
 import { type Change, type ClaimedRow, handoffOf } from "./ClaimedAction.js"
 import { renewalEvery } from "./Lease.js"
@@ -121,6 +122,7 @@ export const make = (config: ServerSettings) =>
     const consent = yield* Consent.Consent
     const transaction = yield* transactions
     const locks = yield* RowLocks
+    const handoffs = yield* ProviderHandoffs
 
     /**
      * Counts an attempt before it is made; answers the attempt with what the earlier ones left. Every
@@ -504,12 +506,23 @@ export const make = (config: ServerSettings) =>
       const unchanged: Change = { status: row.status, workAt: DispatchPlan.lookAgainAt(provider.client.lookAgainMs, firstAt, now, "nothing new") }
       if (row.sid === null) return Effect.succeed(unchanged)
       return provider.client.recheck(handoffOf(row), row.sid, now).pipe(
+        Effect.flatMap((found) =>
+          Option.isSome(found) && found.value.notPlaced === true && row.sid !== null
+            // Ended without being placed, for a reason that passes: put back in the queue (its lease given up,
+            // so the unchanged status recorded after this skips it); Failed once its attempts ran out.
+            ? Effect.map(
+              handoffs.placeAgain(row.org_id, String(row.id), { sid: row.sid, providerStatus: found.value.providerStatus ?? "" }, now),
+              (outcome) => outcome === "exhausted" ? found : Option.none()
+            )
+            : Effect.succeed(found)
+        ),
         Effect.map((found): Change => {
           if (Option.isNone(found)) return unchanged
-          const status = found.value.status
+          const { notPlaced: _notPlaced, ...recheck } = found.value
+          const status = recheck.status
           if (!ProviderReports.movesForward(row.kind, row.status, status)) return unchanged
           return {
-            ...found.value,
+            ...recheck,
             workAt: ProviderReports.isFinal(row.kind, status)
               ? null
               : DispatchPlan.lookAgainAt(provider.client.lookAgainMs, firstAt, now, "moved")

@@ -246,7 +246,8 @@ export const makeRequestPipeline = <R>(
       (response) => {
         const answer = fromPlatformResponse(response)
         if (response.status === 401 && route.unverified !== undefined) {
-          route.unverified(request.socket.remoteAddress ?? "unknown", Date.now())
+          const refused = route.unverified(request.socket.remoteAddress ?? "unknown", Date.now())
+          if (refused !== null) return Effect.succeed(errorAnswer(refused, requestId, retryAfter(refused)))
         }
         return answer === null ? unexpected(new Error(`unsupported response body ${response.body._tag}`), requestId) : Effect.succeed(answer)
       }
@@ -322,7 +323,7 @@ export const makeRequestPipeline = <R>(
     route = matched.route.path
     observedRoute = matched._tag === "Contract" ? templates.get(matched.route) ?? UNMATCHED_ROUTE : matched.route.path
     if (matched._tag === "Plain" && matched.route.admit !== undefined) {
-      const refused = matched.route.admit(request.socket.remoteAddress ?? "unknown", url, Date.now())
+      const refused = matched.route.admit(request.socket.remoteAddress ?? "unknown", url, Date.now(), request.headers)
       if (refused !== null) return write(errorAnswer(refused, requestId, retryAfter(refused)))
     }
 

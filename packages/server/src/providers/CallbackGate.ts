@@ -8,6 +8,12 @@
  * through a short-lived cache, and the callbacks' database work runs a few at a time, refusing at once
  * rather than queueing without bound. A refused genuine callback is not lost: Parley rechecks with the
  * provider an action whose reports stopped (PARLEY_PROVIDER_RECHECK_MS).
+ *
+ * Only a forger's callbacks may leave an address in debt, and the debt refuses only what cannot be
+ * genuine: a callback that carries its provider's signature header is still read and verified when its
+ * address is past its budget (one bounded body, the cached key, one HMAC, no database work of its own),
+ * goes on if it verifies, and is answered 429 if it does not. A provider sharing an address with a forger
+ * (a proxy, a NAT) keeps its callbacks taken.
  */
 import { Context, Effect, Layer } from "effect"
 
@@ -63,6 +69,13 @@ export class Buckets {
     bucket.at = now
   }
 
+  /** Whether `key` has a token at `now`, none taken: false for an address in debt. */
+  has(key: string, now: number): boolean {
+    const bucket = this.buckets.get(key)
+    if (bucket === undefined) return true
+    return bucket.tokens + ((now - bucket.at) / 1000) * this.limit.perSecond >= 1
+  }
+
   private forgetIdle(now: number) {
     const full = (this.limit.burst / this.limit.perSecond) * 1000
     for (const [key, bucket] of this.buckets) if (now - bucket.at >= full) this.buckets.delete(key)
@@ -102,14 +115,19 @@ export const makeCallbackGate = Effect.gen(function*() {
 
   /**
    * In memory only: whether this source, and this organisation (null: none named yet), may have a callback
-   * looked at now.
+   * looked at now. A `signed` callback (it carries its provider's signature header) from a source past its
+   * budget is still let on to be verified, taking nothing from the organisation's bucket: a forger's debt
+   * must not refuse a genuine callback, and its forgeries are refused once verification fails (`unverified`).
    */
-  const admit = (source: string, orgId: string | null, now: number): Admission =>
+  const admit = (source: string, orgId: string | null, now: number, signed: boolean): Admission =>
     !sources.take(source, now)
-      ? "source_limited"
+      ? signed ? "admitted" : "source_limited"
       : orgId !== null && !organisations.take(orgId, now)
       ? "organisation_limited"
       : "admitted"
+
+  /** Whether `source` is past its budget: its callbacks were let on only to be verified (see `admit`). */
+  const overBudget = (source: string, now: number): boolean => !sources.has(source, now)
 
   /** The same for an organisation named only in the body, once it is read (its source was admitted already). */
   const admitOrganisation = (orgId: string, now: number): Admission =>
@@ -118,8 +136,12 @@ export const makeCallbackGate = Effect.gen(function*() {
   /**
    * A callback from `source` could not be verified: it costs the source UNVERIFIED_COST tokens in all, so a
    * forger's callbacks are looked at a fifth as often as a genuine provider's, whose callbacks all verify.
+   * True when the source is past its budget now: the callback is then refused as over the limit (429).
    */
-  const unverified = (source: string, now: number): void => sources.charge(source, UNVERIFIED_COST - 1, now)
+  const unverified = (source: string, now: number): boolean => {
+    sources.charge(source, UNVERIFIED_COST - 1, now)
+    return overBudget(source, now)
+  }
 
   /** Runs a callback's database work a few at a time; None (nothing run) when too many are waiting already. */
   const run = <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<Gated<A>, E, R> =>
@@ -133,7 +155,7 @@ export const makeCallbackGate = Effect.gen(function*() {
       )
     })
 
-  return { admit, admitOrganisation, unverified, run }
+  return { admit, admitOrganisation, overBudget, unverified, run }
 })
 
 export class CallbackGate extends Context.Tag("@parley/server/providers/CallbackGate")<

@@ -30,6 +30,7 @@ import {
   Unauthorized
 } from "@parley/core/internal"
 import { Clock, Effect, Option, Predicate } from "effect"
+import type { IncomingHttpHeaders } from "node:http"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { refusal } from "../http/ErrorResponses.js"
 import type { BodyKind } from "../http/BodyRules.js"
@@ -65,6 +66,18 @@ const NOT_ADMITTED: Record<Exclude<Admission, "admitted">, RateLimited> = {
 export const admissionError = (admission: Admission): RateLimited | null =>
   admission === "admitted" ? null : NOT_ADMITTED[admission]
 
+/**
+ * What the pipeline answers instead of a 401 once the gate charged the source for it (PlainRoute.unverified):
+ * the 429 when the source is past its budget.
+ */
+export const chargeUnverified =
+  (gate: { readonly unverified: (source: string, now: number) => boolean }) =>
+  (source: string, now: number): RateLimited | null => gate.unverified(source, now) ? NOT_ADMITTED.source_limited : null
+
+/** Whether a request carries one of `names` (a provider's signature headers) before its body is read. */
+export const carriesAny = (headers: IncomingHttpHeaders, names: ReadonlyArray<string>): boolean =>
+  names.some((name) => headers[name] !== undefined)
+
 /** A callback refused by CallbackGate once its body was read (an organisation named only there). */
 export const notAdmitted = (admission: Exclude<Admission, "admitted">) => refusal(NOT_ADMITTED[admission])
 
@@ -99,6 +112,8 @@ export interface CallbackReport {
   readonly errorMessage?: string | undefined
   readonly body?: string | undefined
   readonly audioFileId?: string | undefined
+  /** Ended without being placed, for a reason that passes: placed again (ProviderHandoffs.placeAgain). */
+  readonly notPlaced?: boolean | undefined
 }
 
 /** A report, with the action the callback names: in the signed URL Parley gave, or in Parley's metadata. */
@@ -138,6 +153,11 @@ export interface CallbackRouteSpec<Settings, Body, E> {
   readonly provider: string
   readonly path: string
   readonly bodyKind: BodyKind
+  /**
+   * The headers (lower case) that carry the provider's signature or secret: a callback bearing one is
+   * verified even when its address is past its budget (CallbackGate.admit).
+   */
+  readonly signatureHeaders: ReadonlyArray<string>
   readonly kind: ActionStore.ActionKind
   readonly settings: (stored: StoredSettings) => Settings
   /** The body as the provider's message; fails with InvalidRequest (its message answered) when it is not one. */
@@ -199,11 +219,17 @@ export const callbackRoute = <Settings, Body, E>(spec: CallbackRouteSpec<Setting
           yield* ignored(spec.provider, handoff.value.actionId, spec.notHandedOver)
           return spec.answer()
         }
+        const { notPlaced, ...report } = named.report
+        // Ended without being placed, for a reason that passes: placed again while attempts are left. Before
+        // the provider's answer is recorded it cannot be yet: the recheck after the answer reads it again.
+        if (notPlaced === true && (yield* handoffs.placeAgain(orgId, handoff.value.actionId, report, now)) !== "exhausted") {
+          return spec.answer()
+        }
         yield* reports.report({
           orgId,
           actionId: handoff.value.actionId,
           kind: spec.kind,
-          ...named.report,
+          ...report,
           recheckAt: now + config.providerRecheckMs
         })
         return spec.answer()
@@ -220,7 +246,10 @@ export const callbackRoute = <Settings, Body, E>(spec: CallbackRouteSpec<Setting
       // The source (and an organisation in the URL) passed the gate before the body was read (admit below).
       if (inUrl === null && organisationIn !== undefined) {
         orgId = organisationIn(body)
-        const admission = gate.admitOrganisation(orgId, now)
+        // A callback let on past its source's budget only to be verified takes nothing from the organisation
+        // named in its body before it is (a forger's flood must not empty a genuine organisation's bucket).
+        const source = Option.getOrElse(request.remoteAddress, () => "unknown")
+        const admission = gate.overBudget(source, now) ? "admitted" : gate.admitOrganisation(orgId, now)
         if (admission !== "admitted") return yield* notAdmitted(admission)
       }
       if (orgId === "") return yield* unverified()
@@ -251,12 +280,13 @@ export const callbackRoute = <Settings, Body, E>(spec: CallbackRouteSpec<Setting
      * The gate, before the body is read: the source, and the organisation when the URL names it (a route
      * whose URL always names one counts a callback without it under "").
      */
-    const admit = (source: string, url: string, now: number) => {
+    const admit = (source: string, url: string, now: number, headers: IncomingHttpHeaders) => {
       const inUrl = queryOf(url).get("org")
-      return admissionError(gate.admit(source, organisationIn === undefined ? inUrl ?? "" : inUrl, now))
+      const orgId = organisationIn === undefined ? inUrl ?? "" : inUrl
+      return admissionError(gate.admit(source, orgId, now, carriesAny(headers, spec.signatureHeaders)))
     }
 
     return [
-      { method: "POST", path: spec.path, body: spec.bodyKind, handler, admit, unverified: gate.unverified }
+      { method: "POST", path: spec.path, body: spec.bodyKind, handler, admit, unverified: chargeUnverified(gate) }
     ] satisfies ReadonlyArray<PlainRoute>
   })

@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { StorageError } from "@parley/core/domain"
-import type { ActionStore } from "@parley/core/internal"
+import { type ActionStore, DispatchPlan } from "@parley/core/internal"
 
 type ActionKind = ActionStore.ActionKind
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -21,9 +21,31 @@ export interface Handoff {
   readonly provider: string | null
 }
 
+/** What a provider said about an action it ended without placing it. */
+export interface NotPlaced {
+  /** The provider's id for the call (or message) it ended. */
+  readonly sid: string
+  readonly providerStatus: string
+}
+
 export interface ProviderHandoffsService {
   readonly byAction: (orgId: string, actionId: string) => Effect.Effect<Option.Option<Handoff>, StorageError>
   readonly bySid: (orgId: string, kind: ActionKind, sid: string) => Effect.Effect<Option.Option<Handoff>, StorageError>
+  /**
+   * Puts back in the queue an action its provider ended without placing it, for a reason that passes (its
+   * concurrency limit): the attempt is journalled as not sent (the next one sends without looking), the
+   * provider id is forgotten (a late report about the ended call no longer matches), and the action is due
+   * again after DispatchPlan's backoff for its attempts. Only while the action is still waiting under that
+   * id (`not_waiting` otherwise: its provider's answer is still on its way, and the recheck after it will
+   * tell again), and while attempts are left (`exhausted` after DispatchPlan.MAX_ATTEMPTS: the caller then
+   * applies the provider's report, Failed).
+   */
+  readonly placeAgain: (
+    orgId: string,
+    actionId: string,
+    notPlaced: NotPlaced,
+    now: number
+  ) => Effect.Effect<"again" | "not_waiting" | "exhausted", StorageError>
 }
 
 export class ProviderHandoffs extends Context.Tag("@parley/server/store/ProviderHandoffs")<
@@ -38,6 +60,7 @@ const Row = Schema.Struct({
   provider: NullableString
 })
 const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
+const decodeAttempts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ attempts: DbInt })))
 
 const toHandoff = (row: typeof Row.Type): Handoff => ({
   actionId: String(row.id),
@@ -64,6 +87,31 @@ export const layer = Layer.effect(
             first
           ))
           : Effect.succeed(Option.none()),
+      placeAgain: (orgId, actionId, { providerStatus, sid }, now) =>
+        !/^\d{1,18}$/.test(actionId)
+          ? Effect.succeed("not_waiting" as const)
+          : storage("providers.placeAgain")(Effect.gen(function*() {
+            const [journal] = yield* Effect.flatMap(
+              sql`SELECT attempts FROM provider_submissions WHERE action_id = ${actionId}`,
+              decodeAttempts
+            )
+            if (journal === undefined) return "not_waiting" as const
+            if (journal.attempts >= DispatchPlan.MAX_ATTEMPTS) return "exhausted" as const
+            // Waiting under this id: not yet reported placed (Ringing at most), nor final.
+            const waiting = sql`SELECT 1 FROM actions WHERE org_id = ${orgId} AND id = ${Number(actionId)} AND sid = ${sid}
+              AND status IN ('Queued', 'Ringing')`
+            // The journal first: a crash before the action's update leaves it waiting under the id, to be put
+            // back when its provider is asked again; the other order could have it reconciled with the ended call.
+            const journalled = yield* sql`UPDATE provider_submissions SET last_outcome = 'not_sent'
+                WHERE action_id = ${actionId} AND EXISTS (${waiting}) RETURNING action_id`
+            if (journalled.length === 0) return "not_waiting" as const
+            const due = now + DispatchPlan.backoffMs(journal.attempts, null)
+            const placed = yield* sql`UPDATE actions SET status = 'Queued', sid = NULL, provider_status = ${providerStatus},
+                work_at = ${due}, lease_owner = NULL, lease_until = NULL, modified = ${new Date(now).toISOString()}
+              WHERE org_id = ${orgId} AND id = ${Number(actionId)} AND sid = ${sid} AND status IN ('Queued', 'Ringing')
+              RETURNING id`
+            return placed.length > 0 ? "again" as const : "not_waiting" as const
+          })),
       bySid: (orgId, kind, sid) =>
         storage("providers.handoffBySid")(Effect.map(
           Effect.flatMap(

@@ -16,12 +16,15 @@ export interface Lease {
 
 export interface WorkQueueService {
   /**
-   * A claim of at most `limit` actions whose work is due and that no live lease holds, leased in one
-   * atomic statement; its rows are the `columns`' values, in their order, in no particular row order.
+   * A claim of the `limit` actions whose work is due soonest and that no live lease holds, and besides them
+   * of up to `rechecks` due actions a provider already has (their id recorded: rechecks), leased in one
+   * atomic statement; its rows are the `columns`' values, in their order, in no particular row order. The
+   * share keeps rechecks going while a backlog of sends due before them fills every claim.
    */
   readonly claimer: (
     columns: ReadonlyArray<string>,
-    limit: number
+    limit: number,
+    rechecks: number
   ) => (lease: Lease) => Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError.SqlError>
   /** When the next action nobody holds falls due (epoch ms), if any. */
   readonly nextDue: (now: number) => Effect.Effect<number | null, SqlError.SqlError>

@@ -707,6 +707,16 @@ const auditLog = Effect.gen(function*() {
   })
 })
 
+/**
+ * The due actions a provider already has (its id recorded: what is left is a recheck or the simulator's next
+ * step), in due order: each dispatcher claim reserves a share for them (WorkQueue), found without walking a
+ * backlog of sends due before them.
+ */
+const recheckQueue = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX actions_recheck ON actions (work_at) WHERE work_at IS NOT NULL AND sid IS NOT NULL`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -729,6 +739,7 @@ export const migrations = {
   "0028_zoho_workflows": zohoWorkflows,
   "0033_rate_limit_last": rateLimitLast,
   "0035_consent": consent,
+  "0038_recheck_queue": recheckQueue,
   "0042_admin_roles": adminRoles,
   "0043_audit_log": auditLog
 }

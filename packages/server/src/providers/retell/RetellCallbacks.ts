@@ -12,7 +12,7 @@ import { callbackRoute, done, namedInMetadata } from "../ProviderCallbacks.js"
 import { parseJson } from "../ProviderExchange.js"
 import { callMetadata, toCallReport } from "./RetellReports.js"
 import { readRetellSettings } from "./RetellSettings.js"
-import { decodeRetellWebhook, type RetellWebhook, verifyRetellSignature } from "./RetellWebhooks.js"
+import { decodeRetellWebhook, RETELL_SIGNATURE_HEADER, type RetellWebhook, verifyRetellSignature } from "./RetellWebhooks.js"
 
 export const RETELL = "retell"
 export const RETELL_EVENTS_PATH = "/providers/retell/events"
@@ -27,6 +27,7 @@ export const retellCallbackRoutes = callbackRoute({
   provider: RETELL,
   path: RETELL_EVENTS_PATH,
   bodyKind: "json",
+  signatureHeaders: [RETELL_SIGNATURE_HEADER],
   kind: "ai_call",
   settings: readRetellSettings,
   read: (request) =>

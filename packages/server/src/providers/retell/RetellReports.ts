@@ -9,7 +9,7 @@
  */
 import type { CallbackReport } from "../ProviderCallbacks.js"
 import type { RetellCallDetails } from "./RetellClient.js"
-import { retellCallStatus, retellEnding } from "./RetellStatuses.js"
+import { RETELL_NOT_PLACED_REASONS, retellCallStatus, retellEnding } from "./RetellStatuses.js"
 import type { RetellWebhook } from "./RetellWebhooks.js"
 
 /** The call's metadata (Parley puts the action and organisation there when it starts the call). */
@@ -32,7 +32,13 @@ const ended = (
       body: transcript ?? "",
       ...(recordingUrl === null ? {} : { audioFileId: recordingUrl })
     }
-    : { status, providerStatus: reason ?? "ended", sid: callId, errorMessage: errorMessage ?? reason ?? "" }
+    : {
+      status,
+      providerStatus: reason ?? "ended",
+      sid: callId,
+      errorMessage: errorMessage ?? reason ?? "",
+      ...(RETELL_NOT_PLACED_REASONS.has(reason ?? "") ? { notPlaced: true } : {})
+    }
 }
 
 /** The report a webhook makes, or null when it says nothing about the call's status. */

@@ -9,6 +9,7 @@
 import { Effect } from "effect"
 import { callbackRoute, done } from "../ProviderCallbacks.js"
 import * as Twilio from "./TwilioClient.js"
+import { TWILIO_SIGNATURE_HEADER } from "./TwilioSignature.js"
 import { readTwilioSettings } from "./TwilioSettings.js"
 import { twilioMessageStatus } from "./TwilioStatuses.js"
 
@@ -23,11 +24,12 @@ export const twilioCallbackRoutes = callbackRoute({
   provider: "twilio",
   path: TWILIO_STATUS_PATH,
   bodyKind: "form",
+  signatureHeaders: [TWILIO_SIGNATURE_HEADER],
   kind: "message",
   settings: readTwilioSettings,
   read: (request) => Effect.map(request.urlParamsBody, (params): Fields => params.map(([k, v]) => [k, v] as const)),
   verify: (settings, { body, request, url }) =>
-    Twilio.verifyTwilioSignature(settings.authToken, url, body, request.headers["x-twilio-signature"]),
+    Twilio.verifyTwilioSignature(settings.authToken, url, body, request.headers[TWILIO_SIGNATURE_HEADER]),
   report: (params, query) => {
     const field = (name: string) => params.find(([k]) => k === name)?.[1] ?? ""
     const raw = field("MessageStatus") || field("SmsStatus")

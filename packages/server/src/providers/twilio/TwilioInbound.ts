@@ -38,14 +38,15 @@ import {
   SetupUnavailable
 } from "@parley/core/internal"
 import { Clock, Effect, Option, Redacted, Schema } from "effect"
+import type { IncomingHttpHeaders } from "node:http"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { refusal } from "../../http/ErrorResponses.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
 import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import { CallbackGate, KEY_CACHE_MS, TtlCache } from "../CallbackGate.js"
 import { requestUrl } from "../CallbackUrls.js"
-import { admissionError, callbacksBusy, notAdmitted, unverified } from "../ProviderCallbacks.js"
-import { verifyTwilioSignature } from "./TwilioSignature.js"
+import { admissionError, callbacksBusy, carriesAny, chargeUnverified, notAdmitted, unverified } from "../ProviderCallbacks.js"
+import { TWILIO_SIGNATURE_HEADER, verifyTwilioSignature } from "./TwilioSignature.js"
 import { readTwilioSettings, type TwilioSettings } from "./TwilioSettings.js"
 
 export const CARRIER_INBOUND_PATH = "/carrier/inbound"
@@ -121,7 +122,9 @@ export const twilioInboundRoutes = Effect.gen(function*() {
     const work = Effect.gen(function*() {
       const [line] = yield* organisations.findNumbersByPhone(to.number)
       if (line !== undefined) {
-        const admission = gate.admitOrganisation(line.orgId, now)
+        // Let on past its source's budget only to be verified (CallbackGate.admit): nothing taken before it is.
+        const source = Option.getOrElse(request.remoteAddress, () => "unknown")
+        const admission = gate.overBudget(source, now) ? "admitted" : gate.admitOrganisation(line.orgId, now)
         if (admission !== "admitted") return yield* notAdmitted(admission)
       }
       // The organisation's own Twilio account signs its inbound traffic; otherwise the server-wide token, if any.
@@ -132,7 +135,7 @@ export const twilioInboundRoutes = Effect.gen(function*() {
       )
       if (Option.isSome(token)) {
         const url = requestUrl(config, request.headers.host, request.url)
-        if (!verifyTwilioSignature(token.value, url, params, request.headers["x-twilio-signature"])) {
+        if (!verifyTwilioSignature(token.value, url, params, request.headers[TWILIO_SIGNATURE_HEADER])) {
           return yield* unverified()
         }
       } else if (config.inboundUnsigned !== "accept") {
@@ -161,10 +164,11 @@ export const twilioInboundRoutes = Effect.gen(function*() {
     Effect.catchAll(() => refusal(new InvalidRequest({ message: "The body must be form-encoded." })))
   )
   /** The gate, before the body is read: the source (and the shared bucket of callbacks naming no organisation yet). */
-  const admit = (source: string, _url: string, now: number) => admissionError(gate.admit(source, "", now))
+  const admit = (source: string, _url: string, now: number, headers: IncomingHttpHeaders) =>
+    admissionError(gate.admit(source, "", now, carriesAny(headers, [TWILIO_SIGNATURE_HEADER])))
   // The provider-named path is the one to paste into Twilio's console; the first stays for existing set-ups.
   return [
-    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive, admit, unverified: gate.unverified },
-    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive, admit, unverified: gate.unverified }
+    { method: "POST", path: CARRIER_INBOUND_PATH, body: "form", handler: receive, admit, unverified: chargeUnverified(gate) },
+    { method: "POST", path: TWILIO_INBOUND_PATH, body: "form", handler: receive, admit, unverified: chargeUnverified(gate) }
   ] satisfies ReadonlyArray<PlainRoute>
 })

@@ -20,6 +20,9 @@ import { createHmac } from "node:crypto"
 import { parse as parseQuery, stringify as stringifyQuery } from "node:querystring"
 import { constantTimeEqual } from "../ProviderExchange.js"
 
+/** The header Twilio signs its requests in. */
+export const TWILIO_SIGNATURE_HEADER = "x-twilio-signature"
+
 type Fields = ReadonlyArray<readonly [string, string]>
 
 const codeUnitOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)

@@ -26,6 +26,9 @@ export const vapiCallbackRoutes = callbackRoute({
   provider: "vapi",
   path: VAPI_EVENTS_PATH,
   bodyKind: "json",
+  // Vapi's default credential headers; a callback signed under a header the organisation renamed is
+  // verified only while its address is within its budget.
+  signatureHeaders: Vapi.DEFAULT_SECRET_HEADERS,
   kind: "ai_call",
   settings: readVapiSettings,
   read: (request) =>

@@ -352,6 +352,9 @@ export interface VapiServerAuth {
   readonly credentialHeader?: string | undefined
 }
 
+/** The headers a server message carries its secret or signature in under Vapi's defaults (see VapiServerAuth). */
+export const DEFAULT_SECRET_HEADERS: ReadonlyArray<string> = ["x-vapi-secret", "authorization", "x-signature"]
+
 /** How old (or how far ahead) a signed timestamp may be: Standard Webhooks' 5 minutes. */
 export const VAPI_SIGNATURE_TOLERANCE_MS = 5 * 60_000
 

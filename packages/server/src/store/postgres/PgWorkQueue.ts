@@ -10,15 +10,21 @@ export const layer: Layer.Layer<WorkQueue, never, SqlClient.SqlClient> = Layer.e
   WorkQueue,
   Effect.map(SqlClient.SqlClient, (sql) =>
     WorkQueue.of({
-      claimer: (columns, limit) => {
+      claimer: (columns, limit, rechecks) => {
         const returning = sql.literal(columns.join(", "))
         return ({ now, owner, until }) =>
-          sql`UPDATE actions SET lease_owner = ${owner}, lease_until = ${until}
-              WHERE id IN (
+          sql`WITH due AS (
                 SELECT id FROM actions
                 WHERE work_at IS NOT NULL AND work_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
                 ORDER BY work_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+              ), rechecks AS (
+                SELECT id FROM actions
+                WHERE work_at IS NOT NULL AND sid IS NOT NULL AND work_at <= ${now}
+                  AND (lease_until IS NULL OR lease_until <= ${now})
+                ORDER BY work_at LIMIT ${rechecks} FOR UPDATE SKIP LOCKED
               )
+              UPDATE actions SET lease_owner = ${owner}, lease_until = ${until}
+              WHERE id IN (SELECT id FROM due UNION SELECT id FROM rechecks)
               RETURNING ${returning}`.values
       },
       nextDue: (now) =>

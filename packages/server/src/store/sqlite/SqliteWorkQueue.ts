@@ -13,14 +13,20 @@ export const layer: Layer.Layer<WorkQueue, never, SqliteHandle> = Layer.effect(
     const next = handle.prepared(`SELECT work_at FROM actions
       WHERE work_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ?) ORDER BY work_at LIMIT 1`)
     return WorkQueue.of({
-      claimer: (columns, limit) => {
+      claimer: (columns, limit, rechecks) => {
         const claim = handle.prepared(`UPDATE actions SET lease_owner = ?, lease_until = ?
           WHERE id IN (
-            SELECT id FROM actions WHERE work_at IS NOT NULL AND work_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-            ORDER BY work_at LIMIT ${limit}
+            SELECT id FROM (
+              SELECT id FROM actions WHERE work_at IS NOT NULL AND work_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+              ORDER BY work_at LIMIT ${limit}
+            ) UNION SELECT id FROM (
+              SELECT id FROM actions WHERE work_at IS NOT NULL AND sid IS NOT NULL AND work_at <= ?
+                AND (lease_until IS NULL OR lease_until <= ?)
+              ORDER BY work_at LIMIT ${rechecks}
+            )
           )
           RETURNING ${columns.join(", ")}`)
-        return ({ now, owner, until }) => handle.use(() => claim.values(owner, until, now, now))
+        return ({ now, owner, until }) => handle.use(() => claim.values(owner, until, now, now, now, now))
       },
       nextDue: (now) => handle.use(() => dueTime(next.values(now)))
     })
