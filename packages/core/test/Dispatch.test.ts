@@ -196,6 +196,36 @@ describe("Dispatch (core, embedded)", () => {
       expect((yield* status("ai_call", newYorkCall)).status).not.toBe("Queued")
     }).pipe(Effect.provide(DispatchTestLayer)))
 
+  it.effect("recipient-local hours: a live WhatsApp message (sent at once) outside them is refused, naming the opening", () =>
+    Effect.gen(function*() {
+      const { demo } = yield* setup
+      const organisations = yield* Organisations.Organisations
+      yield* organisations.update(demo.orgId, { destinationCountries: ["*"], recipientHours: "08:00-21:00" })
+      yield* TestClock.setTime(Date.parse("2026-03-03T03:00:00Z")) // 22:00 in New York
+      const live = yield* callerFor(demo.keys.live)
+      const actions = yield* Actions.Actions
+      const whatsApp = (to: string) =>
+        actions.createMessage(live, {
+          to,
+          fromNumberSid: "PN00000000000000000000000000000003",
+          channel: "WhatsApp",
+          whatsAppContentSid: "HX0123456789abcdef0123456789abcdef"
+        }, `quiet-wa-${to}`)
+      const refused = yield* Effect.flip(whatsApp("+12125550125"))
+      expect(refused._tag).toBe("OutsideSendingHours")
+      expect(refused.message).toContain("recipient-local hours (08:00-21:00) on +12125550125's clock; send it after 2026-03-03T13:00:00.000Z")
+      // 12:00 in Tokyo, the organisation's zone after this update, and Australia's zones differ: accepted.
+      yield* organisations.update(demo.orgId, { timezone: "Asia/Tokyo" })
+      const tokyo = yield* callerFor(demo.keys.live)
+      const accepted = yield* actions.createMessage(tokyo, {
+        to: "+61491570156",
+        fromNumberSid: "PN00000000000000000000000000000003",
+        channel: "WhatsApp",
+        whatsAppContentSid: "HX0123456789abcdef0123456789abcdef"
+      }, "quiet-wa-au")
+      expect(accepted.ack.status).toBe("accepted")
+    }).pipe(Effect.provide(DispatchTestLayer)))
+
   it.effect("destination rules at dispatch: a text or call accepted before the rules narrowed fails naming the rule", () =>
     Effect.gen(function*() {
       const { call, demo, dispatch, events, status, text } = yield* setup
