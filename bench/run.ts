@@ -37,6 +37,7 @@ import { writeBaselineConfig } from "./lib/writeBaseline.js"
 import { callbackFloodScenario } from "./scenarios/callbackFlood.js"
 import { type DispatcherHarness, dispatcherScenario } from "./scenarios/dispatcher.js"
 import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
+import { optOutScenario } from "./scenarios/optOuts.js"
 import { zohoScenario } from "./scenarios/zoho.js"
 import { zohoCappedScenario } from "./scenarios/zohoCapped.js"
 
@@ -47,6 +48,8 @@ const keep = args.has("--keep")
 const callbacksOnly = args.has("--callbacks")
 /** `--zoho`: only the Zoho concurrency-cap scenario (issue 31, item 5). */
 const zohoOnly = args.has("--zoho")
+/** `--optouts`: only the opt-out check's cost on the write path (issue 32). */
+const optOutsOnly = args.has("--optouts")
 
 const profile = quick
   ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000, steadyActions: 5_000, steadyWindowMs: 2_000 }
@@ -606,10 +609,26 @@ const main = async () => {
           },
           record: (row) => rows.push(row)
         }))
+    const optOuts = () =>
+      timed("optouts", () =>
+        optOutScenario({
+          step,
+          note: (line) => notes.push(line),
+          dataDir,
+          logFile: (name) => {
+            const file = join(logsDir, `${name}.log`)
+            writeFileSync(file, "")
+            return file
+          },
+          loadSpec,
+          measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf)
+        }))
     if (callbacksOnly) {
       await callbackScenario()
     } else if (zohoOnly) {
       await zohoCapped()
+    } else if (optOutsOnly) {
+      await optOuts()
     } else {
       const { demo, org, templateDir } = await apiScenarios()
       await zohoScenario({
@@ -626,6 +645,7 @@ const main = async () => {
         record: (row) => rows.push(row)
       })
       await zohoCapped()
+      await optOuts()
       await tracingScenarios(templateDir, demo)
       walk = await conversationScenarios(templateDir, demo, org)
       await dispatcherScenarios(templateDir, org)
@@ -692,9 +712,9 @@ const main = async () => {
     for (const n of notes) log(`note: ${n}`)
   }
 
-  if (callbacksOnly || zohoOnly) {
+  if (callbacksOnly || zohoOnly || optOutsOnly) {
     // One scenario alone is not a run to summarise in docs/benchmarks.md.
-    const name = callbacksOnly ? "callbacks" : "zoho-capped"
+    const name = callbacksOnly ? "callbacks" : zohoOnly ? "zoho-capped" : "optouts"
     writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`)
     log(`wrote bench/results/${name}.json`)
     return

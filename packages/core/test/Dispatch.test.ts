@@ -157,6 +157,75 @@ describe("Dispatch (core, embedded)", () => {
       expect(off.errorMessage).toContain("AI calls are turned off")
     }).pipe(Effect.provide(DispatchTestLayer)))
 
+  it.effect("recipient-local hours: a text to New York at 22:00 there waits for 08:00 there, +44 for London's, others the organisation's", () =>
+    Effect.gen(function*() {
+      const { call, demo, dispatch, status } = yield* setup
+      const organisations = yield* Organisations.Organisations
+      yield* organisations.update(demo.orgId, { destinationCountries: ["*"], timezone: "Asia/Tokyo", recipientHours: "08:00-21:00" })
+      // 2026-03-03T03:00Z: 22:00 on Monday in New York, 03:00 in London, 12:00 in Tokyo.
+      yield* TestClock.setTime(Date.parse("2026-03-03T03:00:00Z"))
+      const live = yield* callerFor(demo.keys.live) // with the settings above
+      const actions = yield* Actions.Actions
+      const text = (to: string) =>
+        Effect.map(actions.createMessage(live, { to, fromNumberSid: demo.numbers[0]!.sid, body: "hi", channel: "SMS" }, `quiet-${to}`), (r) => r.ack.id)
+      const newYork = yield* text("+12125550123")
+      const newYorkCall = yield* call("+12125550124")
+      const london = yield* text("+442079460123")
+      const australia = yield* text("+61491570156") // Australia spans zones: the organisation's (Tokyo, open)
+      const tollFree = yield* text("+18005550123") // no area code's zone: the organisation's
+      yield* dispatch.runDue
+      expect((yield* status("message", newYork)).status).toBe("Queued")
+      expect((yield* status("ai_call", newYorkCall)).status).toBe("Queued")
+      expect((yield* status("message", london)).status).toBe("Queued")
+      expect((yield* status("message", australia)).status).toBe("Sent")
+      expect((yield* status("message", tollFree)).status).toBe("Sent")
+
+      yield* TestClock.setTime(Date.parse("2026-03-03T07:59:00Z"))
+      yield* dispatch.runDue
+      expect((yield* status("message", london)).status).toBe("Queued")
+      yield* TestClock.setTime(Date.parse("2026-03-03T08:00:00Z")) // 08:00 in London, 03:00 in New York
+      yield* dispatch.runDue
+      expect((yield* status("message", london)).status).toBe("Sent")
+      expect((yield* status("message", newYork)).status).toBe("Queued")
+      yield* TestClock.setTime(Date.parse("2026-03-03T12:59:00Z"))
+      yield* dispatch.runDue
+      expect((yield* status("message", newYork)).status).toBe("Queued")
+      yield* TestClock.setTime(Date.parse("2026-03-03T13:00:00Z")) // 08:00 in New York
+      yield* dispatch.runDue
+      expect((yield* status("message", newYork)).status).toBe("Sent")
+      expect((yield* status("ai_call", newYorkCall)).status).not.toBe("Queued")
+    }).pipe(Effect.provide(DispatchTestLayer)))
+
+  it.effect("recipient-local hours: a live WhatsApp message (sent at once) outside them is refused, naming the opening", () =>
+    Effect.gen(function*() {
+      const { demo } = yield* setup
+      const organisations = yield* Organisations.Organisations
+      yield* organisations.update(demo.orgId, { destinationCountries: ["*"], recipientHours: "08:00-21:00" })
+      yield* TestClock.setTime(Date.parse("2026-03-03T03:00:00Z")) // 22:00 in New York
+      const live = yield* callerFor(demo.keys.live)
+      const actions = yield* Actions.Actions
+      const whatsApp = (to: string) =>
+        actions.createMessage(live, {
+          to,
+          fromNumberSid: "PN00000000000000000000000000000003",
+          channel: "WhatsApp",
+          whatsAppContentSid: "HX0123456789abcdef0123456789abcdef"
+        }, `quiet-wa-${to}`)
+      const refused = yield* Effect.flip(whatsApp("+12125550125"))
+      expect(refused._tag).toBe("OutsideSendingHours")
+      expect(refused.message).toContain("recipient-local hours (08:00-21:00) on +12125550125's clock; send it after 2026-03-03T13:00:00.000Z")
+      // 12:00 in Tokyo, the organisation's zone after this update, and Australia's zones differ: accepted.
+      yield* organisations.update(demo.orgId, { timezone: "Asia/Tokyo" })
+      const tokyo = yield* callerFor(demo.keys.live)
+      const accepted = yield* actions.createMessage(tokyo, {
+        to: "+61491570156",
+        fromNumberSid: "PN00000000000000000000000000000003",
+        channel: "WhatsApp",
+        whatsAppContentSid: "HX0123456789abcdef0123456789abcdef"
+      }, "quiet-wa-au")
+      expect(accepted.ack.status).toBe("accepted")
+    }).pipe(Effect.provide(DispatchTestLayer)))
+
   it.effect("destination rules at dispatch: a text or call accepted before the rules narrowed fails naming the rule", () =>
     Effect.gen(function*() {
       const { call, demo, dispatch, events, status, text } = yield* setup

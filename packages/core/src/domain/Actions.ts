@@ -41,6 +41,7 @@ import { emit } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
 import { allowanceUnits } from "./Segments.js"
+import { releaseAt } from "./RecipientHours.js"
 import { isOpen, nextOpening, parseSendingHours } from "./SendingHours.js"
 import { fieldLabelsFor, renderTemplate } from "./Templates.js"
 import { isVisible, visibility } from "./Visibility.js"
@@ -312,6 +313,16 @@ export const layer: Layer.Layer<
                 return yield* new OutsideSendingHours({
                   message: "WhatsApp messages are sent immediately and it is outside the organisation's sending hours " +
                     `(${caller.organisation.sendingHours}, ${caller.organisation.timezone}); send it after ${opens}.`
+                })
+              }
+              // The same for the recipient-local hours, on the recipient's clock.
+              const recipientOpens = releaseAt(caller.organisation, request.to, nowMs)
+              if (recipientOpens > nowMs) {
+                return yield* new OutsideSendingHours({
+                  message: "WhatsApp messages are sent immediately and it is outside the organisation's recipient-local " +
+                    `hours (${caller.organisation.recipientHours ?? ""}) on ${request.to}'s clock; send it after ${
+                      new Date(recipientOpens).toISOString()
+                    }.`
                 })
               }
             }

@@ -5,8 +5,8 @@
  * over the same rules (DispatchRules) and the same provider port (Providers).
  * Each run works what is due, once each:
  * - a live action still Queued meets the organisation's live rules
- *   (DispatchRules): held outside its sending hours (it stays Queued and is
- *   looked at again on a later run), failed if AI calls were turned off or its
+ *   (DispatchRules): held outside its sending hours or the recipient-local
+ *   hours (it stays Queued and is looked at again on a later run), failed if AI calls were turned off or its
  *   recipient is no longer among the destinations the organisation allows or
  *   has opted out of the action's channel since it was accepted (Consent);
  *   then its allowance: one unit taken atomically (a text its SMS segments),
@@ -33,7 +33,7 @@ import type { StorageError } from "../ports/StorageError.js"
 import { periodOf } from "./AllowancePeriods.js"
 import { channelOf, Consent } from "./Consent.js"
 import * as DispatchPlan from "./DispatchPlan.js"
-import { ALLOWANCE_FAILURE, decide, decideConsent, decideDestination } from "./DispatchRules.js"
+import { ALLOWANCE_FAILURE, decide, decideConsent, decideDestination, decideRecipientHours } from "./DispatchRules.js"
 import { isFinal, movesForward, ProviderReports } from "./ProviderReports.js"
 import { allowanceUnits } from "./Segments.js"
 
@@ -112,6 +112,7 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
           if (decision._tag === "Fail") return yield* fail(action, decision.reason)
           const destination = decideDestination(organisation.value, action.line, action.counterpart)
           if (destination._tag === "Fail") return yield* fail(action, destination.reason)
+          if (decideRecipientHours(organisation.value, action.counterpart, now)._tag === "Hold") return
           const entry = Option.getOrUndefined(yield* optOuts.find(action.orgId, action.counterpart))
           const consent = decideConsent(entry, action.kind, action.type)
           if (consent._tag === "Fail") return yield* fail(action, consent.reason)

@@ -11,6 +11,8 @@
  *   checked again for each action, since an operator who narrows them after
  *   an action was accepted expects nothing to go out to a now-refused
  *   recipient; such an action fails, naming the rule.
+ * - recipient-local hours: outside the organisation's window on the recipient's own clock (RecipientHours)
+ *   the action is held until it opens there, as for sending hours;
  * - consent: a recipient who opted out of the action's channel after it was accepted (a STOP reply, the
  *   carrier, an administrator) is not sent to; the action fails, naming the opt-out (Consent).
  * The allowance is taken by the caller (an atomic store update) only after
@@ -22,6 +24,7 @@ import type { OptOutEntry } from "../ports/OptOuts.js"
 import { channelOf, refusal as optOutRefusal } from "./Consent.js"
 import type { Organisation } from "../ports/Organisations.js"
 import { refusal, rulesOf } from "./Destinations.js"
+import { releaseAt } from "./RecipientHours.js"
 import { nextOpening, parseSendingHours } from "./SendingHours.js"
 
 export type DispatchDecision =
@@ -56,6 +59,15 @@ export const decideDestination = (organisation: Organisation, line: string, to: 
   return Either.isLeft(refused)
     ? { _tag: "Fail", reason: `The organisation's destination rules no longer allow this recipient: ${refused.left}.` }
     : { _tag: "Send" }
+}
+
+/**
+ * The recipient-local hours for one action (its recipient), after `decide` and `decideDestination` said Send:
+ * Hold until the organisation's window opens on the recipient's clock.
+ */
+export const decideRecipientHours = (organisation: Organisation, to: string, now: number): DispatchDecision => {
+  const until = releaseAt(organisation, to, now)
+  return until > now ? { _tag: "Hold", until } : { _tag: "Send" }
 }
 
 /**

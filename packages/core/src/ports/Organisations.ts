@@ -36,6 +36,11 @@ export interface Organisation {
   readonly callsFollowOptOuts?: boolean | undefined
   /** The organisation's own opt-out words besides the standard ones (`ARRET`, `BAJA`); absent means none. */
   readonly optOutWords?: ReadonlyArray<string> | undefined
+  /**
+   * Recipient-local quiet hours: a window (`08:00-21:00`) read on each recipient's clock, outside which live
+   * texts and calls are held (see RecipientHours); absent or null means off.
+   */
+  readonly recipientHours?: string | null | undefined
   readonly botsManagementUrl: string | null
   readonly templatesManagementUrl: string | null
   readonly createdAt: string

@@ -4,7 +4,7 @@
  * LOCKED` on Postgres so replicas never take the same row), does one step of
  * each claimed action, and releases it with the time of its next step:
  *
- *   Queued ──rules──▶ held until the sending window opens │ Failed (AI off, recipient no longer allowed or opted out, no allowance)
+ *   Queued ──rules──▶ held until the sending window (or the recipient's local one) opens │ Failed (AI off, recipient no longer allowed or opted out, no allowance)
  *          └─commit (allowance taken, no longer cancellable)─▶ submit to the provider
  *   text:  Sending ─▶ Sent ─▶ Delivered │ Undelivered      (Failed at send)
  *   call:  Ringing ─▶ In Progress ─▶ Completed │ No Answer │ Busy   (Failed at start)
@@ -104,7 +104,8 @@ export const DispatcherLive = Layer.scopedDiscard(
     /**
      * The live rules for each organisation and kind in the batch, decided once: they depend only on the
      * organisation's settings and the time, and the allowance is taken later by an atomic update. What they
-     * let through still meets the destination rules, per action (its recipient), before any provider sees it.
+     * let through still meets the destination rules and the recipient-local hours, per action (its recipient),
+     * before any provider sees it.
      */
     const decideRules = (rows: ReadonlyArray<ClaimedRow>, now: number) =>
       Effect.gen(function*() {
@@ -123,9 +124,9 @@ export const DispatcherLive = Layer.scopedDiscard(
         return (row: ClaimedRow): DispatchRules.DispatchDecision => {
           const decision = decisions.get(`${row.org_id} ${row.kind}`) ?? { _tag: "Send" }
           const organisation = settings.get(row.org_id)
-          return decision._tag === "Send" && organisation !== undefined
-            ? DispatchRules.decideDestination(organisation, row.line, row.counterpart)
-            : decision
+          if (decision._tag !== "Send" || organisation === undefined) return decision
+          const destination = DispatchRules.decideDestination(organisation, row.line, row.counterpart)
+          return destination._tag === "Send" ? DispatchRules.decideRecipientHours(organisation, row.counterpart, now) : destination
         }
       })
 

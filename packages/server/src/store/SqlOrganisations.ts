@@ -23,6 +23,8 @@ export const OrganisationRow = Schema.Struct({
   // Migration 0035: absent from a row read by a release from before it (a rolling deploy).
   calls_follow_opt_outs: Schema.optionalWith(DbBool, { default: () => true }),
   opt_out_words: Schema.optionalWith(StringArrayJson, { default: () => [] }),
+  // Migration 0037, likewise.
+  recipient_hours: Schema.optionalWith(NullableString, { default: () => null }),
   bots_management_url: NullableString,
   templates_management_url: NullableString,
   created_at: Schema.String
@@ -44,6 +46,7 @@ export const toOrganisation = (row: typeof OrganisationRow.Type): Organisations.
   internationalNetworksAllowed: row.international_networks_allowed,
   callsFollowOptOuts: row.calls_follow_opt_outs,
   optOutWords: row.opt_out_words,
+  recipientHours: row.recipient_hours,
   botsManagementUrl: row.bots_management_url,
   templatesManagementUrl: row.templates_management_url,
   createdAt: row.created_at
@@ -65,6 +68,7 @@ const fromOrganisation = (org: Organisations.Organisation) => ({
   international_networks_allowed: bool(org.internationalNetworksAllowed),
   calls_follow_opt_outs: bool(org.callsFollowOptOuts ?? true),
   opt_out_words: JSON.stringify(org.optOutWords ?? []),
+  recipient_hours: org.recipientHours ?? null,
   bots_management_url: org.botsManagementUrl,
   templates_management_url: org.templatesManagementUrl,
   created_at: org.createdAt
@@ -175,8 +179,11 @@ export const layer = Layer.effect(
             const next = { ...current.value, ...patch }
             const { id: _id, created_at: _created, ...columns } = fromOrganisation(next)
             yield* sql`UPDATE organisations SET ${sql.update(columns)} WHERE id = ${orgId}`
-            if (patch.sendingHours !== undefined || patch.timezone !== undefined || patch.aiCallsEnabled !== undefined) {
-              // Actions held for the old sending hours (work_at moved past due_at) come due again now, so the
+            if (
+              patch.sendingHours !== undefined || patch.timezone !== undefined || patch.aiCallsEnabled !== undefined ||
+              patch.recipientHours !== undefined
+            ) {
+              // Actions held for the old sending or recipient-local hours (work_at moved past due_at) come due again now, so the
               // dispatcher decides them under the new settings: widened hours release them at once, and
               // narrowed ones hold them again until the new window opens.
               yield* sql`UPDATE actions SET work_at = due_at

@@ -717,6 +717,28 @@ const recheckQueue = Effect.gen(function*() {
   yield* sql`CREATE INDEX actions_recheck ON actions (work_at) WHERE work_at IS NOT NULL AND sid IS NOT NULL`
 })
 
+})
+
+/**
+ * Recipient-local quiet hours (RecipientHours): a window read on each recipient's clock, null when off. On
+ * SQLite the settings trigger of `organisations` is made again so that it compares the new column too.
+ */
+const recipientHours = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE organisations ADD COLUMN recipient_hours TEXT`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
+        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
+        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -739,6 +761,7 @@ export const migrations = {
   "0028_zoho_workflows": zohoWorkflows,
   "0033_rate_limit_last": rateLimitLast,
   "0035_consent": consent,
+  "0037_recipient_hours": recipientHours,
   "0038_recheck_queue": recheckQueue,
   "0042_admin_roles": adminRoles,
   "0043_audit_log": auditLog

@@ -1,11 +1,11 @@
 /**
- * Sending rules: sending hours and their time zone, AI calls on or off, the text and call allowances per
+ * Sending rules: sending hours and their time zone, the recipient-local hours, AI calls on or off, the text and call allowances per
  * month with what is used of them this month, and the keyword settings (whether a STOP also stops AI calls, the
  * organisation's own opt-out words). Validated by the same rules as `parley orgs update`
  * (SendingRules) and written through the Organisations port, whose change the dispatcher reads for the next
  * action it considers.
  */
-import { Organisations } from "@parley/core/internal"
+import { Organisations, RecipientHours } from "@parley/core/internal"
 import { Effect, Either, Option } from "effect"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
@@ -25,6 +25,8 @@ import { notFoundPage } from "./NotFound.js"
 interface RulesForm {
   readonly sendingHours: string
   readonly timezone: string
+  /** Absent from a form posted without the field (an older page): the setting is then left as it is. */
+  readonly recipientHours: string | undefined
   readonly aiCalls: boolean
   readonly smsAllowance: string
   readonly callAllowance: string
@@ -71,6 +73,15 @@ ${
         })
       }
 ${textField({ name: "timezone", label: "Time zone", value: form.timezone, errors, hint: "IANA name, such as Europe/Berlin." })}
+${
+        textField({
+          name: "recipientHours",
+          label: "Recipient-local hours",
+          value: form.recipientHours ?? RecipientHours.OFF,
+          errors,
+          hint: "off, or a window such as 08:00-21:00 read on each recipient's own clock (the zone of the number's area code or country, else the time zone above). Live texts and calls wait outside it."
+        })
+      }
 <fieldset><legend>AI calls</legend>
 <label for="field-aiCalls"><input type="checkbox" id="field-aiCalls" name="aiCalls" value="on"${flag("checked", form.aiCalls)}>AI calls enabled</label>
 </fieldset>
@@ -121,6 +132,7 @@ export const sendingRulesPage = (request: ConsoleRequest, session: Session) =>
     return rulesPage(session, {
       sendingHours: o.sendingHours,
       timezone: o.timezone,
+      recipientHours: o.recipientHours ?? RecipientHours.OFF,
       aiCalls: o.aiCallsEnabled,
       smsAllowance: shown(o.smsAllowance),
       callAllowance: shown(o.callAllowance),
@@ -135,6 +147,7 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
     const form: RulesForm = {
       sendingHours: f.get("sendingHours") ?? "",
       timezone: f.get("timezone") ?? "",
+      recipientHours: f.get("recipientHours") ?? undefined,
       aiCalls: f.get("aiCalls") === "on",
       smsAllowance: f.get("smsAllowance") ?? "",
       callAllowance: f.get("callAllowance") ?? "",
@@ -150,7 +163,11 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
     if (Either.isLeft(calls)) errors["callAllowance"] = calls.left
     const words = optOutWordsValue(form.optOutWords)
     if (Either.isLeft(words)) errors["optOutWords"] = words.left
-    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls) || Either.isLeft(words)) {
+    const recipientHours = form.recipientHours === undefined
+      ? Either.right(undefined)
+      : RecipientHours.parseRecipientHours(form.recipientHours.trim() === "" ? RecipientHours.OFF : form.recipientHours)
+    if (Either.isLeft(recipientHours)) errors["recipientHours"] = recipientHours.left
+    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls) || Either.isLeft(words) || Either.isLeft(recipientHours)) {
       const current = yield* (yield* Organisations.Organisations).get(session.orgId)
       if (Option.isNone(current)) return notFoundPage(session, "The organisation is gone.")
       return rulesPage(session, form, yield* allowancesThisPeriod(current.value), errors, undefined)
@@ -162,7 +179,8 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       smsAllowance: sms.right,
       callAllowance: calls.right,
       callsFollowOptOuts: form.callsFollowOptOuts,
-      optOutWords: words.right
+      optOutWords: words.right,
+      ...(recipientHours.right === undefined ? {} : { recipientHours: recipientHours.right })
     })
     if (Option.isNone(updated)) return notFoundPage(session, "The organisation is gone.")
     return redirect("/admin/rules?done=saved")

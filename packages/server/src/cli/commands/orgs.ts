@@ -1,6 +1,6 @@
 /** `parley orgs create | update | show | list`: organisations, their settings and this month's usage. */
 import { Args, Command, Options } from "@effect/cli"
-import { Crypto, Destinations, Organisations } from "@parley/core/internal"
+import { Crypto, Destinations, Organisations, RecipientHours } from "@parley/core/internal"
 import {
   allowancesThisPeriod,
   type AllowancesThisPeriod,
@@ -37,6 +37,7 @@ export const describeOrg = (org: Organisations.Organisation, allowances: Allowan
       ["pilot", org.pilotOpen ? "open" : "pending"],
       ["AI calls", org.aiCallsEnabled ? "on" : "off"],
       ["sending hours", `${org.sendingHours} (${org.timezone})`],
+      ["recipient-local hours", org.recipientHours ?? RecipientHours.OFF],
       ["SMS allowance", `${describeAllowance(allowances.sms, allowances.since)}, segments per month`],
       ["call allowance", `${describeAllowance(allowances.calls, allowances.since)}, AI calls per month`],
       ["destinations", Destinations.showCountries(org.destinationCountries)],
@@ -100,6 +101,12 @@ const update = Command.make(
       Options.withDescription("IANA time zone of the sending hours, such as Europe/Berlin"),
       Options.optional
     ),
+    recipientHours: Options.text("recipient-hours").pipe(
+      Options.withDescription(
+        "Quiet hours on each recipient's own clock, such as 08:00-21:00 (live texts and calls wait outside them), or off"
+      ),
+      Options.optional
+    ),
     smsAllowance: Options.text("sms-allowance").pipe(
       Options.withDescription("SMS segments per month (in the organisation's time zone): N or unlimited"),
       Options.optional
@@ -144,6 +151,11 @@ const update = Command.make(
         patch.sendingHours = change.right.sendingHours
         patch.timezone = change.right.timezone
       }
+      if (Option.isSome(input.recipientHours)) {
+        const hours = RecipientHours.parseRecipientHours(input.recipientHours.value)
+        if (Either.isLeft(hours)) return yield* fail(`Invalid --recipient-hours "${input.recipientHours.value}": ${hours.left}`)
+        patch.recipientHours = hours.right
+      }
       if (Option.isSome(input.smsAllowance)) {
         patch.smsAllowance = yield* allowance("--sms-allowance", input.smsAllowance.value)
       }
@@ -169,7 +181,7 @@ const update = Command.make(
       if (Object.keys(patch).length === 0) {
         return yield* fail(
           "Nothing to update: give at least one of --subscription, --seat, --pilot, --ai-calls, --sending-hours, " +
-            "--timezone, --sms-allowance, --call-allowance, --destinations, --premium-numbers, --international-networks, " +
+            "--timezone, --recipient-hours, --sms-allowance, --call-allowance, --destinations, --premium-numbers, --international-networks, " +
             "--opt-out-calls, --opt-out-words"
         )
       }
@@ -178,7 +190,7 @@ const update = Command.make(
       if (Option.isNone(updated)) return yield* fail(`Unknown organisation "${input.org}"`)
       yield* printOrg(input.json, updated.value)
     })
-).pipe(Command.withDescription("Change an organisation's access state, sending hours, AI settings, allowances or destination rules"))
+).pipe(Command.withDescription("Change an organisation's access state, sending hours, recipient-local hours, AI settings, allowances or destination rules"))
 
 const show = Command.make(
   "show",
