@@ -717,8 +717,6 @@ const recheckQueue = Effect.gen(function*() {
   yield* sql`CREATE INDEX actions_recheck ON actions (work_at) WHERE work_at IS NOT NULL AND sid IS NOT NULL`
 })
 
-})
-
 /**
  * Recipient-local quiet hours (RecipientHours): a window read on each recipient's clock, null when off. On
  * SQLite the settings trigger of `organisations` is made again so that it compares the new column too.
