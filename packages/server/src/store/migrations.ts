@@ -652,6 +652,34 @@ const rateLimitLast = Effect.gen(function*() {
   yield* sql`ALTER TABLE rate_limit_buckets ADD COLUMN last_ms BIGINT NOT NULL DEFAULT 0`
 })
 
+/**
+ * Keyword replies (issue 32): who answers STOP, START and HELP (`keyword_replies`: parley, provider — the
+ * default, as the carrier answers on long codes — or off) and the organisation's own texts (null: Consent's
+ * defaults); and on each action the inbound message a keyword's answer answers, at most one answer each (the
+ * unique index: a second could only come from a bug, and must fail rather than text the recipient twice).
+ * On SQLite the organisations trigger is made again to compare the new columns (as in 0035).
+ */
+const keywordReplies = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE organisations ADD COLUMN keyword_replies TEXT NOT NULL DEFAULT 'provider'`
+  yield* sql`ALTER TABLE organisations ADD COLUMN help_text TEXT`
+  yield* sql`ALTER TABLE organisations ADD COLUMN stop_text TEXT`
+  yield* sql`ALTER TABLE organisations ADD COLUMN start_text TEXT`
+  yield* sql`ALTER TABLE actions ADD COLUMN keyword_reply_to TEXT`
+  yield* sql`CREATE UNIQUE INDEX actions_keyword_reply ON actions (org_id, keyword_reply_to) WHERE keyword_reply_to IS NOT NULL`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
+        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
+        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -673,5 +701,6 @@ export const migrations = {
   "0026_zoho_connection_checks": zohoConnectionChecks,
   "0028_zoho_workflows": zohoWorkflows,
   "0033_rate_limit_last": rateLimitLast,
-  "0035_consent": consent
+  "0035_consent": consent,
+  "0036_keyword_replies": keywordReplies
 }
