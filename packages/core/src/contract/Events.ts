@@ -57,7 +57,7 @@ export const OptOutEventPayload = Schema.Struct({
 export type OptOutEventPayload = typeof OptOutEventPayload.Type
 
 export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
-  "message.queued": "A text was accepted (202) by a live key.",
+  "message.queued": "A text was accepted (202) by a live key, or Parley queued its answer to a keyword (STOP, START, HELP).",
   "message.sent": "The carrier accepted the text.",
   "message.delivered": "The handset confirmed the text.",
   "message.failed": "The text could not be sent (Failed) or delivered (Undelivered); see errorMessage.",

@@ -32,7 +32,10 @@ const ALL_EVENTS = '*';
 
 /** Each event type Parley publishes, named for people. Typed against the contract: a new type fails the build until it is named. */
 const EVENTS: Record<EventType, { name: string; description: string }> = {
-	'message.queued': { name: 'Message Queued', description: 'A text was accepted by a live key' },
+	'message.queued': {
+		name: 'Message Queued',
+		description: 'A text was accepted by a live key, or Parley queued its answer to a keyword (STOP, START, HELP)',
+	},
 	'message.sent': { name: 'Message Sent', description: 'The carrier accepted the text' },
 	'message.delivered': { name: 'Message Delivered', description: 'The handset confirmed the text' },
 	'message.failed': {
