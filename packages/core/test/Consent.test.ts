@@ -2,12 +2,15 @@
 // with RECIPIENT_OPTED_OUT, for live and test keys; a text accepted before the STOP fails at dispatch instead
 // of going out; START (or YES after an opt-out) lets sends through again; the keyword rules themselves.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
+import { OptOutEventPayload } from "../src/contract/Events.js"
 import * as Actions from "../src/domain/Actions.js"
 import * as Consent from "../src/domain/Consent.js"
 import * as Dispatch from "../src/domain/Dispatch.js"
 import * as Inbound from "../src/domain/Inbound.js"
 import * as ProviderReports from "../src/domain/ProviderReports.js"
+import * as ActionStore from "../src/ports/ActionStore.js"
+import * as EventOutbox from "../src/ports/EventOutbox.js"
 import * as OptOuts from "../src/ports/OptOuts.js"
 import * as Organisations from "../src/ports/Organisations.js"
 import * as Simulator from "../src/simulator/Simulator.js"
@@ -133,5 +136,69 @@ describe("Consent (core)", () => {
       const record = yield* actions.get(live, "message", before.ack.id)
       expect(record.status).toBe("Failed")
       expect(record.errorMessage).toMatch(/^Not sent: \+14155550123 opted out of SMS texts on /)
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("Keyword replies (core, embedded dispatch)", () => {
+  const confirmations = (orgId: string, line: string) =>
+    Effect.flatMap(ActionStore.ActionStore, (store) =>
+      Effect.map(
+        store.queryActions({
+          orgId,
+          kinds: ["message"],
+          lines: null,
+          ownerId: null,
+          conversation: { line, counterpart: CUSTOMER },
+          beforeId: null,
+          limit: 50
+        }),
+        (found) => found.filter((a) => a.direction === "Outbound")
+      ))
+
+  it("answers with the organisation's text, else a default naming it; nothing unless Parley answers", () => {
+    const org = { name: "Acme Dental", keywordReplies: "parley" as const }
+    expect(Consent.keywordReply(org, "opt_out")).toBe("Acme Dental: You will receive no more messages. Reply START to opt back in.")
+    expect(Consent.keywordReply(org, "help")).toBe("Acme Dental: Reply STOP to opt out, START to opt back in.")
+    expect(Consent.keywordReply(org, "opt_in_if_opted_out")).toBe("Acme Dental: You will receive messages again. Reply STOP to opt out.")
+    expect(Consent.keywordReply({ ...org, keywordTexts: { help: "Call us.", stop: null, start: null } }, "help")).toBe("Call us.")
+    expect(Consent.keywordReply(org, null)).toBeNull()
+    expect(Consent.keywordReply({ ...org, keywordReplies: "provider" }, "opt_out")).toBeNull()
+    expect(Consent.keywordReply({ ...org, keywordReplies: "off" }, "opt_out")).toBeNull()
+    expect(Consent.keywordReply({ name: "Acme Dental" }, "opt_out")).toBeNull()
+  })
+
+  it.effect("a STOP queues one confirmation with the inbound message, sent past the opt-out, the allowance and the sending hours; a retry queues none", () =>
+    Effect.gen(function*() {
+      const { demo, reply } = yield* setup
+      const line = demo.numbers[0]!.phoneNumber
+      // Closed now (the test clock starts on a Thursday), and no allowance left.
+      yield* Effect.flatMap(Organisations.Organisations, (o) =>
+        o.update(demo.orgId, { keywordReplies: "parley", smsAllowance: 0, sendingHours: "Sun 03:00-03:01", timezone: "Pacific/Kiritimati" }))
+      yield* reply("STOP", "SMkeyword1")
+      yield* reply("STOP", "SMkeyword1")
+      const [queued, ...others] = yield* confirmations(demo.orgId, line)
+      expect(others).toEqual([])
+      expect(queued).toMatchObject({ status: "Queued", keywordReplyTo: "SMkeyword1", body: expect.stringMatching(/You will receive no more messages/) })
+      yield* Effect.flatMap(Dispatch.Dispatch, (d) => d.runDue)
+      const [sent] = yield* confirmations(demo.orgId, line)
+      expect(sent?.status).not.toMatch(/^(Queued|Failed)$/)
+      expect(sent?.errorMessage).toBeNull()
+      const events = yield* Effect.flatMap(EventOutbox.EventOutbox, (o) => o.list(demo.orgId))
+      const decode = Schema.decodeUnknownSync(Schema.parseJson(OptOutEventPayload))
+      expect(events.filter((e) => e.type === "optout.created").map((e) => decode(e.payload).data)).toMatchObject([
+        { phone: CUSTOMER, source: "keyword", cause: expect.stringMatching(/^inbound message /) }
+      ])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("the provider's answers (the default) and off queue none; START's event is optout.deleted", () =>
+    Effect.gen(function*() {
+      const { demo, reply } = yield* setup
+      const line = demo.numbers[0]!.phoneNumber
+      yield* reply("STOP")
+      yield* Effect.flatMap(Organisations.Organisations, (o) => o.update(demo.orgId, { keywordReplies: "off" }))
+      yield* reply("START")
+      expect(yield* confirmations(demo.orgId, line)).toEqual([])
+      const events = yield* Effect.flatMap(EventOutbox.EventOutbox, (o) => o.list(demo.orgId))
+      expect(events.map((e) => e.type).filter((t) => t.startsWith("optout."))).toEqual(["optout.created", "optout.deleted"])
     }).pipe(Effect.provide(TestLayer)))
 })

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Schema, TestClock } from "effect"
 import { EventType } from "../src/contract/Events.js"
+import { openApiDocument } from "../src/contract/OpenApiDocument.js"
 import { ActionRecord } from "../src/contract/Resources.js"
 import { CallStatus, MessageStatus } from "../src/contract/Statuses.js"
 import { toActionRecord } from "../src/domain/ActionRecords.js"
@@ -60,8 +61,11 @@ describe("eventForStatus", () => {
         emitted.add(type)
       }
     }
-    // crm.record_refused is not a status change: the CRM connector emits it when it gives a record up.
-    expect([...emitted].sort()).toEqual(EventType.literals.filter((type) => !type.startsWith("crm.")).sort())
+    // crm.record_refused is not a status change: the CRM connector emits it when it gives a record up; nor are
+    // the opt-out list's changes (Consent emits them).
+    expect([...emitted].sort()).toEqual(
+      EventType.literals.filter((type) => !type.startsWith("crm.") && !type.startsWith("optout.")).sort()
+    )
   })
 
   it("a status of the other kind, or an unknown one, emits nothing", () => {
@@ -223,4 +227,18 @@ describe("emit", () => {
       const outbox = yield* EventOutbox
       expect((yield* outbox.list("org_other")).map((e) => e.orgId)).toEqual(["org_other"])
     }).pipe(Effect.provide(EventOutboxMemory)))
+})
+
+describe("the opt-out events in the OpenAPI document", () => {
+  it("optout.created and optout.deleted carry OptOutEventPayload (the entry as data); the others EventPayload", () => {
+    const document = JSON.parse(JSON.stringify(openApiDocument())) as {
+      readonly webhooks: Record<string, { readonly post: { readonly requestBody: { readonly content: Record<string, { readonly schema: { readonly $ref?: string } }> } } }>
+      readonly components: { readonly schemas: Record<string, { readonly properties?: Record<string, { readonly $ref?: string }> }> }
+    }
+    const schemaOf = (type: string) => document.webhooks[type]?.post.requestBody.content["application/json"]?.schema.$ref
+    expect(schemaOf("optout.created")).toBe("#/components/schemas/OptOutEventPayload")
+    expect(schemaOf("optout.deleted")).toBe("#/components/schemas/OptOutEventPayload")
+    expect(schemaOf("message.received")).toBe("#/components/schemas/EventPayload")
+    expect(document.components.schemas["OptOutEventPayload"]?.properties?.["data"]?.$ref).toBe("#/components/schemas/OptOut")
+  })
 })

@@ -16,6 +16,7 @@ import type {
   EnabledEvent as ContractEnabledEvent,
   EventPayload,
   EventType as ContractEventType,
+  OptOutEventPayload,
   ListAiCallsParams,
   ListMessagesParams,
   MessageStatus as ContractMessageStatus,
@@ -47,6 +48,7 @@ import type {
   ApiCreationAck,
   ApiEventPayload,
   ApiOptOut,
+  ApiOptOutEventPayload,
   ApiPutOptOutRequest,
   ApiRecordListQuery,
   ApiSenderNumber,
@@ -87,6 +89,7 @@ export const sameShapes: {
   eventType: Same<EventType, ContractEventType>
   enabledEvent: Same<EnabledEvent, ContractEnabledEvent>
   eventPayload: Same<ApiEventPayload, Fields<EventPayload>>
+  optOutEventPayload: Same<ApiOptOutEventPayload, Fields<OptOutEventPayload>>
   createWebhookEndpointRequest: Same<ApiCreateWebhookEndpointRequest, Fields<CreateWebhookEndpointRequest>>
   webhookEndpoint: Same<ApiWebhookEndpoint, Fields<WebhookEndpoint>>
   createdWebhookEndpoint: Same<ApiCreatedWebhookEndpoint, Fields<CreatedWebhookEndpoint>>
@@ -113,6 +116,7 @@ export const sameShapes: {
   eventType: true,
   enabledEvent: true,
   eventPayload: true,
+  optOutEventPayload: true,
   createWebhookEndpointRequest: true,
   webhookEndpoint: true,
   createdWebhookEndpoint: true,

@@ -319,3 +319,28 @@ describe("Parley Events Trigger: inbound texts and AI calls", () => {
     }
   })
 })
+
+describe("Parley Events Trigger: the opt-out list", () => {
+  it("a STOP and an API opt-back-in start the workflow with the opt-out entry, kind optOut", async () => {
+    const { workflow } = eventsWorkflow(["optout.created", "optout.deleted"])
+    await harness.activateWebhook(workflow, TRIGGER)
+    try {
+      const customer = "+14155404040"
+      const stop = await server.cli(["inbound", "--org", demo.orgId, "--from", customer, "--to", demo.numbers[0]!.phoneNumber, "--body", "STOP"])
+      expect(stop.code, stop.stderr).toBe(0)
+      const created = await receiver.waitFor((delivery) => eventOf(delivery).type === "optout.created" && delivery.rawBody.includes(customer))
+      expect(outputOf(created.run!, "No Operation").map((item) => item.json)).toEqual([
+        expect.objectContaining({ event: "optout.created", kind: "optOut", phone: customer, source: "keyword", channels: ["SMS", "WhatsApp", "Call"] })
+      ])
+      const removed = await server.fetch(`/api/v1/opt-outs/${encodeURIComponent(customer)}`, { method: "DELETE", key: demo.keys.live })
+      expect(removed.status).toBe(204)
+      const deleted = await receiver.waitFor((delivery) => eventOf(delivery).type === "optout.deleted" && delivery.rawBody.includes(customer))
+      const [item] = outputOf(deleted.run!, "No Operation").map((entry) => entry.json)
+      expect(item).toEqual(expect.objectContaining({ event: "optout.deleted", kind: "optOut", phone: customer, source: "keyword" }))
+      // An opt-out entry is no action: it has no status to be final in.
+      expect(item).not.toHaveProperty("final")
+    } finally {
+      await harness.deactivateWebhook(workflow, TRIGGER)
+    }
+  })
+})

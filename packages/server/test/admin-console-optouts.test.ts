@@ -201,4 +201,51 @@ describe("console: opt-outs and keyword settings", () => {
     expect((await server.admin(["inbound", "--org", demo.orgId, "--from", sender, "--to", demo.numbers[0]?.phoneNumber ?? "", "--body", "Baja."])).code).toBe(0)
     expect((await listed(sender)).items).toEqual([expect.objectContaining({ channels: ["SMS", "WhatsApp"], source: "keyword" })])
   })
+
+  it("Sending rules: who answers keywords and Parley's texts, validated as the CLI does (each ≤ 306 characters)", async () => {
+    const page = await (await consoleGet(server.baseUrl, a, "/admin/rules")).text()
+    expect(page).toMatch(/name="keywordReplies" value="provider" checked>The provider answers/)
+    const organisation = await server.adminJson<{ name: string }>(["orgs", "show", demo.orgId])
+    expect(page).toContain(`Empty for the default: &quot;${organisation.name}: You will receive no more messages. Reply START to opt back in.&quot;`)
+    const field = (html: string, name: string) => new RegExp(`name="${name}" type="text" value="([^"]*)"`).exec(html)?.[1] ?? ""
+    const form = {
+      csrf: a.csrf,
+      sendingHours: field(page, "sendingHours"),
+      timezone: field(page, "timezone"),
+      smsAllowance: field(page, "smsAllowance"),
+      callAllowance: field(page, "callAllowance"),
+      optOutWords: field(page, "optOutWords"),
+      callsFollowOptOuts: "on"
+    }
+    const tooLong = await consolePost(server.baseUrl, a, "/admin/rules", { ...form, keywordReplies: "parley", stopText: "x".repeat(307) })
+    expect(tooLong.status).toBe(400)
+    expect(await tooLong.text()).toContain(`<p class="error" id="field-stopText-error">At most 306 characters (this one has 307).</p>`)
+    const unknownMode = await consolePost(server.baseUrl, a, "/admin/rules", { ...form, keywordReplies: "carrier" })
+    expect(unknownMode.status).toBe(400)
+    expect((await server.adminJson<{ keywordReplies?: string }>(["orgs", "show", demo.orgId])).keywordReplies).toBe("provider")
+
+    const saved = await consolePost(server.baseUrl, a, "/admin/rules", {
+      ...form,
+      keywordReplies: "parley",
+      stopText: " Acme: no more texts from us. ",
+      startText: "",
+      helpText: ""
+    })
+    expect(saved.status).toBe(303)
+    const org = await server.adminJson<{ keywordReplies?: string; keywordTexts?: unknown }>(["orgs", "show", demo.orgId])
+    expect(org).toMatchObject({ keywordReplies: "parley", keywordTexts: { stop: "Acme: no more texts from us.", start: null, help: null } })
+    const reread = await (await consoleGet(server.baseUrl, a, "/admin/rules")).text()
+    expect(reread).toMatch(/name="keywordReplies" value="parley" checked>Parley answers/)
+    expect(reread).toContain(`name="stopText" type="text" value="Acme: no more texts from us."`)
+
+    // A STOP is now answered by Parley, with that text, queued with the inbound message.
+    const sender = "+14155550168"
+    expect((await server.admin(["inbound", "--org", demo.orgId, "--from", sender, "--to", demo.numbers[0]?.phoneNumber ?? "", "--body", "STOP"])).code).toBe(0)
+    const answers = await server.db.query<{ body: string }>(
+      "SELECT body FROM actions WHERE org_id = ? AND counterpart = ? AND direction = 'Outbound'",
+      [demo.orgId, sender]
+    )
+    expect(answers).toEqual([{ body: "Acme: no more texts from us." }])
+    await server.adminJson(["orgs", "update", demo.orgId, "--keyword-replies", "provider"])
+  })
 })

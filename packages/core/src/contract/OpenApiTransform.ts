@@ -7,8 +7,8 @@
  * Parley answers schema failures with INVALID_REQUEST in the common error
  * shape instead (the server converts them), so the document says that.
  */
-import { JSONSchema } from "effect"
-import { EVENT_DESCRIPTIONS, EventPayload } from "./Events.js"
+import { JSONSchema, Schema } from "effect"
+import { EVENT_DESCRIPTIONS, EventPayload, OptOutEventPayload, OptOutEventType } from "./Events.js"
 import { IDEMPOTENCY_HEADER } from "./Requests.js"
 
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
@@ -50,22 +50,30 @@ const SIGNING =
   "5 h, 10 h and 10 h, never before your Retry-After. 410 Gone disables the endpoint."
 
 /**
- * The events as OpenAPI 3.1 `webhooks`, one entry per kind, all with the
- * EventPayload schema; its named parts go to `components.schemas` like the
- * API's own, so every `$ref` resolves within the document.
+ * The events as OpenAPI 3.1 `webhooks`, one entry per kind, with the
+ * EventPayload schema (the opt-out list's with OptOutEventPayload); their
+ * named parts go to `components.schemas` like the API's own, so every `$ref`
+ * resolves within the document.
  */
 const webhooks = (definitions: Record<string, JSONSchema.JsonSchema7>): Record<string, unknown> => {
-  const schema = JSONSchema.fromAST(EventPayload.ast, {
-    definitions,
-    definitionPath: "#/components/schemas/",
-    target: "openApi3.1"
-  })
+  const schemaOf = (payload: typeof EventPayload | typeof OptOutEventPayload) =>
+    JSONSchema.fromAST(payload.ast, {
+      definitions,
+      definitionPath: "#/components/schemas/",
+      target: "openApi3.1"
+    })
+  const actionSchema = schemaOf(EventPayload)
+  const optOutSchema = schemaOf(OptOutEventPayload)
+  const isOptOutEvent = Schema.is(OptOutEventType)
   return Object.fromEntries(
     Object.entries(EVENT_DESCRIPTIONS).map(([type, description]) => [type, {
       post: {
         summary: type,
         description: `${description}\n\n${SIGNING}`,
-        requestBody: { required: true, content: { "application/json": { schema } } },
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: isOptOutEvent(type) ? optOutSchema : actionSchema } }
+        },
         responses: { "200": { description: "Any 2xx acknowledges the event." } }
       }
     }])

@@ -12,14 +12,22 @@
  *   expect its robot to ring instead.
  * - Every creation (live and test keys alike, so integrations can test the path) and every dispatch asks
  *   `check`/`decide` before anything is queued or handed to a provider.
+ * - Every change of the list appends `optout.created` (the entry now in force) or `optout.deleted` (the entry
+ *   removed) to the event outbox, in the unit of work of the change.
+ * - Who answers a keyword is the organisation's choice (`keywordReplies`): the provider (Twilio's Advanced
+ *   Opt-Out does on long codes; the default, so that a recipient never gets two confirmations), Parley
+ *   (`keywordReply`: the organisation's text or the default naming it), or nobody.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { RecipientOptedOut } from "../contract/Errors.js"
 import { ALL_OPT_OUT_CHANNELS, type OptOutChannel, type OptOutSource } from "../contract/OptOuts.js"
 import type { ActionKind } from "../ports/ActionStore.js"
+import { EventOutbox } from "../ports/EventOutbox.js"
 import { type OptOutEntry, OptOuts } from "../ports/OptOuts.js"
-import type { Organisation } from "../ports/Organisations.js"
+import type { KeywordTexts, Organisation } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
+import { UnitOfWork } from "../ports/UnitOfWork.js"
+import { emitOptOut } from "./Events.js"
 
 export const OPT_OUT_WORDS: ReadonlyArray<string> = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPT OUT", "OPTOUT"]
 export const OPT_IN_WORDS: ReadonlyArray<string> = ["START", "UNSTOP"]
@@ -44,6 +52,29 @@ export const keywordOf = (text: string, organisation: Pick<Organisation, "optOut
   if (CONDITIONAL_OPT_IN_WORDS.includes(said)) return "opt_in_if_opted_out"
   if (HELP_WORDS.includes(said)) return "help"
   return null
+}
+
+/** The reply each keyword gets when Parley answers and the organisation wrote none (`{name}`: its name). */
+export const DEFAULT_KEYWORD_TEXTS: { readonly [K in keyof KeywordTexts]: string } = {
+  help: "{name}: Reply STOP to opt out, START to opt back in.",
+  stop: "{name}: You will receive no more messages. Reply START to opt back in.",
+  start: "{name}: You will receive messages again. Reply STOP to opt out."
+}
+
+/** Which of the organisation's texts answers a keyword that was acted on. */
+const TEXT_OF: Record<Keyword, keyof KeywordTexts> = { opt_out: "stop", opt_in: "start", opt_in_if_opted_out: "start", help: "help" }
+
+/**
+ * Parley's answer to a keyword it acted on (`fromInbound`'s answer), or null when the organisation leaves
+ * keywords to the provider or to nobody.
+ */
+export const keywordReply = (
+  organisation: Pick<Organisation, "name" | "keywordReplies" | "keywordTexts">,
+  keyword: Keyword | null
+): string | null => {
+  if (keyword === null || organisation.keywordReplies !== "parley") return null
+  const which = TEXT_OF[keyword]
+  return organisation.keywordTexts?.[which] ?? DEFAULT_KEYWORD_TEXTS[which].replace("{name}", organisation.name)
 }
 
 /** The channel an action reaches its recipient on. */
@@ -129,10 +160,24 @@ export type OptInRefusal =
 
 export class Consent extends Context.Tag("@parley/core/Consent")<Consent, ConsentService>() {}
 
-export const layer: Layer.Layer<Consent, never, OptOuts> = Layer.effect(
+export const layer: Layer.Layer<Consent, never, OptOuts | EventOutbox | UnitOfWork> = Layer.effect(
   Consent,
   Effect.gen(function*() {
-    const optOuts = yield* OptOuts
+    const store = yield* OptOuts
+    const outbox = yield* Effect.context<EventOutbox>()
+    const unitOfWork = yield* UnitOfWork
+    /** The store, each change with its event in one unit of work (joined to the caller's where one is open). */
+    const optOuts = {
+      find: store.find,
+      record: (entry: OptOutEntry) =>
+        unitOfWork.atomically(Effect.zipRight(store.record(entry), Effect.provide(emitOptOut("optout.created", entry), outbox))),
+      remove: (orgId: string, phone: string, by: Parameters<typeof store.remove>[2]) =>
+        unitOfWork.atomically(Effect.tap(store.remove(orgId, phone, by), (removed) =>
+          Option.match(removed, {
+            onNone: () => Effect.void,
+            onSome: (entry) => Effect.provide(emitOptOut("optout.deleted", entry), outbox)
+          })))
+    }
     return Consent.of({
       check: (orgId, phone, channel) =>
         Effect.flatMap(optOuts.find(orgId, phone), (found) => {

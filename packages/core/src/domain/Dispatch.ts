@@ -33,7 +33,7 @@ import type { StorageError } from "../ports/StorageError.js"
 import { periodOf } from "./AllowancePeriods.js"
 import { channelOf, Consent } from "./Consent.js"
 import * as DispatchPlan from "./DispatchPlan.js"
-import { ALLOWANCE_FAILURE, decide, decideConsent, decideDestination, decideRecipientHours } from "./DispatchRules.js"
+import { ALLOWANCE_FAILURE, decide, decideConsent, decideDestination, decideRecipientHours, isKeywordReply } from "./DispatchRules.js"
 import { isFinal, movesForward, ProviderReports } from "./ProviderReports.js"
 import { allowanceUnits } from "./Segments.js"
 
@@ -107,19 +107,24 @@ export const layer: Layer.Layer<Dispatch, never, ActionStore | Organisations | P
         Effect.gen(function*() {
           const organisation = yield* organisations.get(action.orgId)
           if (organisation._tag === "None") return yield* fail(action, "The organisation no longer exists.")
+          // A keyword's answer goes to a number that has just written (and may just have opted out): the
+          // sending hours, its consent and the allowance do not apply to it (isKeywordReply).
+          const reply = isKeywordReply(action)
           const decision = decide(organisation.value, action.kind, now)
-          if (decision._tag === "Hold") return
+          if (decision._tag === "Hold" && !reply) return
           if (decision._tag === "Fail") return yield* fail(action, decision.reason)
           const destination = decideDestination(organisation.value, action.line, action.counterpart)
           if (destination._tag === "Fail") return yield* fail(action, destination.reason)
-          if (decideRecipientHours(organisation.value, action.counterpart, now)._tag === "Hold") return
-          const entry = Option.getOrUndefined(yield* optOuts.find(action.orgId, action.counterpart))
-          const consent = decideConsent(entry, action.kind, action.type)
-          if (consent._tag === "Fail") return yield* fail(action, consent.reason)
-          const units = action.kind === "message" ? allowanceUnits(action.type, action.body) : 1
-          const period = periodOf(now, organisation.value.timezone)
-          if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units, period))) {
-            return yield* fail(action, ALLOWANCE_FAILURE[action.kind])
+          if (!reply && decideRecipientHours(organisation.value, action.counterpart, now)._tag === "Hold") return
+          if (!reply) {
+            const entry = Option.getOrUndefined(yield* optOuts.find(action.orgId, action.counterpart))
+            const consent = decideConsent(entry, action.kind, action.type)
+            if (consent._tag === "Fail") return yield* fail(action, consent.reason)
+            const units = action.kind === "message" ? allowanceUnits(action.type, action.body) : 1
+            const period = periodOf(now, organisation.value.timezone)
+            if (!(yield* organisations.takeAllowance(action.orgId, action.kind === "message" ? "sms" : "call", units, period))) {
+              return yield* fail(action, ALLOWANCE_FAILURE[action.kind])
+            }
           }
           yield* submit(session, action, now)
         })

@@ -17,6 +17,11 @@
  *   carrier, an administrator) is not sent to; the action fails, naming the opt-out (Consent).
  * The allowance is taken by the caller (an atomic store update) only after
  * these decisions say Send.
+ *
+ * Parley's answer to a keyword (isKeywordReply) meets only the AI and destination rules: it answers a
+ * recipient who has just written — a STOP's confirmation goes to a number that has just opted out, and
+ * held until the sending window opened it would come hours after the STOP — and it is Parley's duty, not the
+ * organisation's sending, so it takes no allowance.
  */
 import { Either } from "effect"
 import type { ActionKind } from "../ports/ActionStore.js"
@@ -44,6 +49,10 @@ export const decide = (organisation: Organisation, kind: ActionKind, now: number
   }
   return { _tag: "Send" }
 }
+
+/** Whether the action is Parley's answer to a keyword (see Consent and ActionStore's `keywordReplyTo`). */
+export const isKeywordReply = (action: { readonly keywordReplyTo?: string | null | undefined }): boolean =>
+  action.keywordReplyTo !== undefined && action.keywordReplyTo !== null
 
 export const ALLOWANCE_FAILURE: Record<ActionKind, string> = {
   message: "The organisation's text allowance for this month is used up.",

@@ -4,14 +4,15 @@
  * /ai-calls/{id}. Delivery follows Standard Webhooks v1 (see the server).
  */
 import { Clock, Effect } from "effect"
-import type { EventPayload, EventType } from "../contract/Events.js"
+import type { ActionEventType, EventPayload, OptOutEventPayload, OptOutEventType } from "../contract/Events.js"
 import type { Action } from "../ports/ActionStore.js"
 import { EventOutbox } from "../ports/EventOutbox.js"
+import type { OptOutEntry } from "../ports/OptOuts.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
 import { newId } from "./Crypto.js"
 
-export { EventPayload, EventType } from "../contract/Events.js"
+export { EventPayload, EventType, OptOutEventPayload } from "../contract/Events.js"
 
 /**
  * The payload's JSON text. Its `data` is an ActionRecord built from a typed, decoded action
@@ -20,10 +21,10 @@ export { EventPayload, EventType } from "../contract/Events.js"
  * without validating the record again (the dispatcher writes thousands of events a second).
  * Should the contract ever add a transformation to EventPayload, go back to `Schema.encodeSync`.
  */
-const encodePayload = (payload: EventPayload): string => JSON.stringify(payload)
+const encodePayload = (payload: EventPayload | OptOutEventPayload): string => JSON.stringify(payload)
 
 /** Appends the event to the outbox; call it inside the unit of work of the change it reports. */
-export const emit = (type: EventType, action: Action): Effect.Effect<void, StorageError, EventOutbox> =>
+export const emit = (type: ActionEventType, action: Action): Effect.Effect<void, StorageError, EventOutbox> =>
   Effect.gen(function*() {
     const outbox = yield* EventOutbox
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
@@ -42,7 +43,7 @@ export const emit = (type: EventType, action: Action): Effect.Effect<void, Stora
  * the changes it reports (the dispatcher applies hundreds of status changes in one transaction).
  */
 export const emitAll = (
-  changes: ReadonlyArray<{ readonly type: EventType; readonly action: Action }>
+  changes: ReadonlyArray<{ readonly type: ActionEventType; readonly action: Action }>
 ): Effect.Effect<void, StorageError, EventOutbox> =>
   Effect.gen(function*() {
     if (changes.length === 0) return
@@ -58,8 +59,27 @@ export const emitAll = (
     })))
   })
 
+/**
+ * Appends an opt-out list change (the entry recorded, or the entry removed); call it inside the unit of work
+ * of the change. `data` is the entry as GET /opt-outs/{phone} answers it.
+ */
+export const emitOptOut = (type: OptOutEventType, entry: OptOutEntry): Effect.Effect<void, StorageError, EventOutbox> =>
+  Effect.gen(function*() {
+    const outbox = yield* EventOutbox
+    const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const data = {
+      phone: entry.phone,
+      channels: entry.channels,
+      source: entry.source,
+      reason: entry.reason,
+      cause: entry.cause,
+      createdAt: entry.createdAt
+    }
+    yield* outbox.append({ id: newId("evt"), orgId: entry.orgId, type, timestamp, payload: encodePayload({ type, timestamp, data }) })
+  })
+
 /** The event a status change emits, if any (Sending and Ringing are steps no integration needs to hear of). */
-export const eventForStatus = (kind: "message" | "ai_call", status: string): EventType | null => {
+export const eventForStatus = (kind: "message" | "ai_call", status: string): ActionEventType | null => {
   if (kind === "message") {
     switch (status) {
       case "Queued": return "message.queued"

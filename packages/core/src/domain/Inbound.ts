@@ -15,6 +15,12 @@
  * Carriers retry a webhook they think failed (Twilio: on a timeout or a 5xx),
  * so a message the carrier identified is stored once per carrier id: a retry
  * answers the action stored the first time and emits nothing.
+ *
+ * A keyword (STOP, START, HELP…: Consent) changes the sender's consent in the
+ * same unit of work, and when the organisation has Parley answer keywords, its
+ * answer is queued there too, as an outbound text the dispatcher sends like any
+ * other: a crash after the commit loses neither the opt-out nor the answer, and
+ * a carrier's retry (rolled back above) queues no second one.
  */
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { type Channel, PhoneOrShortCode } from "../contract/Primitives.js"
@@ -23,7 +29,7 @@ import { ActionStore, type Action, publicId } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
-import { Consent } from "./Consent.js"
+import { Consent, keywordReply } from "./Consent.js"
 import { emit } from "./Events.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
 
@@ -199,7 +205,27 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
           // A STOP and its opt-out commit with the message: the next creation to this number sees it.
           const organisation = yield* organisations.get(message.orgId)
           if (Option.isSome(organisation)) {
-            yield* consent.fromInbound(organisation.value, { from: message.from, body: message.body, messageId: publicId(created), at: now })
+            const keyword = yield* consent.fromInbound(organisation.value, {
+              from: message.from,
+              body: message.body,
+              messageId: publicId(created),
+              at: now
+            })
+            const reply = keywordReply(organisation.value, keyword)
+            if (reply !== null && !isSenderId(message.from)) {
+              const answer = yield* store.insertAction({
+                ...created,
+                direction: "Outbound",
+                status: "Queued",
+                body: reply,
+                mediaUrls: [],
+                read: null,
+                sid: null,
+                crmId: null,
+                keywordReplyTo: message.sid ?? `local:${created.id}`
+              })
+              yield* Effect.provide(emit("message.queued", answer), outbox)
+            }
           }
           return created
         })).pipe(

@@ -56,6 +56,12 @@ export interface Action {
    * the id the API answers and is asked by. Absent or null: the API's id is `id`.
    */
   readonly crmId?: string | null
+  /**
+   * Set on Parley's own answer to a keyword (STOP, START, HELP…): the inbound message it answers (the carrier's
+   * id, else `local:` + Parley's id), at most one answer each. Such a text goes to a number that has just
+   * opted out, takes no allowance and is not held by the sending hours (see Consent). Absent or null otherwise.
+   */
+  readonly keywordReplyTo?: string | null
 }
 
 /** The id the API shows for an action: the CRM record's when there is one. */

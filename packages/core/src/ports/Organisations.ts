@@ -41,9 +41,24 @@ export interface Organisation {
    * texts and calls are held (see RecipientHours); absent or null means off.
    */
   readonly recipientHours?: string | null | undefined
+  /**
+   * Who answers the keywords (STOP, START, HELP and the organisation's own words): Parley itself, the provider
+   * (Twilio's Advanced Opt-Out does on long codes), or nobody; absent means `provider` (see Consent).
+   */
+  readonly keywordReplies?: KeywordReplies | undefined
+  /** The organisation's own reply texts, when Parley answers; absent or null: Consent's defaults. */
+  readonly keywordTexts?: KeywordTexts | undefined
   readonly botsManagementUrl: string | null
   readonly templatesManagementUrl: string | null
   readonly createdAt: string
+}
+
+export type KeywordReplies = "parley" | "provider" | "off"
+
+export interface KeywordTexts {
+  readonly help: string | null
+  readonly stop: string | null
+  readonly start: string | null
 }
 
 export interface NumberRow {

@@ -18,6 +18,7 @@ import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workf
 import type {
 	ApiCreatedWebhookEndpoint,
 	ApiEventPayload,
+	ApiOptOutEventPayload,
 	ApiWebhookEndpointDeletion,
 	ApiWebhookEndpointList,
 	EnabledEvent,
@@ -31,7 +32,10 @@ const ALL_EVENTS = '*';
 
 /** Each event type Parley publishes, named for people. Typed against the contract: a new type fails the build until it is named. */
 const EVENTS: Record<EventType, { name: string; description: string }> = {
-	'message.queued': { name: 'Message Queued', description: 'A text was accepted by a live key' },
+	'message.queued': {
+		name: 'Message Queued',
+		description: 'A text was accepted by a live key, or Parley queued its answer to a keyword (STOP, START, HELP)',
+	},
 	'message.sent': { name: 'Message Sent', description: 'The carrier accepted the text' },
 	'message.delivered': { name: 'Message Delivered', description: 'The handset confirmed the text' },
 	'message.failed': {
@@ -54,6 +58,14 @@ const EVENTS: Record<EventType, { name: string; description: string }> = {
 	'crm.record_refused': {
 		name: 'CRM Record Refused',
 		description: "The CRM refused Parley's record of a text or call for good; Parley keeps the action",
+	},
+	'optout.created': {
+		name: 'Opt-Out Created',
+		description: 'A number was opted out (STOP, the carrier, a key, an administrator); the entry is the data',
+	},
+	'optout.deleted': {
+		name: 'Opt-Out Deleted',
+		description: 'A number was opted back in (START, the API, an administrator); the removed entry is the data',
 	},
 };
 
@@ -123,7 +135,7 @@ function header(headers: IDataObject, name: string): string | undefined {
 	return typeof value === 'string' ? value : undefined;
 }
 
-function isEventPayload(value: unknown): value is ApiEventPayload {
+function isEventPayload(value: unknown): value is ApiEventPayload | ApiOptOutEventPayload {
 	if (typeof value !== 'object' || value === null) return false;
 	const payload = value as IDataObject;
 	return (
@@ -132,6 +144,10 @@ function isEventPayload(value: unknown): value is ApiEventPayload {
 		payload.data !== null &&
 		!Array.isArray(payload.data)
 	);
+}
+
+function isOptOutEvent(payload: ApiEventPayload | ApiOptOutEventPayload): payload is ApiOptOutEventPayload {
+	return payload.type === 'optout.created' || payload.type === 'optout.deleted';
 }
 
 export class ParleyEventsTrigger implements INodeType {
@@ -144,7 +160,7 @@ export class ParleyEventsTrigger implements INodeType {
 		subtitle:
 			'={{ ($parameter["events"] || []).includes("*") ? "All events" : ($parameter["events"] || []).length === 1 ? "1 event" : ($parameter["events"] || []).length + " events" }}',
 		description:
-			'Starts the workflow the moment a Parley message or AI call changes status or a text arrives (signed webhooks)',
+			'Starts the workflow the moment a Parley message or AI call changes status, a text arrives or a number opts out or back in (signed webhooks)',
 		defaults: { name: 'Parley Instant Trigger' },
 		inputs: [],
 		outputs: [NodeConnectionTypes.Main],
@@ -299,12 +315,20 @@ export class ParleyEventsTrigger implements INodeType {
 		const events = chosenEvents(this);
 		if (!events.includes(ALL_EVENTS) && !events.includes(payload.type)) return {};
 
-		const record = payload.data;
-		const json: IDataObject = {
-			...(record as unknown as IDataObject),
+		const event = {
 			event: payload.type,
 			eventId: header(headers, 'webhook-id') ?? null,
 			eventTimestamp: payload.timestamp,
+		};
+		if (isOptOutEvent(payload)) {
+			// The opt-out entry (phone, channels, source…) as GET /opt-outs/{phone} answers it.
+			const json: IDataObject = { ...(payload.data as unknown as IDataObject), ...event, kind: 'optOut' };
+			return { workflowData: [[{ json }]] };
+		}
+		const record = payload.data;
+		const json: IDataObject = {
+			...(record as unknown as IDataObject),
+			...event,
 			kind: payload.type.startsWith('ai_call.') ? 'aiCall' : 'message',
 			final: isFinal(record.status),
 		};

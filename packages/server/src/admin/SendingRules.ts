@@ -80,3 +80,21 @@ export const optOutWordsValue = (value: string): Either.Either<ReadonlyArray<str
     ? Either.right(words)
     : Either.left(`"${tooLong}" is longer than ${OPT_OUT_WORD_MAX} characters.`)
 }
+
+/** Who answers keywords, as `parley orgs update --keyword-replies` and the console name them (see Consent). */
+export const KEYWORD_REPLY_MODES: ReadonlyArray<Organisations.KeywordReplies> = ["parley", "provider", "off"]
+
+/**
+ * The longest keyword reply an organisation may write: two SMS segments of plain text (2 × 153 characters), so
+ * that a confirmation stays one short message the recipient reads at a glance, as the CTIA expects.
+ */
+export const KEYWORD_TEXT_MAX = 306
+
+/** An organisation's keyword reply ("" for Parley's default, which names the organisation): trimmed. */
+export const keywordTextValue = (value: string): Either.Either<string | null, string> => {
+  const text = value.trim()
+  if (text === "") return Either.right(null)
+  return text.length > KEYWORD_TEXT_MAX
+    ? Either.left(`At most ${KEYWORD_TEXT_MAX} characters (this one has ${text.length}).`)
+    : Either.right(text)
+}

@@ -102,7 +102,7 @@ export const make = Effect.gen(function*() {
 
   /**
    * Commits the rows to their send: marks them charged (no longer cancellable) and takes their allowance
-   * (a text its SMS segments, a call one unit), per organisation, atomically. Rows a cancellation won are
+   * (a text its SMS segments, a call one unit; a keyword's answer none), per organisation, atomically. Rows a cancellation won are
    * skipped; committed rows beyond what is left of a finite allowance fail. Returns the committed rows that
    * got their units, as they now are.
    */
@@ -132,8 +132,11 @@ export const make = Effect.gen(function*() {
       // Organisations in id order, so that concurrent replicas lock them in the same order.
       const orgIds = [...new Set(committed.map((r) => r.org_id))].sort()
       for (const orgId of orgIds) {
-        const texts = committed.filter((r) => r.org_id === orgId && r.kind === "message")
-        const calls = committed.filter((r) => r.org_id === orgId && r.kind === "ai_call")
+        // Keywords' answers take no allowance (DispatchRules.isKeywordReply).
+        const mine = committed.filter((r) => r.org_id === orgId)
+        sent.push(...mine.filter((r) => r.keyword_reply_to !== null))
+        const texts = mine.filter((r) => r.kind === "message" && r.keyword_reply_to === null)
+        const calls = mine.filter((r) => r.kind === "ai_call")
         // Locked until the commit, so two replicas never grant the same units.
         yield* locks.lockOrganisation(orgId)
         const [limits] = yield* Effect.flatMap(

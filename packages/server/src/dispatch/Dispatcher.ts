@@ -122,11 +122,18 @@ export const DispatcherLive = Layer.scopedDiscard(
           }
         }
         return (row: ClaimedRow): DispatchRules.DispatchDecision => {
-          const decision = decisions.get(`${row.org_id} ${row.kind}`) ?? { _tag: "Send" }
+          const ruled = decisions.get(`${row.org_id} ${row.kind}`) ?? { _tag: "Send" }
+          // A keyword's answer is not held by the sending hours (DispatchRules.isKeywordReply).
+          const decision: DispatchRules.DispatchDecision = ruled._tag === "Hold" && row.keyword_reply_to !== null
+            ? { _tag: "Send" }
+            : ruled
           const organisation = settings.get(row.org_id)
           if (decision._tag !== "Send" || organisation === undefined) return decision
           const destination = DispatchRules.decideDestination(organisation, row.line, row.counterpart)
-          return destination._tag === "Send" ? DispatchRules.decideRecipientHours(organisation, row.counterpart, now) : destination
+          // Nor by the recipient's hours: a STOP's confirmation the next morning would be a text to someone who said stop.
+          return destination._tag === "Send" && row.keyword_reply_to === null
+            ? DispatchRules.decideRecipientHours(organisation, row.counterpart, now)
+            : destination
         }
       })
 
@@ -160,8 +167,8 @@ export const DispatcherLive = Layer.scopedDiscard(
       })
 
     /**
-     * The rows whose recipients have not opted out of their channel; the others fail, naming the opt-out
-     * (DispatchRules.decideConsent). One read per organisation in the batch.
+     * The rows whose recipients have not opted out of their channel, and keywords' answers; the others fail,
+     * naming the opt-out (DispatchRules.decideConsent). One read per organisation in the batch.
      */
     const consentOf = (rows: ReadonlyArray<ClaimedRow>, modified: string) =>
       Effect.gen(function*() {
@@ -172,7 +179,10 @@ export const DispatcherLive = Layer.scopedDiscard(
           const mine = rows.filter((r) => r.org_id === orgId)
           const entries = yield* optOuts.findMany(orgId, mine.map((r) => r.counterpart))
           for (const row of mine) {
-            const decision = DispatchRules.decideConsent(entries.get(row.counterpart), row.kind, row.type)
+            // A keyword's answer goes to a number that may have just opted out: a STOP's confirmation.
+            const decision = row.keyword_reply_to !== null
+              ? { _tag: "Send" as const }
+              : DispatchRules.decideConsent(entries.get(row.counterpart), row.kind, row.type)
             if (decision._tag === "Fail") refused.push(fail(row, decision.reason, modified))
             else send.push(row)
           }

@@ -136,7 +136,8 @@ export const actionColumnReaders: ColumnReaders<Row> = {
   sent_by: nullableString,
   modified: string,
   api_key_id: nullableString,
-  crm_id: nullableString
+  crm_id: nullableString,
+  keyword_reply_to: nullableString
 }
 
 /**

@@ -49,7 +49,8 @@ export const ActionRow = Schema.Struct({
   sent_by: NullableString,
   modified: Schema.String,
   api_key_id: NullableString,
-  crm_id: NullableString
+  crm_id: NullableString,
+  keyword_reply_to: NullableString
 })
 
 type ActionRowType = typeof ActionRow.Type
@@ -93,7 +94,8 @@ export const toAction = (r: ActionRowType): ActionStore.Action => ({
   sentBy: r.sent_by,
   modified: r.modified,
   apiKeyId: r.api_key_id,
-  crmId: r.crm_id
+  crmId: r.crm_id,
+  keywordReplyTo: r.keyword_reply_to
 })
 
 export const fromAction = (a: ActionStore.NewAction) => ({
@@ -130,6 +132,7 @@ export const fromAction = (a: ActionStore.NewAction) => ({
   modified: a.modified,
   api_key_id: a.apiKeyId,
   crm_id: a.crmId ?? null,
+  keyword_reply_to: a.keywordReplyTo ?? null,
   // A live Queued action is work for the dispatcher from its due time on.
   work_at: a.status === "Queued" ? a.dueAt : null
 })
@@ -198,7 +201,8 @@ const INSERTED: { readonly [K in keyof InsertedRow]: true } = {
   from_number_sid: true, body: true, media_urls: true, bot_id: true, mode: true, purpose_message: true, template_id: true,
   wa_content_sid: true, wa_content_variables: true, read_at: true, at: true, scheduled_for: true, due_at: true,
   owner_id: true, owner_name: true, record_module: true, record_id: true, record_name: true, linked_records: true,
-  sid: true, audio_file_id: true, error_message: true, sent_by: true, modified: true, api_key_id: true, crm_id: true, work_at: true
+  sid: true, audio_file_id: true, error_message: true, sent_by: true, modified: true, api_key_id: true, crm_id: true, keyword_reply_to: true,
+  work_at: true
 }
 export const INSERTED_COLUMNS = Object.keys(INSERTED)
 

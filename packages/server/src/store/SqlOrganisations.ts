@@ -25,6 +25,11 @@ export const OrganisationRow = Schema.Struct({
   opt_out_words: Schema.optionalWith(StringArrayJson, { default: () => [] }),
   // Migration 0037, likewise.
   recipient_hours: Schema.optionalWith(NullableString, { default: () => null }),
+  // Migration 0036, likewise.
+  keyword_replies: Schema.optionalWith(Schema.Literal("parley", "provider", "off"), { default: () => "provider" as const }),
+  help_text: Schema.optionalWith(NullableString, { default: () => null }),
+  stop_text: Schema.optionalWith(NullableString, { default: () => null }),
+  start_text: Schema.optionalWith(NullableString, { default: () => null }),
   bots_management_url: NullableString,
   templates_management_url: NullableString,
   created_at: Schema.String
@@ -47,6 +52,8 @@ export const toOrganisation = (row: typeof OrganisationRow.Type): Organisations.
   callsFollowOptOuts: row.calls_follow_opt_outs,
   optOutWords: row.opt_out_words,
   recipientHours: row.recipient_hours,
+  keywordReplies: row.keyword_replies,
+  keywordTexts: { help: row.help_text, stop: row.stop_text, start: row.start_text },
   botsManagementUrl: row.bots_management_url,
   templatesManagementUrl: row.templates_management_url,
   createdAt: row.created_at
@@ -69,6 +76,10 @@ const fromOrganisation = (org: Organisations.Organisation) => ({
   calls_follow_opt_outs: bool(org.callsFollowOptOuts ?? true),
   opt_out_words: JSON.stringify(org.optOutWords ?? []),
   recipient_hours: org.recipientHours ?? null,
+  keyword_replies: org.keywordReplies ?? "provider",
+  help_text: org.keywordTexts?.help ?? null,
+  stop_text: org.keywordTexts?.stop ?? null,
+  start_text: org.keywordTexts?.start ?? null,
   bots_management_url: org.botsManagementUrl,
   templates_management_url: org.templatesManagementUrl,
   created_at: org.createdAt

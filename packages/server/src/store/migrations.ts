@@ -724,6 +724,23 @@ const recheckQueue = Effect.gen(function*() {
 const recipientHours = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE organisations ADD COLUMN recipient_hours TEXT`
+})
+
+/**
+ * Keyword replies (issue 32): who answers STOP, START and HELP (`keyword_replies`: parley, provider — the
+ * default, as the carrier answers on long codes — or off) and the organisation's own texts (null: Consent's
+ * defaults); and on each action the inbound message a keyword's answer answers, at most one answer each (the
+ * unique index: a second could only come from a bug, and must fail rather than text the recipient twice).
+ * On SQLite the organisations trigger is made again to compare the new columns (as in 0035).
+ */
+const keywordReplies = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE organisations ADD COLUMN keyword_replies TEXT NOT NULL DEFAULT 'provider'`
+  yield* sql`ALTER TABLE organisations ADD COLUMN help_text TEXT`
+  yield* sql`ALTER TABLE organisations ADD COLUMN stop_text TEXT`
+  yield* sql`ALTER TABLE organisations ADD COLUMN start_text TEXT`
+  yield* sql`ALTER TABLE actions ADD COLUMN keyword_reply_to TEXT`
+  yield* sql`CREATE UNIQUE INDEX actions_keyword_reply ON actions (org_id, keyword_reply_to) WHERE keyword_reply_to IS NOT NULL`
   yield* sql.onDialectOrElse({
     sqlite: () =>
       Effect.gen(function*() {
@@ -759,6 +776,7 @@ export const migrations = {
   "0028_zoho_workflows": zohoWorkflows,
   "0033_rate_limit_last": rateLimitLast,
   "0035_consent": consent,
+  "0036_keyword_replies": keywordReplies,
   "0037_recipient_hours": recipientHours,
   "0038_recheck_queue": recheckQueue,
   "0042_admin_roles": adminRoles,

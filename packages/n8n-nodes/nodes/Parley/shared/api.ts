@@ -146,8 +146,8 @@ export interface ApiRecordListQuery {
 	number?: string;
 }
 
-/** The kinds of signed event Parley posts to webhook endpoints. */
-export type EventType =
+/** The kinds of signed event about a text or call: their data is its record. */
+export type ActionEventType =
 	| 'message.queued'
 	| 'message.sent'
 	| 'message.delivered'
@@ -161,14 +161,27 @@ export type EventType =
 	| 'ai_call.cancelled'
 	| 'crm.record_refused';
 
+/** The kinds of signed event about the opt-out list: their data is the entry recorded or removed. */
+export type OptOutEventType = 'optout.created' | 'optout.deleted';
+
+/** The kinds of signed event Parley posts to webhook endpoints. */
+export type EventType = ActionEventType | OptOutEventType;
+
 /** An event type, or `*` for every type (including types added later). */
 export type EnabledEvent = EventType | '*';
 
-/** One signed delivery's body: the record after the change. */
+/** One signed delivery's body about a text or call: the record after the change. */
 export interface ApiEventPayload {
-	type: EventType;
+	type: ActionEventType;
 	timestamp: string;
 	data: ApiActionRecord;
+}
+
+/** One signed delivery's body about the opt-out list: the entry recorded (created) or removed (deleted). */
+export interface ApiOptOutEventPayload {
+	type: OptOutEventType;
+	timestamp: string;
+	data: ApiOptOut;
 }
 
 export interface ApiCreateWebhookEndpointRequest {

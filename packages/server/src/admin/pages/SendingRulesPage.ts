@@ -1,21 +1,24 @@
 /**
  * Sending rules: sending hours and their time zone, the recipient-local hours, AI calls on or off, the text and call allowances per
  * month with what is used of them this month, and the keyword settings (whether a STOP also stops AI calls, the
- * organisation's own opt-out words). Validated by the same rules as `parley orgs update`
+ * organisation's own opt-out words, who answers keywords and with what text). Validated by the same rules as `parley orgs update`
  * (SendingRules) and written through the Organisations port, whose change the dispatcher reads for the next
  * action it considers.
  */
-import { Organisations, RecipientHours } from "@parley/core/internal"
+import { Consent, Organisations, RecipientHours } from "@parley/core/internal"
 import { Effect, Either, Option } from "effect"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { flag, html } from "../Html.js"
-import { csrfField, type FieldErrors, layout, textField } from "../Layout.js"
+import { choices, csrfField, type FieldErrors, layout, textField } from "../Layout.js"
 import {
   allowancesThisPeriod,
   type AllowancesThisPeriod,
   allowanceValue,
   describeAllowance,
+  KEYWORD_REPLY_MODES,
+  KEYWORD_TEXT_MAX,
+  keywordTextValue,
   OPT_OUT_WORD_MAX,
   optOutWordsValue,
   sendingHoursChange
@@ -32,7 +35,26 @@ interface RulesForm {
   readonly callAllowance: string
   readonly callsFollowOptOuts: boolean
   readonly optOutWords: string
+  readonly keywordReplies: string
+  readonly helpText: string
+  readonly stopText: string
+  readonly startText: string
 }
+
+const REPLY_MODE_LABELS: Record<Organisations.KeywordReplies, string> = {
+  parley: "Parley answers, with the texts below",
+  provider: "The provider answers (Twilio does on long codes)",
+  off: "Nobody answers"
+}
+
+const isReplyMode = (value: string): value is Organisations.KeywordReplies => KEYWORD_REPLY_MODES.some((mode) => mode === value)
+
+/** The three reply fields: name, label, which default shows in the hint. */
+const REPLY_FIELDS = [
+  { name: "stopText", label: "Reply to STOP", which: "stop" },
+  { name: "startText", label: "Reply to START", which: "start" },
+  { name: "helpText", label: "Reply to HELP", which: "help" }
+] as const
 
 const shown = (n: number | null) => (n === null ? "unlimited" : String(n))
 
@@ -48,6 +70,7 @@ const usageCard = (allowances: AllowancesThisPeriod) =>
 
 const rulesPage = (
   session: Session,
+  organisationName: string,
   form: RulesForm,
   allowances: AllowancesThisPeriod,
   errors: FieldErrors,
@@ -117,6 +140,29 @@ ${
           hint: `Comma-separated, besides STOP and the standard words, such as ARRET, BAJA; each at most ${OPT_OUT_WORD_MAX} characters. Empty for none.`
         })
       }
+${
+        choices({
+          name: "keywordReplies",
+          legend: "Who answers STOP, START and HELP",
+          type: "radio",
+          errors,
+          hint: "Each keyword gets one answer. Leave it to the provider where it answers them itself, so that nobody gets two.",
+          items: KEYWORD_REPLY_MODES.map((mode) => ({ value: mode, label: REPLY_MODE_LABELS[mode], checked: form.keywordReplies === mode }))
+        })
+      }
+${
+        REPLY_FIELDS.map(({ label, name, which }) =>
+          textField({
+            name,
+            label,
+            value: form[name],
+            errors,
+            hint: `Sent when Parley answers; at most ${KEYWORD_TEXT_MAX} characters. Empty for the default: "${
+              Consent.DEFAULT_KEYWORD_TEXTS[which].replace("{name}", organisationName)
+            }"`
+          })
+        )
+      }
 </fieldset>
 <button type="submit">Save sending rules</button>
 </form>`
@@ -129,7 +175,7 @@ export const sendingRulesPage = (request: ConsoleRequest, session: Session) =>
     const org = yield* (yield* Organisations.Organisations).get(session.orgId)
     if (Option.isNone(org)) return notFoundPage(session, "The organisation is gone.")
     const o = org.value
-    return rulesPage(session, {
+    return rulesPage(session, o.name, {
       sendingHours: o.sendingHours,
       timezone: o.timezone,
       recipientHours: o.recipientHours ?? RecipientHours.OFF,
@@ -137,7 +183,11 @@ export const sendingRulesPage = (request: ConsoleRequest, session: Session) =>
       smsAllowance: shown(o.smsAllowance),
       callAllowance: shown(o.callAllowance),
       callsFollowOptOuts: o.callsFollowOptOuts ?? true,
-      optOutWords: (o.optOutWords ?? []).join(", ")
+      optOutWords: (o.optOutWords ?? []).join(", "),
+      keywordReplies: o.keywordReplies ?? "provider",
+      helpText: o.keywordTexts?.help ?? "",
+      stopText: o.keywordTexts?.stop ?? "",
+      startText: o.keywordTexts?.start ?? ""
     }, yield* allowancesThisPeriod(o), {}, request.query.get("done") === "saved" ? "Sending rules saved." : undefined)
   })
 
@@ -152,7 +202,11 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       smsAllowance: f.get("smsAllowance") ?? "",
       callAllowance: f.get("callAllowance") ?? "",
       callsFollowOptOuts: f.get("callsFollowOptOuts") === "on",
-      optOutWords: f.get("optOutWords") ?? ""
+      optOutWords: f.get("optOutWords") ?? "",
+      keywordReplies: f.get("keywordReplies") ?? "",
+      helpText: f.get("helpText") ?? "",
+      stopText: f.get("stopText") ?? "",
+      startText: f.get("startText") ?? ""
     }
     const errors: Record<string, string> = {}
     const hours = sendingHoursChange(form.sendingHours, form.timezone)
@@ -167,10 +221,24 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       ? Either.right(undefined)
       : RecipientHours.parseRecipientHours(form.recipientHours.trim() === "" ? RecipientHours.OFF : form.recipientHours)
     if (Either.isLeft(recipientHours)) errors["recipientHours"] = recipientHours.left
-    if (Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls) || Either.isLeft(words) || Either.isLeft(recipientHours)) {
+    // A form from before the keyword replies existed (an open tab) leaves them as they are.
+    const mode = form.keywordReplies
+    const keepsMode = !f.has("keywordReplies")
+    const keepsTexts = ["helpText", "stopText", "startText"].every((name) => !f.has(name))
+    if (!keepsMode && !isReplyMode(mode)) errors["keywordReplies"] = "Choose who answers keywords."
+    const help = keywordTextValue(form.helpText)
+    const stop = keywordTextValue(form.stopText)
+    const start = keywordTextValue(form.startText)
+    for (const [name, text] of [["helpText", help], ["stopText", stop], ["startText", start]] as const) {
+      if (Either.isLeft(text)) errors[name] = text.left
+    }
+    if (
+      Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls) || Either.isLeft(words) || Either.isLeft(recipientHours) || (!keepsMode && !isReplyMode(mode)) ||
+      Either.isLeft(help) || Either.isLeft(stop) || Either.isLeft(start)
+    ) {
       const current = yield* (yield* Organisations.Organisations).get(session.orgId)
       if (Option.isNone(current)) return notFoundPage(session, "The organisation is gone.")
-      return rulesPage(session, form, yield* allowancesThisPeriod(current.value), errors, undefined)
+      return rulesPage(session, current.value.name, form, yield* allowancesThisPeriod(current.value), errors, undefined)
     }
     const updated = yield* (yield* Organisations.Organisations).update(session.orgId, {
       sendingHours: hours.right.sendingHours,
@@ -180,7 +248,9 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       callAllowance: calls.right,
       callsFollowOptOuts: form.callsFollowOptOuts,
       optOutWords: words.right,
-      ...(recipientHours.right === undefined ? {} : { recipientHours: recipientHours.right })
+      ...(recipientHours.right === undefined ? {} : { recipientHours: recipientHours.right }),
+      ...(isReplyMode(mode) ? { keywordReplies: mode } : {}),
+      ...(keepsTexts ? {} : { keywordTexts: { help: help.right, stop: stop.right, start: start.right } })
     })
     if (Option.isNone(updated)) return notFoundPage(session, "The organisation is gone.")
     return redirect("/admin/rules?done=saved")

@@ -1,10 +1,12 @@
 /** `parley orgs create | update | show | list`: organisations, their settings and this month's usage. */
 import { Args, Command, Options } from "@effect/cli"
-import { Crypto, Destinations, Organisations, RecipientHours } from "@parley/core/internal"
+import { Consent, Crypto, Destinations, Organisations, RecipientHours } from "@parley/core/internal"
 import {
   allowancesThisPeriod,
   type AllowancesThisPeriod,
   describeAllowance,
+  KEYWORD_REPLY_MODES,
+  keywordTextValue,
   sendingHoursChange
 } from "../../admin/SendingRules.js"
 import { Effect, Either, Option } from "effect"
@@ -45,6 +47,13 @@ export const describeOrg = (org: Organisations.Organisation, allowances: Allowan
       ["international networks", allowOrRefuse(org.internationalNetworksAllowed)],
       ["STOP also stops calls", org.callsFollowOptOuts === false ? "off" : "on"],
       ["own opt-out words", (org.optOutWords ?? []).length === 0 ? "-" : (org.optOutWords ?? []).join(", ")],
+      ["keyword replies", org.keywordReplies ?? "provider"],
+      ...(org.keywordReplies === "parley"
+        ? (["help", "stop", "start"] as const).map((which): readonly [string, string] => [
+          `${which.toUpperCase()} reply`,
+          Consent.keywordReply(org, which === "help" ? "help" : which === "stop" ? "opt_out" : "opt_in") ?? "-"
+        ])
+        : []),
       ["created", org.createdAt]
     ])
   ].join("\n")
@@ -83,6 +92,12 @@ const create = Command.make(
 
 const onOff = <A extends string, B extends string>(name: string, on: A, off: B, description: string) =>
   Options.choice(name, [on, off]).pipe(Options.withDescription(description), Options.optional)
+
+const keywordText = (name: string, what: string) =>
+  Options.text(name).pipe(
+    Options.withDescription(`Parley's answer to ${what} with --keyword-replies parley; "" for the default, which names the organisation`),
+    Options.optional
+  )
 
 const update = Command.make(
   "update",
@@ -130,7 +145,17 @@ const update = Command.make(
     optOutWords: Options.text("opt-out-words").pipe(
       Options.withDescription("The organisation's own opt-out words besides STOP and the standard ones, comma-separated (ARRET,BAJA); \"\" for none"),
       Options.optional
-    )
+    ),
+    keywordReplies: Options.choice("keyword-replies", KEYWORD_REPLY_MODES).pipe(
+      Options.withDescription(
+        "Who answers STOP, START and HELP: parley (Parley sends the texts below), provider (the carrier does, as " +
+          "Twilio does on long codes; the default) or off"
+      ),
+      Options.optional
+    ),
+    helpText: keywordText("help-text", "HELP and INFO"),
+    stopText: keywordText("stop-text", "an opt-out word"),
+    startText: keywordText("start-text", "START, UNSTOP and YES")
   },
   (input) =>
     Effect.gen(function*() {
@@ -178,11 +203,24 @@ const update = Command.make(
         if (tooLong !== undefined) return yield* fail(`--opt-out-words: "${tooLong}" is longer than 40 characters`)
         patch.optOutWords = words
       }
+      if (Option.isSome(input.keywordReplies)) patch.keywordReplies = input.keywordReplies.value
+      const texts = { help: input.helpText, stop: input.stopText, start: input.startText }
+      if (Object.values(texts).some(Option.isSome)) {
+        const written = { ...(current.keywordTexts ?? { help: null, stop: null, start: null }) }
+        for (const which of ["help", "stop", "start"] as const) {
+          const given = texts[which]
+          if (Option.isNone(given)) continue
+          const text = keywordTextValue(given.value)
+          if (Either.isLeft(text)) return yield* fail(`--${which}-text: ${text.left}`)
+          written[which] = text.right
+        }
+        patch.keywordTexts = written
+      }
       if (Object.keys(patch).length === 0) {
         return yield* fail(
           "Nothing to update: give at least one of --subscription, --seat, --pilot, --ai-calls, --sending-hours, " +
             "--timezone, --recipient-hours, --sms-allowance, --call-allowance, --destinations, --premium-numbers, --international-networks, " +
-            "--opt-out-calls, --opt-out-words"
+            "--opt-out-calls, --opt-out-words, --keyword-replies, --help-text, --stop-text, --start-text"
         )
       }
       const organisations = yield* Organisations.Organisations
@@ -190,7 +228,7 @@ const update = Command.make(
       if (Option.isNone(updated)) return yield* fail(`Unknown organisation "${input.org}"`)
       yield* printOrg(input.json, updated.value)
     })
-).pipe(Command.withDescription("Change an organisation's access state, sending hours, recipient-local hours, AI settings, allowances or destination rules"))
+).pipe(Command.withDescription("Change an organisation's access state, sending hours, recipient-local hours, AI settings, allowances, destination rules or keyword settings"))
 
 const show = Command.make(
   "show",
