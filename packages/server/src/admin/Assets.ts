@@ -38,6 +38,12 @@ td button, td .button, header button { margin-top: 0; }
 dt { font-weight: 600; } dd { margin: 0 0 .5rem 0; }
 pre { background: #eef1f4; padding: .75rem; overflow: auto; font-size: .85rem; }
 .inline { display: inline; }
+input[type=date] { font: inherit; padding: .35rem .5rem; border: 1px solid #8c959f; border-radius: 4px; }
+.filters { display: flex; flex-wrap: wrap; gap: 0 1rem; align-items: flex-start; }
+.filters .filter { flex: 1 1 12rem; min-width: 0; }
+.filters input[type=text], .filters select { min-width: 0; width: 100%; }
+.pages { display: flex; gap: 1rem; margin: .75rem 0 0; }
+pre { white-space: pre-wrap; word-break: break-word; }
 `
 
 export const CONSOLE_JS = `"use strict";

@@ -11,6 +11,7 @@ import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import {
   type Actions,
+  type ActionStore,
   type ApiKeys,
   type ApiKeyStore,
   type Consent,
@@ -72,6 +73,8 @@ export type ConsoleServices =
   // The Opt-outs page: the list and its history, changed through the core's Consent.
   | OptOuts.OptOuts
   | Consent.Consent
+  // The Activity search reads the actions as the organisation's administrator (no key's restrictions).
+  | ActionStore.ActionStore
 
 type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
 type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer

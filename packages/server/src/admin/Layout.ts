@@ -68,7 +68,7 @@ export const textField = (options: {
   readonly name: string
   readonly label: string
   readonly value?: string | undefined
-  readonly type?: "text" | "email" | "password" | "url"
+  readonly type?: "text" | "email" | "password" | "url" | "date"
   readonly hint?: string
   readonly errors?: FieldErrors
   readonly required?: boolean

@@ -652,6 +652,21 @@ const rateLimitLast = Effect.gen(function*() {
   yield* sql`ALTER TABLE rate_limit_buckets ADD COLUMN last_ms BIGINT NOT NULL DEFAULT 0`
 })
 
+/**
+ * The console's pages at any history size (issue 33): a record's own events found by the record id their
+ * payload carries (`data.id`), however old, instead of among the organisation's latest 1,000 events. An
+ * expression index over the payload (the same expression in `admin/RecordEvents.ts`), so no writer of
+ * events changes. (An endpoint's deliveries are paged by walking `events_by_org` backwards and probing the
+ * deliveries' primary key: no index needed there.)
+ */
+const consolePages = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.onDialectOrElse({
+    pg: () => sql`CREATE INDEX events_by_record ON events (org_id, ((payload::jsonb -> 'data') ->> 'id'), seq)`,
+    orElse: () => sql`CREATE INDEX events_by_record ON events (org_id, json_extract(payload, '$.data.id'), seq)`
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -673,5 +688,6 @@ export const migrations = {
   "0026_zoho_connection_checks": zohoConnectionChecks,
   "0028_zoho_workflows": zohoWorkflows,
   "0033_rate_limit_last": rateLimitLast,
-  "0035_consent": consent
+  "0035_consent": consent,
+  "0044_console_pages": consolePages
 }
