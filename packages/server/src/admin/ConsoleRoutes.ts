@@ -41,8 +41,12 @@ import {
   deleteWebhook,
   disableWebhook,
   enableWebhook,
+  endpointDeliveries,
+  eventDetail,
   eventsOverview,
-  rotateWebhook
+  resendEvent,
+  rotateWebhook,
+  testEvent
 } from "./pages/EventsPage.js"
 import { confirmRevokePage, createKey, keysPage, newKeyPage, revokeKey } from "./pages/Keys.js"
 import { addOptOut, confirmRemoveOptOut, optOutsPage, removeOptOut } from "./pages/OptOutsPage.js"
@@ -175,7 +179,11 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       action("/admin/opt-outs/remove", removeOptOut),
       page_("/admin/activity", activityPage),
       page_("/admin/activity/record", recordPage),
-      page_("/admin/activity/conversation", conversationPage)
+      page_("/admin/activity/conversation", conversationPage),
+      page_("/admin/events/deliveries", endpointDeliveries),
+      page_("/admin/events/event", eventDetail),
+      action("/admin/events/resend", resendEvent),
+      action("/admin/events/test", testEvent)
     ]
   }
 ).pipe(Effect.provide(AdminStoreLive))
