@@ -39,6 +39,7 @@ import { type DispatcherHarness, dispatcherScenario } from "./scenarios/dispatch
 import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
 import { zohoScenario } from "./scenarios/zoho.js"
 import { zohoCappedScenario } from "./scenarios/zohoCapped.js"
+import { consolePagesScenario } from "./scenarios/consolePages.js"
 
 const args = new Set(process.argv.slice(2))
 const quick = args.has("--quick")
@@ -47,6 +48,8 @@ const keep = args.has("--keep")
 const callbacksOnly = args.has("--callbacks")
 /** `--zoho`: only the Zoho concurrency-cap scenario (issue 31, item 5). */
 const zohoOnly = args.has("--zoho")
+/** `--console`: only the console's pages at 10,000 messages / 100,000 deliveries (issue 33, items 8 and 9). */
+const consoleOnly = args.has("--console")
 
 const profile = quick
   ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000, steadyActions: 5_000, steadyWindowMs: 2_000 }
@@ -606,8 +609,24 @@ const main = async () => {
           },
           record: (row) => rows.push(row)
         }))
+    const consolePages = () =>
+      timed("console-pages", () =>
+        consolePagesScenario({
+          step,
+          note: (line) => notes.push(line),
+          dataDir,
+          logFile: (name) => {
+            const file = join(logsDir, `${name}.log`)
+            writeFileSync(file, "")
+            return file
+          },
+          record: (row) => rows.push(row),
+          durationSeconds: quick ? 3 : profile.durationSeconds
+        }))
     if (callbacksOnly) {
       await callbackScenario()
+    } else if (consoleOnly) {
+      await consolePages()
     } else if (zohoOnly) {
       await zohoCapped()
     } else {
@@ -626,6 +645,7 @@ const main = async () => {
         record: (row) => rows.push(row)
       })
       await zohoCapped()
+      await consolePages()
       await tracingScenarios(templateDir, demo)
       walk = await conversationScenarios(templateDir, demo, org)
       await dispatcherScenarios(templateDir, org)
@@ -692,9 +712,9 @@ const main = async () => {
     for (const n of notes) log(`note: ${n}`)
   }
 
-  if (callbacksOnly || zohoOnly) {
+  if (callbacksOnly || zohoOnly || consoleOnly) {
     // One scenario alone is not a run to summarise in docs/benchmarks.md.
-    const name = callbacksOnly ? "callbacks" : "zoho-capped"
+    const name = callbacksOnly ? "callbacks" : consoleOnly ? "console-pages" : "zoho-capped"
     writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`)
     log(`wrote bench/results/${name}.json`)
     return
