@@ -40,6 +40,7 @@ import { postgresAvailable, replicaScenarios } from "./scenarios/replicas.js"
 import { optOutScenario } from "./scenarios/optOuts.js"
 import { zohoScenario } from "./scenarios/zoho.js"
 import { zohoCappedScenario } from "./scenarios/zohoCapped.js"
+import { consolePagesScenario } from "./scenarios/consolePages.js"
 
 const args = new Set(process.argv.slice(2))
 const quick = args.has("--quick")
@@ -50,6 +51,8 @@ const callbacksOnly = args.has("--callbacks")
 const zohoOnly = args.has("--zoho")
 /** `--optouts`: only the opt-out check's cost on the write path (issue 32). */
 const optOutsOnly = args.has("--optouts")
+/** `--console`: only the console's pages at 10,000 messages / 100,000 deliveries (issue 33, items 8 and 9). */
+const consoleOnly = args.has("--console")
 
 const profile = quick
   ? { durationSeconds: 2, warmupSeconds: 0, connections: 10, messages: 100_000, conversations: 10_000, deepPages: 40, actions: 2_000, dispatchTimeoutMs: 10_000, steadyActions: 5_000, steadyWindowMs: 2_000 }
@@ -623,8 +626,24 @@ const main = async () => {
           loadSpec,
           measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf)
         }))
+    const consolePages = () =>
+      timed("console-pages", () =>
+        consolePagesScenario({
+          step,
+          note: (line) => notes.push(line),
+          dataDir,
+          logFile: (name) => {
+            const file = join(logsDir, `${name}.log`)
+            writeFileSync(file, "")
+            return file
+          },
+          record: (row) => rows.push(row),
+          durationSeconds: quick ? 3 : profile.durationSeconds
+        }))
     if (callbacksOnly) {
       await callbackScenario()
+    } else if (consoleOnly) {
+      await consolePages()
     } else if (zohoOnly) {
       await zohoCapped()
     } else if (optOutsOnly) {
@@ -646,6 +665,7 @@ const main = async () => {
       })
       await zohoCapped()
       await optOuts()
+      await consolePages()
       await tracingScenarios(templateDir, demo)
       walk = await conversationScenarios(templateDir, demo, org)
       await dispatcherScenarios(templateDir, org)
@@ -712,9 +732,9 @@ const main = async () => {
     for (const n of notes) log(`note: ${n}`)
   }
 
-  if (callbacksOnly || zohoOnly || optOutsOnly) {
+  if (callbacksOnly || zohoOnly || optOutsOnly || consoleOnly) {
     // One scenario alone is not a run to summarise in docs/benchmarks.md.
-    const name = callbacksOnly ? "callbacks" : zohoOnly ? "zoho-capped" : "optouts"
+    const name = callbacksOnly ? "callbacks" : zohoOnly ? "zoho-capped" : optOutsOnly ? "optouts" : "console-pages"
     writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`)
     log(`wrote bench/results/${name}.json`)
     return

@@ -215,7 +215,7 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", { timeout: 1
     await page.getByRole("heading", { name: "Messages, newest first" }).waitFor()
     await audit("activity")
     await page.getByLabel("Status").selectOption("Queued")
-    await page.getByRole("button", { name: "Filter" }).click()
+    await page.getByRole("button", { name: "Search" }).click()
     await page.locator("tbody a").first().click()
     await page.getByRole("heading", { name: "Events" }).waitFor()
     expect(await page.locator("pre").textContent()).toContain("\"status\": \"Queued\"")

@@ -193,13 +193,17 @@ describe("contract edges (issue 35)", () => {
       ["DELETE", "/healthz", "GET"],
       ["PUT", "/api/v1/openapi.json", "GET"],
       ["POST", "/docs", "GET"],
-      ["GET", "/carrier/inbound", "POST"],
-      ["PATCH", "/admin/keys", "GET"]
+      ["GET", "/carrier/inbound", "POST"]
     ] as const) {
       const response = await server.fetch(path, { method })
       expect(response.headers.get("allow"), `${method} ${path}`).toBe(allow)
       await expectError(response, 405, "METHOD_NOT_ALLOWED")
     }
+    // A console page answers a browser with the console's own page, the same status and Allow (issue 33, item 7).
+    const consolePage = await server.fetch("/admin/keys", { method: "PATCH" })
+    expect(consolePage.status).toBe(405)
+    expect(consolePage.headers.get("allow")).toBe("GET")
+    expect(consolePage.headers.get("content-type")).toContain("text/html")
     await expectError(await server.fetch("/healthz/nope", { method: "DELETE" }), 404, "NOT_FOUND")
   })
 

@@ -115,6 +115,17 @@ export interface ActionQuery {
   readonly statuses?: ReadonlyArray<RecordStatus>
   /** Only actions whose `modified` is at or after this UTC ISO timestamp; absent for all. */
   readonly modifiedSince?: string
+  /** Only these channels (the console's Activity search); absent for all. */
+  readonly types?: ReadonlyArray<RecordType>
+  /** Only actions with the other party's number (exact E.164); absent for all. */
+  readonly counterpart?: string
+  /** Only actions whose text contains this, ignoring ASCII case; absent for all. */
+  readonly text?: string
+  /** Only actions created through this API key; absent for all. */
+  readonly apiKeyId?: string
+  /** Only actions created (`at`) at or after / strictly before these UTC ISO timestamps; absent for no bound. */
+  readonly createdFrom?: string
+  readonly createdBefore?: string
 }
 
 /** A provider's report applied to an action (see ProviderReports); a field left undefined keeps its value. */
@@ -206,6 +217,9 @@ export class ActionStore extends Context.Tag("@parley/core/ports/ActionStore")<A
 export const isCancellable = (action: Action, notBefore: string): boolean =>
   action.status === "Queued" && action.scheduledFor !== null && Date.parse(action.scheduledFor) > Date.parse(notBefore)
 
+/** Lower case for A–Z only: what SQL's LOWER() does on SQLite, so every store matches the same texts. */
+export const asciiLower = (text: string): string => text.replace(/[A-Z]/g, (c) => c.toLowerCase())
+
 export const matchesQuery = (action: Action, query: ActionQuery): boolean =>
   action.orgId === query.orgId &&
   query.kinds.includes(action.kind) &&
@@ -217,7 +231,13 @@ export const matchesQuery = (action: Action, query: ActionQuery): boolean =>
   (query.botIds === undefined || query.botIds === null || action.kind !== "ai_call" ||
     (action.botId !== null && query.botIds.includes(action.botId))) &&
   (query.statuses === undefined || query.statuses.includes(action.status)) &&
-  (query.modifiedSince === undefined || action.modified >= query.modifiedSince)
+  (query.modifiedSince === undefined || action.modified >= query.modifiedSince) &&
+  (query.types === undefined || query.types.includes(action.type)) &&
+  (query.counterpart === undefined || action.counterpart === query.counterpart) &&
+  (query.text === undefined || asciiLower(action.body).includes(asciiLower(query.text))) &&
+  (query.apiKeyId === undefined || action.apiKeyId === query.apiKeyId) &&
+  (query.createdFrom === undefined || action.at >= query.createdFrom) &&
+  (query.createdBefore === undefined || action.at < query.createdBefore)
 
 /** Actions in memory, for tests and for embedding the core without a database. */
 export const layerMemory: Layer.Layer<ActionStore> = Layer.effect(

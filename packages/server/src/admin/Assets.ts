@@ -41,6 +41,12 @@ pre { background: #eef1f4; padding: .75rem; overflow: auto; font-size: .85rem; }
 /* A viewer (Roles.ts) changes nothing: the forms that post and the links styled as buttons (each leads to a
    change) are not shown; the server refuses their posts whatever the page shows. */
 .read-only main form[method="post"], .read-only main a.button { display: none; }
+input[type=date] { font: inherit; padding: .35rem .5rem; border: 1px solid #8c959f; border-radius: 4px; }
+.filters { display: flex; flex-wrap: wrap; gap: 0 1rem; align-items: flex-start; }
+.filters .filter { flex: 1 1 12rem; min-width: 0; }
+.filters input[type=text], .filters select { min-width: 0; width: 100%; }
+.pages { display: flex; gap: 1rem; margin: .75rem 0 0; }
+pre { white-space: pre-wrap; word-break: break-word; }
 `
 
 export const CONSOLE_JS = `"use strict";

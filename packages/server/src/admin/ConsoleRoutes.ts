@@ -11,6 +11,7 @@ import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import {
   type Actions,
+  type ActionStore,
   type ApiKeys,
   type ApiKeyStore,
   type Consent,
@@ -40,8 +41,12 @@ import {
   deleteWebhook,
   disableWebhook,
   enableWebhook,
+  endpointDeliveries,
+  eventDetail,
   eventsOverview,
-  rotateWebhook
+  resendEvent,
+  rotateWebhook,
+  testEvent
 } from "./pages/EventsPage.js"
 import { confirmRevokePage, createKey, keysPage, newKeyPage, revokeKey } from "./pages/Keys.js"
 import { addOptOut, confirmRemoveOptOut, optOutsPage, removeOptOut } from "./pages/OptOutsPage.js"
@@ -79,6 +84,8 @@ export type ConsoleServices =
   | Consent.Consent
   // Every change made in the console is recorded (ConsoleAudit), and the Audit log page reads it.
   | AuditLog
+  // The Activity search reads the actions as the organisation's administrator (no key's restrictions).
+  | ActionStore.ActionStore
 
 type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
 type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer
@@ -217,7 +224,11 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       ownerAction("/admin/admins/role", changeRole),
       get("/admin/admins/remove", signedIn(confirmRemoveAdmin, { post: false, owners: true })),
       ownerAction("/admin/admins/remove", removeAdmin),
-      page_("/admin/audit", auditPage)
+      page_("/admin/audit", auditPage),
+      page_("/admin/events/deliveries", endpointDeliveries),
+      page_("/admin/events/event", eventDetail),
+      action("/admin/events/resend", resendEvent),
+      action("/admin/events/test", testEvent)
     ]
   }
 ).pipe(Effect.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive)))

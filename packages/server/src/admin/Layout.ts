@@ -71,7 +71,7 @@ export const textField = (options: {
   readonly name: string
   readonly label: string
   readonly value?: string | undefined
-  readonly type?: "text" | "email" | "password" | "url"
+  readonly type?: "text" | "email" | "password" | "url" | "date"
   readonly hint?: string
   readonly errors?: FieldErrors
   readonly required?: boolean
@@ -125,11 +125,15 @@ export const actionButton = (
   action: string,
   fields: Readonly<Record<string, string>>,
   label: string,
-  style: "secondary" | "danger" = "secondary"
+  style: "secondary" | "danger" = "secondary",
+  // For a button repeated on every row: the name that tells them apart (the visible label starts it).
+  accessibleName?: string
 ): Html =>
   html`<form class="inline" method="post" action="${action}">${csrfField(session)}${
     Object.entries(fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)
-  }<button type="submit" class="${style}">${label}</button></form>`
+  }<button type="submit" class="${style}"${
+    accessibleName === undefined ? "" : html` aria-label="${accessibleName}"`
+  }>${label}</button></form>`
 
 /** A secret shown once: the value, a Copy button and the warning that it will not be shown again. */
 export const secretOnce = (id: string, value: string, what: string): Html =>

@@ -44,30 +44,42 @@ const DueDelivery = Schema.Struct({
 type DueDelivery = typeof DueDelivery.Type
 const decodeDue = Schema.decodeUnknown(Schema.Array(DueDelivery))
 
-const attempt = (
-  delivery: DueDelivery,
+/**
+ * One signed post of an event's payload to a URL (Standard Webhooks: `webhook-id`, `-timestamp`, `-signature`
+ * with each secret); the delivery worker's attempts and the console's test event both go through it.
+ */
+export const postSigned = (
+  target: { readonly url: string; readonly secrets: ReadonlyArray<string>; readonly eventId: string; readonly payload: string },
   now: number,
   allowed: WebhookAddresses.AllowedNetworks
 ): Effect.Effect<PostResult> => {
   const timestamp = Math.floor(now / 1000)
-  const secrets = delivery.previous_secret !== null && (delivery.previous_secret_until ?? 0) > now
-    ? [delivery.secret, delivery.previous_secret]
-    : [delivery.secret]
   return Effect.promise((signal) =>
-    postWebhook(delivery.url, {
+    postWebhook(target.url, {
       headers: {
         "content-type": "application/json",
         "user-agent": "Parley-Webhooks/1",
-        "webhook-id": delivery.event_id,
+        "webhook-id": target.eventId,
         "webhook-timestamp": String(timestamp),
-        "webhook-signature": Webhooks.signatureHeader(secrets, delivery.event_id, timestamp, delivery.payload)
+        "webhook-signature": Webhooks.signatureHeader(target.secrets, target.eventId, timestamp, target.payload)
       },
-      body: delivery.payload,
+      body: target.payload,
       allowed,
       timeoutMs: TIMEOUT_MS,
       signal
     })
   )
+}
+
+const attempt = (
+  delivery: DueDelivery,
+  now: number,
+  allowed: WebhookAddresses.AllowedNetworks
+): Effect.Effect<PostResult> => {
+  const secrets = delivery.previous_secret !== null && (delivery.previous_secret_until ?? 0) > now
+    ? [delivery.secret, delivery.previous_secret]
+    : [delivery.secret]
+  return postSigned({ url: delivery.url, secrets, eventId: delivery.event_id, payload: delivery.payload }, now, allowed)
 }
 
 export const DeliveryLive = Layer.scopedDiscard(

@@ -5,6 +5,7 @@
 import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
 import { Effect, Layer, Option } from "effect"
+import { consoleErrorPage } from "../admin/ConsoleErrors.js"
 import { consoleRoutes } from "../admin/ConsoleRoutes.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import * as CallbackGate from "../providers/CallbackGate.js"
@@ -72,7 +73,9 @@ const ServeLive = Layer.scopedDiscard(
       maxBodyBytes: config.maxBodyBytes,
       logLevel: config.logLevel,
       observe: requestObserver(yield* Metrics),
-      ...((yield* tracingEnabled) ? { trace: requestTracer } : {})
+      ...((yield* tracingEnabled) ? { trace: requestTracer } : {}),
+      // Unknown console pages and oversized console forms answer the console's page, not the API's JSON.
+      errorPage: consoleErrorPage
     }, runtime, contract, plain)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)

@@ -64,6 +64,11 @@ export interface PipelineOptions {
   readonly observe?: RequestObserver
   /** Wraps a route's program in the request's span; absent when tracing is off (costs nothing then). */
   readonly trace?: RequestTracer
+  /**
+   * The page a browser gets instead of the API's JSON error for a path that is a person's (the console's
+   * unknown pages, its oversized forms); null for the JSON error. Asked only for refusals made here.
+   */
+  readonly errorPage?: (path: string, status: number, message: string) => HttpServerResponse.HttpServerResponse | null
 }
 
 interface CompiledPlainRoute {
@@ -198,6 +203,16 @@ export const makeRequestPipeline = <R>(
     return found === null && method === "HEAD" ? matchMethod("GET", parts) : found
   }
 
+  /** The refusal of a request to `path`: the API's JSON error, or the page the owner of the path shows for it. */
+  const refusal = (path: string, error: ApiError, requestId: string, headers: Record<string, string> = {}): Answer => {
+    const json = errorAnswer(error, requestId, headers)
+    if (options.errorPage === undefined) return json
+    const { body } = errorBody(error, requestId)
+    const custom = options.errorPage(path, json.status, body.error.message)
+    const answer = custom === null ? null : fromPlatformResponse(custom)
+    return answer === null ? json : { ...answer, headers: { ...answer.headers, ...headers } }
+  }
+
   const compiledPlain = [...plainByMethod.values()].flat()
   const notFoundOrWrongMethod = (method: string, path: string, parts: ReadonlyArray<string>, requestId: string) => {
     // In the contract's order, as the platform's router listed them, then the plain routes' (health, docs,
@@ -207,12 +222,13 @@ export const makeRequestPipeline = <R>(
       ...compiledPlain.filter((route) => matchRoute([route], parts) !== null).map((r) => r.method)
     ])]
     return allowed.length > 0 && !allowed.includes(method)
-      ? errorAnswer(
+      ? refusal(
+        path,
         new MethodNotAllowed({ message: `${method} is not allowed on ${path}; use ${allowed.join(", ")}.` }),
         requestId,
         { allow: allowed.join(", ") }
       )
-      : errorAnswer(new NotFound({ message: `No route ${method} ${path}.` }), requestId)
+      : refusal(path, new NotFound({ message: `No route ${method} ${path}.` }), requestId)
   }
 
   /** Unexpected: log what kind of failure it was, never its details, and answer a bare 500. */
@@ -391,6 +407,6 @@ export const makeRequestPipeline = <R>(
     readChecked(kind, closing, (outcome) =>
       outcome._tag === "Body"
         ? serve(() => plainAnswer(plainRoute, request, outcome.text, requestId))
-        : write(errorAnswer(outcome.error, requestId, closing)))
+        : write(refusal(path, outcome.error, requestId, closing)))
   }
 }

@@ -245,6 +245,8 @@ export const layer = Layer.effect(
      * - otherwise actions_by_org_kind (org, kind, id).
      * With both restrictions the line ranges filter on the owner.
      */
+    /** A LIKE pattern for text containing `text` (ASCII case folded as LOWER() folds it), wildcards escaped with `!`. */
+    const likeContaining = (text: string) => `%${ActionStore.asciiLower(text).replace(/[!%_]/g, (c) => `!${c}`)}%`
     const page = (q: ActionStore.ActionQuery, columns: Statement.Fragment) => {
       const common = [
         sql`org_id = ${q.orgId}`,
@@ -256,7 +258,14 @@ export const layer = Layer.effect(
           ? []
           : [sql`(kind <> 'ai_call' OR ${q.botIds.length === 0 ? sql`1 = 0` : sql.in("bot_id", q.botIds)})`]),
         ...(q.statuses === undefined ? [] : [sql.in("status", q.statuses)]),
-        ...(q.modifiedSince === undefined ? [] : [sql`modified >= ${q.modifiedSince}`])
+        ...(q.modifiedSince === undefined ? [] : [sql`modified >= ${q.modifiedSince}`]),
+        // The console's Activity search: checked on the rows of the chosen range, as the list filters.
+        ...(q.types === undefined ? [] : [sql.in("type", q.types)]),
+        ...(q.counterpart === undefined ? [] : [sql`counterpart = ${q.counterpart}`]),
+        ...(q.text === undefined ? [] : [sql`LOWER(body) LIKE ${likeContaining(q.text)} ESCAPE '!'`]),
+        ...(q.apiKeyId === undefined ? [] : [sql`api_key_id = ${q.apiKeyId}`]),
+        ...(q.createdFrom === undefined ? [] : [sql`at >= ${q.createdFrom}`]),
+        ...(q.createdBefore === undefined ? [] : [sql`at < ${q.createdBefore}`])
       ]
       const range = (index: string, conditions: ReadonlyArray<Statement.Fragment>) =>
         sql`SELECT ${columns} FROM actions ${indexedBy(index)} WHERE ${

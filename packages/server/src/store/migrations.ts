@@ -353,6 +353,26 @@ const settingsVersion = Effect.gen(function*() {
 })
 
 /**
+ * On SQLite, the trigger that moves the settings version when an organisation's row changes compares every
+ * column by name: a migration that adds a column to `organisations` makes it again from the columns there now
+ * (Postgres caches no settings and has no such trigger).
+ */
+const recreateOrganisationsTrigger = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
+        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
+        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
+/**
  * Abuse limits: per-organisation destination rules (see Destinations) and the per-key limit as a sliding
  * window counted in buckets (see RateLimitStore). On SQLite the settings trigger of `organisations` is made
  * again so that it compares the new columns too.
@@ -372,17 +392,7 @@ const abuseLimits = Effect.gen(function*() {
     count INTEGER NOT NULL,
     PRIMARY KEY (key, bucket)
   )`
-  yield* sql.onDialectOrElse({
-    sqlite: () =>
-      Effect.gen(function*() {
-        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
-        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
-        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
-        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
-        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
-      }),
-    orElse: () => Effect.void
-  })
+  yield* recreateOrganisationsTrigger
 })
 
 /**
@@ -596,14 +606,11 @@ const consent = Effect.gen(function*() {
     at TEXT NOT NULL
   )`
   yield* sql`CREATE INDEX opt_out_history_number ON opt_out_history (org_id, phone, id)`
+  yield* recreateOrganisationsTrigger
   yield* sql.onDialectOrElse({
     sqlite: () =>
       Effect.gen(function*() {
         const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
-        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
-        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
-        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
-        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
         for (const event of ["INSERT", "UPDATE", "DELETE"]) {
           yield* sql.unsafe(`CREATE TRIGGER opt_outs_${event.toLowerCase()} AFTER ${event} ON opt_outs BEGIN ${bump} END`)
         }
@@ -724,6 +731,7 @@ const recheckQueue = Effect.gen(function*() {
 const recipientHours = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE organisations ADD COLUMN recipient_hours TEXT`
+  yield* recreateOrganisationsTrigger
 })
 
 /**
@@ -741,16 +749,21 @@ const keywordReplies = Effect.gen(function*() {
   yield* sql`ALTER TABLE organisations ADD COLUMN start_text TEXT`
   yield* sql`ALTER TABLE actions ADD COLUMN keyword_reply_to TEXT`
   yield* sql`CREATE UNIQUE INDEX actions_keyword_reply ON actions (org_id, keyword_reply_to) WHERE keyword_reply_to IS NOT NULL`
+  yield* recreateOrganisationsTrigger
+})
+
+/**
+ * The console's pages at any history size (issue 33): a record's own events found by the record id their
+ * payload carries (`data.id`), however old, instead of among the organisation's latest 1,000 events. An
+ * expression index over the payload (the same expression in `admin/RecordEvents.ts`), so no writer of
+ * events changes. (An endpoint's deliveries are paged by walking `events_by_org` backwards and probing the
+ * deliveries' primary key: no index needed there.)
+ */
+const consolePages = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
   yield* sql.onDialectOrElse({
-    sqlite: () =>
-      Effect.gen(function*() {
-        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
-        const columns = yield* sql<{ name: string }>`SELECT name FROM pragma_table_info('organisations')`
-        const changed = columns.map(({ name }) => `OLD."${name}" IS NOT NEW."${name}"`).join(" OR ")
-        yield* sql.unsafe(`DROP TRIGGER IF EXISTS organisations_updated`)
-        yield* sql.unsafe(`CREATE TRIGGER organisations_updated AFTER UPDATE ON organisations WHEN ${changed} BEGIN ${bump} END`)
-      }),
-    orElse: () => Effect.void
+    pg: () => sql`CREATE INDEX events_by_record ON events (org_id, ((payload::jsonb -> 'data') ->> 'id'), seq)`,
+    orElse: () => sql`CREATE INDEX events_by_record ON events (org_id, json_extract(payload, '$.data.id'), seq)`
   })
 })
 
@@ -780,5 +793,6 @@ export const migrations = {
   "0037_recipient_hours": recipientHours,
   "0038_recheck_queue": recheckQueue,
   "0042_admin_roles": adminRoles,
-  "0043_audit_log": auditLog
+  "0043_audit_log": auditLog,
+  "0044_console_pages": consolePages
 }

@@ -2,24 +2,66 @@
  * Events: the organisation's webhook endpoints and what was delivered to each. Adding one shows its signing
  * secret once; rotating shows the new one once (the previous keeps signing for a day); disable, enable and
  * delete (after confirmation). The same endpoints, rules and store as the API and `parley webhooks`.
+ * Each endpoint's deliveries (state, status code, attempts, why the last attempt failed), all of them page by
+ * page; an event's payload and its deliveries; "Resend" one delivery; "Send test event" to an endpoint.
  */
 import { ALL_EVENTS, type EnabledEvent, Events } from "@parley/core/internal"
+import { ServerConfig } from "../../config/ServerConfig.js"
 import { Clock, Effect, Either, Option } from "effect"
 import { Webhooks } from "../../store/SqlWebhooks.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { html } from "../Html.js"
 import { actionButton, choices, csrfField, emptyRow, type FieldErrors, layout, secretOnce, textField } from "../Layout.js"
-import { addEndpoint, recentDeliveries, rotateSecret } from "../WebhookManagement.js"
+import {
+  addEndpoint,
+  deliveriesPage,
+  type DeliveryView,
+  eventWithDeliveries,
+  isSeq,
+  resendDelivery,
+  rotateSecret,
+  sendTestEvent
+} from "../WebhookManagement.js"
 import { notFoundPage } from "./NotFound.js"
 
 const DELIVERIES_SHOWN = 10
+/** Deliveries on a page of one endpoint's list. */
+export const DELIVERIES_PAGE_SIZE = 25
 
 const NOTICES: Readonly<Record<string, string>> = {
   disabled: "The endpoint was disabled: no events are sent to it until it is enabled.",
   enabled: "The endpoint was enabled: events from now on are sent to it.",
-  deleted: "The endpoint was deleted, with the deliveries still owed to it."
+  deleted: "The endpoint was deleted, with the deliveries still owed to it.",
+  resent: "The event is due again: the delivery worker sends it within seconds, with a fresh retry schedule."
 }
+
+/** A table of deliveries, each event opening its payload, each delivery with its Resend button. */
+const deliveriesTable = (
+  session: Session,
+  caption: string,
+  deliveries: ReadonlyArray<DeliveryView>,
+  first: { readonly heading: string; readonly cell: (d: DeliveryView) => string },
+  back: string
+) =>
+  html`<table class="deliveries"><caption>${caption}</caption>
+<thead><tr><th scope="col">${first.heading}</th><th scope="col">State</th><th scope="col">Status code</th><th scope="col">Attempts</th><th scope="col">Failure reason</th><th scope="col">Next retry</th><th scope="col">Updated</th><th scope="col"><span class="skip">Actions</span></th></tr></thead>
+<tbody>${
+    deliveries.length === 0 ? emptyRow(8, "Nothing delivered yet.") : deliveries.map((d) =>
+      html`<tr><td><a href="/admin/events/event?id=${d.eventId}">${first.cell(d)}</a></td><td>${d.state}</td><td>${
+        d.lastStatus === null ? "—" : String(d.lastStatus)
+      }</td><td>${String(d.attempts)}</td><td>${d.lastError ?? "—"}</td><td>${d.nextAttemptAt ?? "—"}</td><td>${d.updatedAt}</td><td>${
+        actionButton(
+          session,
+          "/admin/events/resend",
+          { event: d.eventId, webhook: d.webhookId, back },
+          "Resend",
+          "secondary",
+          `Resend ${d.type} ${d.eventId} to ${first.cell(d)}`
+        )
+      }</td></tr>`
+    )
+  }</tbody></table>`
 
 interface AddForm {
   readonly url: string
@@ -33,29 +75,23 @@ const eventsPage = (session: Session, form: AddForm, errors: FieldErrors, notice
   Effect.gen(function*() {
     const endpoints = yield* (yield* Webhooks).list(session.orgId)
     const sections = yield* Effect.forEach(endpoints, (endpoint) =>
-      Effect.map(recentDeliveries(session.orgId, endpoint.id, DELIVERIES_SHOWN), (deliveries) =>
+      Effect.map(deliveriesPage(session.orgId, endpoint.id, null, DELIVERIES_SHOWN), (deliveries) =>
         html`<section aria-labelledby="h-${endpoint.id}"><h2 id="h-${endpoint.id}">${endpoint.url}</h2>
 <p>${endpoint.description ?? ""} Events: ${endpoint.enabledEvents.join(", ")}. State: <strong>${
           endpoint.disabledAt === null ? "enabled" : "disabled"
         }</strong>${endpoint.disabledReason === null ? "" : ` (${endpoint.disabledReason})`}. Last success: ${
           endpoint.lastSuccessAt ?? "none yet"
         }.</p>
-<p>${actionButton(session, "/admin/events/rotate", { id: endpoint.id }, "Rotate secret")}
+<p>${actionButton(session, "/admin/events/rotate", { id: endpoint.id }, "Rotate secret", "secondary", `Rotate secret of ${endpoint.url}`)}
 ${
           endpoint.disabledAt === null
-            ? actionButton(session, "/admin/events/disable", { id: endpoint.id }, "Disable")
-            : actionButton(session, "/admin/events/enable", { id: endpoint.id }, "Enable")
+            ? actionButton(session, "/admin/events/disable", { id: endpoint.id }, "Disable", "secondary", `Disable ${endpoint.url}`)
+            : actionButton(session, "/admin/events/enable", { id: endpoint.id }, "Enable", "secondary", `Enable ${endpoint.url}`)
         }
-<a class="button secondary" href="/admin/events/delete?id=${endpoint.id}">Delete</a></p>
-<table><caption>Recent deliveries</caption>
-<thead><tr><th scope="col">Event</th><th scope="col">State</th><th scope="col">Status code</th><th scope="col">Attempts</th><th scope="col">Next retry</th><th scope="col">Updated</th></tr></thead>
-<tbody>${
-          deliveries.length === 0 ? emptyRow(6, "Nothing delivered yet.") : deliveries.map((d) =>
-            html`<tr><td>${d.type}</td><td>${d.state}</td><td>${d.lastStatus === null ? "—" : String(d.lastStatus)}</td><td>${
-              String(d.attempts)
-            }</td><td>${d.nextAttemptAt ?? "—"}</td><td>${d.updatedAt}</td></tr>`
-          )
-        }</tbody></table></section>`))
+${actionButton(session, "/admin/events/test", { id: endpoint.id }, "Send test event", "secondary", `Send test event to ${endpoint.url}`)}
+<a class="button secondary" href="/admin/events/delete?id=${endpoint.id}" aria-label="Delete ${endpoint.url}">Delete</a></p>
+${deliveriesTable(session, "Recent deliveries", deliveries, { heading: "Event", cell: (d) => d.type }, "/admin/events")}
+<p><a href="/admin/events/deliveries?id=${endpoint.id}">All deliveries to ${endpoint.url}</a></p></section>`))
     return page(
       layout({
         title: "Events",
@@ -167,4 +203,94 @@ export const deleteWebhook = (request: ConsoleRequest, session: Session) =>
       return notFoundPage(session, "No such endpoint.")
     }
     return redirect("/admin/events?done=deleted")
+  })
+
+/** Every delivery to one endpoint, newest event first, a page at a time (`before`: the last event's sequence). */
+export const endpointDeliveries = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const found = yield* ownEndpoint(session, request.query.get("id") ?? "")
+    if (Option.isNone(found)) return notFoundPage(session, "No such endpoint.")
+    const endpoint = found.value
+    const beforeText = request.query.get("before") ?? ""
+    const before = isSeq(beforeText) ? beforeText : null
+    const rows = yield* deliveriesPage(session.orgId, endpoint.id, before, DELIVERIES_PAGE_SIZE + 1)
+    const shown = rows.slice(0, DELIVERIES_PAGE_SIZE)
+    const last = shown[shown.length - 1]
+    const here = `/admin/events/deliveries?id=${endpoint.id}`
+    return page(layout({
+      title: `Deliveries to ${endpoint.url}`,
+      session,
+      current: "/admin/events",
+      notice: NOTICES[request.query.get("done") ?? ""],
+      body: html`<section aria-labelledby="d-list"><h2 id="d-list">Newest first</h2>
+${deliveriesTable(session, `Deliveries to ${endpoint.url}`, shown, { heading: "Event", cell: (d) => d.type }, `${here}${before === null ? "" : `&before=${before}`}`)}
+<nav aria-label="Pages of deliveries" class="pages">${before === null ? "" : html`<a href="${here}">Newest</a>`}${
+        rows.length > DELIVERIES_PAGE_SIZE && last !== undefined ? html`<a href="${here}&before=${last.seq}">Older deliveries</a>` : ""
+      }</nav></section>
+<p><a href="/admin/events">Back to Events</a></p>`
+    }))
+  })
+
+/** One event: what was sent (the payload, as every endpoint received it) and how each delivery went. */
+export const eventDetail = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const id = request.query.get("id") ?? ""
+    const found = yield* eventWithDeliveries(session.orgId, id)
+    if (Option.isNone(found)) return notFoundPage(session, "No such event.")
+    const { deliveries, event } = found.value
+    const urls = new Map((yield* (yield* Webhooks).list(session.orgId)).map((w) => [w.id, w.url]))
+    const payload: unknown = JSON.parse(event.payload)
+    return page(layout({
+      title: `Event ${event.type}`,
+      session,
+      current: "/admin/events",
+      notice: NOTICES[request.query.get("done") ?? ""],
+      body: html`<section aria-labelledby="e-event"><h2 id="e-event">${event.id}</h2>
+<p>Written ${event.timestamp}. Its <code>webhook-id</code> header is the id above.</p>
+<h3>Payload</h3>
+<pre>${JSON.stringify(payload, null, 2)}</pre></section>
+<section aria-labelledby="e-deliveries"><h2 id="e-deliveries">Deliveries</h2>
+${
+        deliveriesTable(
+          session,
+          `Deliveries of ${event.id}`,
+          deliveries,
+          { heading: "Endpoint", cell: (d) => urls.get(d.webhookId) ?? d.webhookId },
+          `/admin/events/event?id=${event.id}`
+        )
+      }</section>
+<p><a href="/admin/events">Back to Events</a></p>`
+    }))
+  })
+
+/** The pages a Resend may return to: the console's own Events pages only (the form's `back`). */
+const backTo = (value: string): string =>
+  /^\/admin\/events(\/(event|deliveries)\?[A-Za-z0-9_=&-]*)?$/.test(value) ? value : "/admin/events"
+
+export const resendEvent = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const resent = yield* resendDelivery(session.orgId, request.form.get("event") ?? "", request.form.get("webhook") ?? "")
+    if (!resent) return notFoundPage(session, "No such delivery, or it is being sent right now; try again in a minute.")
+    const back = backTo(request.form.get("back") ?? "")
+    return redirect(`${back}${back.includes("?") ? "&" : "?"}done=resent`)
+  })
+
+export const testEvent = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const found = yield* ownEndpoint(session, request.form.get("id") ?? "")
+    if (Option.isNone(found)) return notFoundPage(session, "No such endpoint.")
+    const config = yield* ServerConfig
+    const sent = yield* sendTestEvent(session.orgId, found.value, config.webhookAllowedNetworks)
+    const answer = sent.result._tag === "Answered" ? `answered HTTP ${sent.result.status}` : `could not be reached: ${sent.result.reason}`
+    const ok = sent.result._tag === "Answered" && sent.result.status >= 200 && sent.result.status < 300
+    return page(layout({
+      title: "Test event sent",
+      session,
+      current: "/admin/events",
+      ...(ok ? { notice: `${found.value.url} ${answer}.` } : { alert: `${found.value.url} ${answer}.` }),
+      body: html`<section aria-labelledby="t-payload"><h2 id="t-payload">What was sent</h2>
+<p>A <code>${sent.type}</code> event about a made-up text (id <code>0</code>), signed with the endpoint's secret, <code>webhook-id</code> <code>${sent.eventId}</code>. It is sent once, now, and not kept: it is not in the deliveries.</p>
+<pre>${JSON.stringify(JSON.parse(sent.payload), null, 2)}</pre></section>
+<p><a href="/admin/events">Back to Events</a></p>`
+    }))
   })

@@ -4,20 +4,25 @@
  * organisation, or saying in words what went wrong (4xx/5xx) — never a stack
  * trace or a token.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { escape } from "../../admin/Html.js"
+import { page } from "../../admin/ConsoleHttp.js"
+import { html } from "../../admin/Html.js"
+import { layout } from "../../admin/Layout.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
 import { CALLBACK_PATH, complete } from "./ZohoConnect.js"
 
 
-const page = (status: number, title: string, text: string) =>
-  HttpServerResponse.text(
-    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title></head>` +
-      `<body><h1>${escape(title)}</h1><p>${escape(text)}</p>` +
+/** A console page (its stylesheet, and its headers: CSP, no framing, no caching), outside the session. */
+const answer = (status: number, title: string, text: string) =>
+  page(
+    layout({
+      title,
+      session: null,
       // Zoho returns here (the registered redirect URL), not to the console page that started the consent.
-      `<p><a href="/admin/crm">Back to the Parley console</a></p></body></html>`,
-    { status, contentType: "text/html; charset=utf-8" }
+      body: html`<p>${text}</p><p><a href="/admin/crm">Back to the Parley console</a></p>`
+    }),
+    { status }
   )
 
 export const zohoCallbackRoutes = Effect.gen(function*() {
@@ -33,13 +38,13 @@ export const zohoCallbackRoutes = Effect.gen(function*() {
       error: param("error")
     }).pipe(
       Effect.map((done) =>
-        page(200, "Zoho CRM connected", `Parley now works in Zoho CRM as ${done.user}${done.email === "" ? "" : ` (${done.email})`}, in ${done.zohoOrg}. You can close this page.`)
+        answer(200, "Zoho CRM connected", `Parley now works in Zoho CRM as ${done.user}${done.email === "" ? "" : ` (${done.email})`}, in ${done.zohoOrg}. You can close this page.`)
       ),
-      Effect.catchTag("ZohoConnectFailed", (failed) => Effect.succeed(page(failed.status, "Zoho CRM was not connected", failed.message))),
+      Effect.catchTag("ZohoConnectFailed", (failed) => Effect.succeed(answer(failed.status, "Zoho CRM was not connected", failed.message))),
       Effect.catchAll((error) =>
         Effect.as(
           Effect.annotateLogs(Effect.logError("zoho callback failed"), { cause: error._tag }),
-          page(503, "Zoho CRM was not connected", "Parley could not store the connection; try again shortly.")
+          answer(503, "Zoho CRM was not connected", "Parley could not store the connection; try again shortly.")
         )
       ),
       Effect.provide(context)
