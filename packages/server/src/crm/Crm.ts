@@ -90,8 +90,6 @@ export interface CrmToggle {
   readonly description: string
   /** The console section's heading. */
   readonly title: string
-  readonly enabled: (orgId: string) => Effect.Effect<boolean, StorageError>
-  readonly set: (orgId: string, on: boolean) => Effect.Effect<void, StorageError>
   /** The line `crm update` prints. */
   readonly describe: (orgId: string, on: boolean) => string
   /** The console section's sentence after "On: " / "Off: ". */
@@ -112,11 +110,16 @@ export type CrmRecords = Pick<
 >
 
 /** A CRM as the process runs it, its own services already provided (built by `defineCrm`'s `build`). */
-export interface RunningCrm {
+export interface RunningCrm extends RunningCrmParts {
   readonly name: string
   readonly label: string
   readonly vendor: string
   readonly accountKey: string
+  readonly toggles: ReadonlyArray<CrmToggle>
+}
+
+/** What a CRM's `make` builds; `defineCrm` adds what its definition says (name, wording, toggles). */
+export interface RunningCrmParts {
   /** The consent page's origin (the console's forms may be redirected there); none when not configured. */
   readonly consentOrigin: Option.Option<string>
   /** Whether the organisation is connected to this CRM (asked on every creation: cache it). */
@@ -133,7 +136,11 @@ export interface RunningCrm {
   /** Revokes the organisation's grant at the CRM and forgets it; whether there was one. */
   readonly disconnect: (orgId: string) => Effect.Effect<boolean, StorageError | SecretKeyError>
   readonly setup: (orgId: string) => Effect.Effect<SetupReport, Crm.CrmError>
-  readonly toggles: ReadonlyArray<CrmToggle>
+  /** The organisation's value of one of the CRM's toggles (its `flag`), and changing it. */
+  readonly toggle: (flag: string) => {
+    readonly enabled: (orgId: string) => Effect.Effect<boolean, StorageError>
+    readonly set: (orgId: string, on: boolean) => Effect.Effect<void, StorageError>
+  }
   /** Its plain routes (the OAuth callback); they set the connection through the CRM port. */
   readonly routes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Crm.Crm>
   /** Its background loops for `serve` (write-back, inbound records). */
@@ -144,22 +151,24 @@ export interface RunningCrm {
 export interface CrmDefinition<Own> {
   /** `--provider <name>`, `/oauth/<name>/callback`, `/admin/crm/<name>`, the status's `provider`. */
   readonly name: string
-  /** As people write it: "Zoho CRM" (the console's headings and buttons). */
+  /** As people write it: "Acme CRM" (the console's headings and buttons). */
   readonly label: string
-  /** The company, in a sentence: "Zoho refused…", "Zoho's consent URL", the metrics' help. */
+  /** The company, in a sentence: "Acme refused…", "Acme's consent URL", the metrics' help. */
   readonly vendor: string
-  /** The key of the CRM account in `crm status --json` ("zohoOrg"). */
+  /** The key of the CRM account in `crm status --json` ("acmeOrg"). */
   readonly accountKey: string
   /** The environment variables it reads (its configuration module reads them; docs list them). */
   readonly variables: ReadonlyArray<CrmVariable>
   /** Lines of `crm connect --help` and `crm setup`'s refusal, in its words. */
   readonly connectHint: string
+  /** Its on/off settings (`crm update --<flag>`, the console's CRM page); their values are the running CRM's `toggle`. */
+  readonly toggles: ReadonlyArray<CrmToggle>
   /** The contact field the consent work reads and sets an opt-out in, when the CRM has one. */
   readonly optOutField?: string
   /** Its own services (configuration, connections table), built once per process. */
   readonly layer: Layer.Layer<Own, never, CrmHost>
   /** The running CRM over its own services and the built-in CRM (which keeps the connection state). */
-  readonly make: (builtIn: Crm.CrmService) => Effect.Effect<RunningCrm, never, Own | CrmHost | Scope.Scope>
+  readonly make: (builtIn: Crm.CrmService) => Effect.Effect<RunningCrmParts, never, Own | CrmHost | Scope.Scope>
   /** Seals its stored secrets under the current key (`serve`, at start; see SecretBox.resealSecrets). */
   readonly resealSecrets: Effect.Effect<void, SecretKeyError | SqlError.SqlError, SqlClient.SqlClient | SecretBox>
 }
@@ -172,6 +181,7 @@ export interface CrmModule {
   readonly accountKey: string
   readonly variables: ReadonlyArray<CrmVariable>
   readonly connectHint: string
+  readonly toggles: ReadonlyArray<CrmToggle>
   readonly optOutField: string | undefined
   readonly build: (builtIn: Crm.CrmService) => Effect.Effect<RunningCrm, never, CrmHost | Scope.Scope>
   readonly resealSecrets: Effect.Effect<void, SecretKeyError | SqlError.SqlError, SqlClient.SqlClient | SecretBox>
@@ -184,8 +194,17 @@ export const defineCrm = <Own>(definition: CrmDefinition<Own>): CrmModule => ({
   accountKey: definition.accountKey,
   variables: definition.variables,
   connectHint: definition.connectHint,
+  toggles: definition.toggles,
   optOutField: definition.optOutField,
   build: (builtIn) =>
-    Effect.flatMap(Layer.build(definition.layer), (own) => Effect.provide(definition.make(builtIn), own)),
+    Effect.flatMap(Layer.build(definition.layer), (own) =>
+      Effect.map(Effect.provide(definition.make(builtIn), own), (parts): RunningCrm => ({
+        ...parts,
+        name: definition.name,
+        label: definition.label,
+        vendor: definition.vendor,
+        accountKey: definition.accountKey,
+        toggles: definition.toggles
+      }))),
   resealSecrets: definition.resealSecrets
 })
