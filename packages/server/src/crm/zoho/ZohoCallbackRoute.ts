@@ -4,28 +4,17 @@
  * organisation, or saying in words what went wrong (4xx/5xx) — never a stack
  * trace or a token.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { escape } from "../../admin/Html.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
+import { callbackPage as page, callbackQuery } from "../CallbackPage.js"
 import { CALLBACK_PATH, complete } from "./ZohoConnect.js"
-
-
-const page = (status: number, title: string, text: string) =>
-  HttpServerResponse.text(
-    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title></head>` +
-      `<body><h1>${escape(title)}</h1><p>${escape(text)}</p>` +
-      // Zoho returns here (the registered redirect URL), not to the console page that started the consent.
-      `<p><a href="/admin/crm">Back to the Parley console</a></p></body></html>`,
-    { status, contentType: "text/html; charset=utf-8" }
-  )
 
 export const zohoCallbackRoutes = Effect.gen(function*() {
   const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof complete>>>()
   const handler = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const query = new URLSearchParams(request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "")
-    const param = (name: string) => query.get(name) ?? undefined
+    const param = callbackQuery(request)
     return yield* complete({
       code: param("code"),
       state: param("state"),

@@ -23,7 +23,7 @@
  */
 import { Crm } from "@parley/core/domain"
 import { Clock, Context, Effect, Option, Redacted } from "effect"
-import { makeSingleFlight } from "../SingleFlight.js"
+import { makeTokenRefresh } from "../TokenRefresh.js"
 import { ZohoConfig } from "./ZohoConfig.js"
 import { type CrmAnswer, crmRequest, listOf, text, tokenRequest } from "./ZohoApi.js"
 import { type ZohoConnection, ZohoConnections } from "./ZohoConnections.js"
@@ -59,8 +59,6 @@ export const make = (crm: Crm.CrmService) =>
   Effect.gen(function*() {
     const config = yield* ZohoConfig
     const connections = yield* ZohoConnections
-    // Within a process, one fiber per organisation refreshes while the others wait (SingleFlight).
-    const refreshFlight = makeSingleFlight()
 
     const load = (orgId: string) =>
       Effect.flatMap(
@@ -141,30 +139,20 @@ export const make = (crm: Crm.CrmService) =>
         return answer.accessToken
       })
 
-    /** A token valid for at least EARLY_REFRESH_MS: the stored one, or one refreshed by whoever holds the lease. */
+    // One refresh per organisation across processes and replicas (crm/TokenRefresh).
+    const refreshed = makeTokenRefresh<ZohoConnection, Crm.CrmError>({
+      load,
+      takeLease: (orgId, now, until) => Effect.mapError(connections.takeRefreshLease(orgId, now, until), storageFailure("zoho.lease")),
+      releaseLease: (orgId) => connections.releaseRefreshLease(orgId),
+      refresh,
+      leaseMs: LEASE_MS,
+      waitMs: WAIT_STEP_MS
+    })
+
+    /** A token valid for at least EARLY_REFRESH_MS (and not `stale`): the stored one, or one refreshed by whoever holds the lease. */
     const token = (orgId: string, stale: string | null): Effect.Effect<{ readonly token: string; readonly connection: ZohoConnection }, Crm.CrmError> =>
-      Effect.gen(function*() {
-        const fresh = (c: ZohoConnection, now: number) =>
-          c.accessToken !== null && c.accessToken !== stale && c.accessExpiresAt - EARLY_REFRESH_MS > now
-        const first = yield* load(orgId)
-        if (fresh(first, yield* Clock.currentTimeMillis) && first.accessToken !== null) {
-          return { token: first.accessToken, connection: first }
-        }
-        return yield* refreshFlight(orgId, Effect.gen(function*() {
-          for (;;) {
-            const connection = yield* load(orgId)
-            const now = yield* Clock.currentTimeMillis
-            if (fresh(connection, now) && connection.accessToken !== null) return { token: connection.accessToken, connection }
-            const leased = yield* Effect.mapError(connections.takeRefreshLease(orgId, now, now + LEASE_MS), storageFailure("zoho.lease"))
-            if (leased) {
-              const refreshed = yield* Effect.ensuring(refresh(connection), Effect.ignore(connections.releaseRefreshLease(orgId)))
-              return { token: refreshed, connection }
-            }
-            // Another process is refreshing: its token appears in the row shortly.
-            yield* Effect.sleep(WAIT_STEP_MS)
-          }
-        }))
-      })
+      refreshed(orgId, (c, now) =>
+        c.accessToken !== null && c.accessToken !== stale && c.accessExpiresAt - EARLY_REFRESH_MS > now ? c.accessToken : undefined)
 
     const call: ZohoSessionService["call"] = (orgId, method, path, body) =>
       Effect.gen(function*() {
