@@ -54,6 +54,10 @@ describe("one seam: where a provider's name may appear", () => {
   })
 })
 
+/** The name in any case, alone or starting an identifier (`zoho`, `Zoho's`, `zohoOrg`, `ZohoConnect`), not inside a word. */
+const namePattern = (name: string) =>
+  new RegExp(`(?<![A-Za-z])${[...name].map((c) => `[${c.toUpperCase()}${c.toLowerCase()}]`).join("")}(?![a-z])`)
+
 /**
  * The CRM seam (issue 34): a CRM's name appears in the server's sources only in its folder (`crm/<name>/`),
  * the registry and the migrations (which keep the table names they were written with) — comments included:
@@ -66,7 +70,7 @@ const crmOffenders = (files: ReadonlyArray<{ readonly file: string; readonly tex
         file === `crm${sep}Registry.ts` ||
         file === `store${sep}migrations.ts` ||
         new RegExp(`^store\\${sep}[A-Za-z0-9]+Migration\\.ts$`).test(file)) &&
-      new RegExp(`\\b${name}\\b`, "i").test(text)
+      namePattern(name).test(text)
     ).map((name) => `${file}: ${name}`))
 
 describe("one seam: where a CRM's name may appear", () => {
@@ -87,6 +91,10 @@ describe("one seam: where a CRM's name may appear", () => {
       f.file === `cli${sep}commands${sep}crm.ts` ? { ...f, text: f.text.replace("CRM_NAMES", "[\"zoho\"]") } : f
     )
     expect(crmOffenders(inCode, CRM_NAMES)).toEqual([`cli${sep}commands${sep}crm.ts: zoho`])
+    const imported = files.map((f) =>
+      f.file === `AppLayer.ts` ? { ...f, text: `${f.text}\nconst layer = ZohoCrmLayer\n` } : f
+    )
+    expect(crmOffenders(imported, CRM_NAMES)).toEqual([`AppLayer.ts: zoho`])
   })
 })
 

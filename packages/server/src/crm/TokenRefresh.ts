@@ -1,6 +1,6 @@
 /**
  * Refreshing an organisation's access token once, across processes and replicas: CRMs limit refreshes
- * (Zoho: ten per refresh token per ten minutes) and 50 requests arriving at a token's expiry must not each
+ * (so many per refresh token per window) and 50 requests arriving at a token's expiry must not each
  * refresh it. Within a process one fiber per organisation refreshes while the others wait (SingleFlight);
  * across processes a lease in the connection's row (one conditional update) decides who refreshes, while
  * the others re-read the row until the new token is there.
