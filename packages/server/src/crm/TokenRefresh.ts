@@ -14,8 +14,11 @@ export interface TokenRefreshSteps<C, E> {
   /** Takes the connection's refresh lease until `until` (epoch ms) if nobody holds it; whether it did. */
   readonly takeLease: (orgId: string, now: number, until: number) => Effect.Effect<boolean, E>
   readonly releaseLease: (orgId: string) => Effect.Effect<void, unknown>
-  /** Refreshes (this process holds the lease) and stores the new token; answers it. */
-  readonly refresh: (connection: C) => Effect.Effect<string, E>
+  /**
+   * Refreshes (this process holds the lease) and stores the new token; answers it, or undefined when the
+   * connection was replaced (a reconnect) while the refresh was on its way: the new one is read on the next turn.
+   */
+  readonly refresh: (connection: C) => Effect.Effect<string | undefined, E>
   /** How long a lease lasts (a process that dies holding it delays the next refresh this long). */
   readonly leaseMs: number
   /** How often a process that did not get the lease re-reads the row. */
@@ -41,6 +44,7 @@ export const makeTokenRefresh = <C, E>(steps: TokenRefreshSteps<C, E>) => {
           if (fresh !== undefined) return { token: fresh, connection }
           if (yield* steps.takeLease(orgId, now, now + steps.leaseMs)) {
             const refreshed = yield* Effect.ensuring(steps.refresh(connection), Effect.ignore(steps.releaseLease(orgId)))
+            if (refreshed === undefined) continue
             return { token: refreshed, connection }
           }
           // Another process is refreshing: its token appears in the row shortly.
