@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, LogLevel } from "effect"
 import { settingsConfig } from "../src/config/ServerConfig.js"
+import { zohoConfig } from "../src/crm/zoho/ZohoConfig.js"
 
 const read = (env: Record<string, string>) =>
   Effect.either(Effect.withConfigProvider(settingsConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
@@ -47,6 +48,8 @@ describe("LOG_LEVEL", () => {
 })
 
 describe("PARLEY_ZOHO_TEMPLATE_CACHE_MS", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.either(Effect.withConfigProvider(zohoConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
   it.effect("serves a Zoho template list for 60 seconds by default, as long as it is set to, and refuses zero", () =>
     Effect.gen(function*() {
       expect(Either.map(yield* read({}), (s) => s.zohoTemplateCacheMs)).toEqual(Either.right(60_000))

@@ -27,7 +27,7 @@ export const AUDIT_KINDS = {
   "crm.connected": "CRM connected",
   "crm.disconnected": "CRM disconnected",
   "crm.consent-started": "CRM consent started",
-  "crm.workflows-changed": "CRM workflow rules changed",
+  "crm.setting-changed": "CRM setting changed",
   "sending-rules.changed": "Sending rules changed",
   "webhook.added": "Webhook endpoint added",
   "webhook.secret-rotated": "Webhook secret rotated",

@@ -5,6 +5,7 @@
  * provider's credentials, a CRM token or a password never are). A form not listed here is still recorded,
  * as `console.<path>` with its `id` and `name` only.
  */
+import { CRMS } from "../crm/Registry.js"
 import type { AuditKind, NewAuditEntry } from "./AuditLog.js"
 import type { ConsoleRequest } from "./ConsoleHttp.js"
 import { normalEmail, type Session } from "./AdminStore.js"
@@ -27,8 +28,11 @@ export const AUDITED_FORMS: Readonly<Record<string, Audited>> = {
   "/admin/keys/edit": { kind: "key.changed", subject: "id", fields: ["name"] },
   "/admin/crm/connect": { kind: "crm.connected", subject: "account" },
   "/admin/crm/disconnect": { kind: "crm.disconnected" },
-  "/admin/crm/zoho": { kind: "crm.consent-started" },
-  "/admin/crm/workflows": { kind: "crm.workflows-changed", fields: ["workflows"] },
+  // Each registered CRM's consent button and on/off settings (crm/Registry).
+  ...Object.fromEntries(CRMS.map((crm) => [`/admin/crm/${crm.name}`, { kind: "crm.consent-started" } as const])),
+  ...Object.fromEntries(CRMS.flatMap((crm) =>
+    crm.toggles.map((t) => [`/admin/crm/${t.flag}`, { kind: "crm.setting-changed", fields: [t.flag] } as const])
+  )),
   "/admin/providers/set": { kind: "provider.set", subject: "kind" },
   "/admin/providers/clear": { kind: "provider.cleared", subject: "kind" },
   "/admin/rules": { kind: "sending-rules.changed", allFields: true },

@@ -6,31 +6,15 @@
  */
 import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { page } from "../../admin/ConsoleHttp.js"
-import { html } from "../../admin/Html.js"
-import { layout } from "../../admin/Layout.js"
 import type { PlainRoute } from "../../http/PlainRoutes.js"
+import { callbackPage as page, callbackQuery } from "../CallbackPage.js"
 import { CALLBACK_PATH, complete } from "./ZohoConnect.js"
-
-
-/** A console page (its stylesheet, and its headers: CSP, no framing, no caching), outside the session. */
-const answer = (status: number, title: string, text: string) =>
-  page(
-    layout({
-      title,
-      session: null,
-      // Zoho returns here (the registered redirect URL), not to the console page that started the consent.
-      body: html`<p>${text}</p><p><a href="/admin/crm">Back to the Parley console</a></p>`
-    }),
-    { status }
-  )
 
 export const zohoCallbackRoutes = Effect.gen(function*() {
   const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof complete>>>()
   const handler = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const query = new URLSearchParams(request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "")
-    const param = (name: string) => query.get(name) ?? undefined
+    const param = callbackQuery(request)
     return yield* complete({
       code: param("code"),
       state: param("state"),
@@ -38,13 +22,13 @@ export const zohoCallbackRoutes = Effect.gen(function*() {
       error: param("error")
     }).pipe(
       Effect.map((done) =>
-        answer(200, "Zoho CRM connected", `Parley now works in Zoho CRM as ${done.user}${done.email === "" ? "" : ` (${done.email})`}, in ${done.zohoOrg}. You can close this page.`)
+        page(200, "Zoho CRM connected", `Parley now works in Zoho CRM as ${done.user}${done.email === "" ? "" : ` (${done.email})`}, in ${done.zohoOrg}. You can close this page.`)
       ),
-      Effect.catchTag("ZohoConnectFailed", (failed) => Effect.succeed(answer(failed.status, "Zoho CRM was not connected", failed.message))),
+      Effect.catchTag("CrmConnectFailed", (failed) => Effect.succeed(page(failed.status, "Zoho CRM was not connected", failed.message))),
       Effect.catchAll((error) =>
         Effect.as(
           Effect.annotateLogs(Effect.logError("zoho callback failed"), { cause: error._tag }),
-          answer(503, "Zoho CRM was not connected", "Parley could not store the connection; try again shortly.")
+          page(503, "Zoho CRM was not connected", "Parley could not store the connection; try again shortly.")
         )
       ),
       Effect.provide(context)

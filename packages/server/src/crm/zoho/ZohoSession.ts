@@ -23,7 +23,8 @@
  */
 import { Crm } from "@parley/core/domain"
 import { Clock, Context, Effect, Option, Redacted } from "effect"
-import { ServerConfig } from "../../config/ServerConfig.js"
+import { makeTokenRefresh } from "../TokenRefresh.js"
+import { ZohoConfig } from "./ZohoConfig.js"
 import { type CrmAnswer, crmRequest, listOf, text, tokenRequest } from "./ZohoApi.js"
 import { type ZohoConnection, ZohoConnections } from "./ZohoConnections.js"
 import { SCOPES } from "./ZohoScopes.js"
@@ -56,17 +57,8 @@ const storageFailure = (operation: string) => (cause: unknown) => new Crm.CrmErr
  */
 export const make = (crm: Crm.CrmService) =>
   Effect.gen(function*() {
-    const config = yield* ServerConfig
+    const config = yield* ZohoConfig
     const connections = yield* ZohoConnections
-    const locks = new Map<string, Effect.Semaphore>()
-    const lockOf = (orgId: string) => {
-      let lock = locks.get(orgId)
-      if (lock === undefined) {
-        lock = Effect.unsafeMakeSemaphore(1)
-        locks.set(orgId, lock)
-      }
-      return lock
-    }
 
     const load = (orgId: string) =>
       Effect.flatMap(
@@ -90,9 +82,6 @@ export const make = (crm: Crm.CrmService) =>
         Effect.orElseSucceed(connections.get(connection.orgId), () => Option.none<ZohoConnection>()),
         (current) => Option.isSome(current) && current.value.connectedAt !== connection.connectedAt
       )
-
-    /** What a refresh answers when the connection was replaced while it was on its way (the caller reads again). */
-    const Superseded = Symbol("superseded")
 
     const lapse = (orgId: string, state: "disconnected" | "identity_changed", message: string) =>
       Effect.gen(function*() {
@@ -149,17 +138,18 @@ export const make = (crm: Crm.CrmService) =>
               )
               : Effect.flatMap(superseded(connection), (replaced) =>
                 replaced
-                  ? Effect.succeed(Superseded)
+                  ? Effect.succeed(undefined)
                   : lapse(connection.orgId, "disconnected", `Zoho refused the refresh token (${refused.error}); reconnect.`)))
         )
-        if (answer === Superseded) return Superseded
+        // Reconnected while this refresh was on its way: undefined, and crm/TokenRefresh reads the new connection.
+        if (answer === undefined) return undefined
         const now = yield* Clock.currentTimeMillis
         const expiresAt = now + answer.expiresInSeconds * 1000
         const stored = yield* Effect.mapError(
           connections.saveAccessToken(connection.orgId, connection.connectedAt, answer.accessToken, expiresAt),
           storageFailure("zoho.saveAccessToken")
         )
-        if (!stored) return Superseded
+        if (!stored) return undefined
         yield* Effect.catchTag(
           checkIdentity(connection, answer.accessToken),
           "ZohoInvalidToken",
@@ -168,32 +158,20 @@ export const make = (crm: Crm.CrmService) =>
         return answer.accessToken
       })
 
-    /** A token valid for at least EARLY_REFRESH_MS: the stored one, or one refreshed by whoever holds the lease. */
+    // One refresh per organisation across processes and replicas (crm/TokenRefresh).
+    const refreshed = makeTokenRefresh<ZohoConnection, Crm.CrmError>({
+      load,
+      takeLease: (orgId, now, until) => Effect.mapError(connections.takeRefreshLease(orgId, now, until), storageFailure("zoho.lease")),
+      releaseLease: (orgId) => connections.releaseRefreshLease(orgId),
+      refresh,
+      leaseMs: LEASE_MS,
+      waitMs: WAIT_STEP_MS
+    })
+
+    /** A token valid for at least EARLY_REFRESH_MS (and not `stale`): the stored one, or one refreshed by whoever holds the lease. */
     const token = (orgId: string, stale: string | null): Effect.Effect<{ readonly token: string; readonly connection: ZohoConnection }, Crm.CrmError> =>
-      Effect.gen(function*() {
-        const fresh = (c: ZohoConnection, now: number) =>
-          c.accessToken !== null && c.accessToken !== stale && c.accessExpiresAt - EARLY_REFRESH_MS > now
-        const first = yield* load(orgId)
-        if (fresh(first, yield* Clock.currentTimeMillis) && first.accessToken !== null) {
-          return { token: first.accessToken, connection: first }
-        }
-        return yield* lockOf(orgId).withPermits(1)(Effect.gen(function*() {
-          for (;;) {
-            const connection = yield* load(orgId)
-            const now = yield* Clock.currentTimeMillis
-            if (fresh(connection, now) && connection.accessToken !== null) return { token: connection.accessToken, connection }
-            const leased = yield* Effect.mapError(connections.takeRefreshLease(orgId, now, now + LEASE_MS), storageFailure("zoho.lease"))
-            if (leased) {
-              const refreshed = yield* Effect.ensuring(refresh(connection), Effect.ignore(connections.releaseRefreshLease(orgId)))
-              // Reconnected while this refresh was on its way: the new connection's token is read on the next turn.
-              if (refreshed === Superseded) continue
-              return { token: refreshed, connection }
-            }
-            // Another process is refreshing: its token appears in the row shortly.
-            yield* Effect.sleep(WAIT_STEP_MS)
-          }
-        }))
-      })
+      refreshed(orgId, (c, now) =>
+        c.accessToken !== null && c.accessToken !== stale && c.accessExpiresAt - EARLY_REFRESH_MS > now ? c.accessToken : undefined)
 
     const call: ZohoSessionService["call"] = (orgId, method, path, body) =>
       Effect.gen(function*() {
