@@ -5,9 +5,7 @@
 import { DomainLayer, RateLimiter } from "@parley/core/domain"
 import { Effect, Layer } from "effect"
 import { ServerConfig } from "./config/ServerConfig.js"
-import * as ZohoConnections from "./crm/zoho/ZohoConnections.js"
-import * as ZohoCrm from "./crm/zoho/ZohoCrm.js"
-import * as ZohoExternalCrm from "./crm/zoho/ZohoExternalCrm.js"
+import * as CrmLive from "./crm/CrmLive.js"
 import * as ProvidersLive from "./providers/ProvidersLive.js"
 import { DatabaseLive } from "./store/Database.js"
 import * as KeyUsage from "./store/KeyUsage.js"
@@ -41,9 +39,8 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
   SqlOptOuts.layer,
   SqlApiKeyStore.layer,
-  // The embedded CRM, or Zoho CRM for the organisations that connected it.
-  // The console's "Connect Zoho CRM" starts the same consent as `crm connect --provider zoho`.
-  Layer.merge(ZohoCrm.layer, ZohoExternalCrm.layer).pipe(Layer.provideMerge(ZohoConnections.layer)),
+  // The built-in CRM, or the registry's CRM an organisation connected (crm/Registry.ts).
+  CrmLive.layer,
   SqlActionStore.layer,
   SqlEventOutbox.layer,
   SqlUnitOfWork.layer,

@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync, existsSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import { describe, expect, it } from "vitest"
+import { CRMS } from "../src/crm/Registry.js"
 import { testStore } from "./support/store.js"
 
 const ROOT = join(import.meta.dirname, "..", "..", "..")
@@ -91,10 +92,24 @@ describe.skipIf(testStore === "postgres")("the docs", () => {
   })
 
   it("documents in docs/configuration.md exactly the environment variables the server reads", () => {
-    const source = readFileSync(join(ROOT, "packages/server/src/config/ServerConfig.ts"), "utf8")
-    const read = new Set(
-      [...source.matchAll(/Config\.[a-zA-Z]+(?:\((?:\s*"[^"]*",?)*\))?\(\s*"([A-Z][A-Z0-9_]*)"/g)].map((match) => match[1] ?? "")
-    )
+    const readIn = (path: string) =>
+      [...readFileSync(path, "utf8").matchAll(/Config\.[a-zA-Z]+(?:\((?:\s*"[^"]*",?)*\))?\(\s*"([A-Z][A-Z0-9_]*)"/g)]
+        .map((match) => match[1] ?? "")
+    // ServerConfig reads the server's variables; each CRM reads its own in its folder (crm/<name>/<Name>Config.ts),
+    // exactly the ones its registry entry lists.
+    const crmDir = join(ROOT, "packages/server/src/crm")
+    const crmRead = CRMS.map((crm) => {
+      const folder = join(crmDir, crm.name)
+      const files = readdirSync(folder).filter((name) => name.endsWith("Config.ts"))
+      return { crm, read: files.flatMap((name) => readIn(join(folder, name))) }
+    })
+    for (const { crm, read } of crmRead) {
+      expect([...read].sort(), crm.name).toEqual(crm.variables.map((v) => v.name).sort())
+    }
+    const read = new Set([
+      ...readIn(join(ROOT, "packages/server/src/config/ServerConfig.ts")),
+      ...crmRead.flatMap((c) => c.read)
+    ])
     expect(read.size).toBeGreaterThan(20)
     const reference = readFileSync(join(DOCS, "configuration.md"), "utf8")
     // The first cell of each row of the table: one or several `NAME`s.

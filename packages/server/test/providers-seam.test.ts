@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join, relative, sep } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { CRM_NAMES } from "../src/crm/Registry.js"
 import { PROVIDER_NAMES } from "../src/providers/Registry.js"
 import { consoleGet, consolePost, setPasswordFromLink, signIn } from "./support/console.js"
 import { RetellFake } from "./support/fakes/RetellFake.js"
@@ -50,6 +51,42 @@ describe("one seam: where a provider's name may appear", () => {
     })
     expect(PROVIDER_NAMES).toEqual(["twilio", "vapi", "retell"])
     expect(offenders).toEqual([])
+  })
+})
+
+/**
+ * The CRM seam (issue 34): a CRM's name appears in the server's sources only in its folder (`crm/<name>/`),
+ * the registry and the migrations (which keep the table names they were written with) — comments included:
+ * the console, the CLI, the callback route, configuration, sealing and metrics all ask the registry.
+ */
+const crmOffenders = (files: ReadonlyArray<{ readonly file: string; readonly text: string }>, names: ReadonlyArray<string>) =>
+  files.flatMap(({ file, text }) =>
+    names.filter((name) =>
+      !(file.startsWith(`crm${sep}${name}${sep}`) ||
+        file === `crm${sep}Registry.ts` ||
+        file === `store${sep}migrations.ts` ||
+        new RegExp(`^store\\${sep}[A-Za-z0-9]+Migration\\.ts$`).test(file)) &&
+      new RegExp(`\\b${name}\\b`, "i").test(text)
+    ).map((name) => `${file}: ${name}`))
+
+describe("one seam: where a CRM's name may appear", () => {
+  const files = sources(SRC).map((path) => ({ file: relative(SRC, path), text: readFileSync(path, "utf8") }))
+
+  it("outside crm/<name>/, only the registry and the migrations name a CRM", () => {
+    expect(CRM_NAMES).toContain("zoho")
+    expect(crmOffenders(files, CRM_NAMES)).toEqual([])
+  })
+
+  it("the check finds a CRM named anywhere else, in code or in a comment", () => {
+    // The rule itself, on the real sources with one line added where a CRM's name must not be.
+    const planted = files.map((f) =>
+      f.file === `admin${sep}pages${sep}CrmPage.ts` ? { ...f, text: `${f.text}\n// as Zoho does\n` } : f
+    )
+    expect(crmOffenders(planted, CRM_NAMES)).toEqual([`admin${sep}pages${sep}CrmPage.ts: zoho`])
+    const inCode = files.map((f) =>
+      f.file === `cli${sep}commands${sep}crm.ts` ? { ...f, text: f.text.replace("CRM_NAMES", "[\"zoho\"]") } : f
+    )
+    expect(crmOffenders(inCode, CRM_NAMES)).toEqual([`cli${sep}commands${sep}crm.ts: zoho`])
   })
 })
 

@@ -20,7 +20,7 @@ export const SESSION_COOKIE = "__Host-parley_admin"
 /**
  * The console's Content-Security-Policy. `formTargets` are the other origins a form on the page may end up
  * at: Chromium applies `form-action` to the redirects after a post too, so a form whose answer redirects to
- * an external consent page (Zoho's accounts server) needs that origin here.
+ * an external consent page (a CRM's accounts server) needs that origin here.
  */
 export const contentSecurityPolicy = (formTargets: ReadonlyArray<string> = []): string =>
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +

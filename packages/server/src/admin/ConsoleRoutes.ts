@@ -5,7 +5,8 @@
  * scoped to their organisation; every POST but sign-in's must carry the session's CSRF token and come from
  * this origin. Failures the administrator did not cause answer a bare 500 page, logged without details.
  */
-import { ZohoConnections } from "../crm/zoho/ZohoConnections.js"
+import { Crms } from "../crm/CrmLive.js"
+import { CRMS } from "../crm/Registry.js"
 import { KeyUsage } from "../store/KeyUsage.js"
 import type { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
@@ -33,7 +34,7 @@ import { asset, type ConsoleRequest, cookieValue, page, readRequest, redirect, s
 import { html } from "./Html.js"
 import { layout } from "./Layout.js"
 import { activityPage, conversationPage, recordPage } from "./pages/ActivityPage.js"
-import { connectCrm, crmOverview, disconnectCrm, setCrmWorkflows, startExternalCrm } from "./pages/CrmPage.js"
+import { connectCrm, crmOverview, disconnectCrm, setCrmToggle, startExternalCrm } from "./pages/CrmPage.js"
 import {
   addWebhook,
   confirmDeleteWebhook,
@@ -65,8 +66,8 @@ export type ConsoleServices =
   | ProviderAccounts
   | SqlClient.SqlClient
   | ServerConfig
-  // Disconnecting revokes a Zoho connection's token (CrmConnection.disconnectAccount).
-  | ZohoConnections
+  // The registry's CRMs: connecting one, its status and settings; disconnecting revokes its token.
+  | Crms
   // Developer access shows each key's last use.
   | KeyUsage
   // The Opt-outs page: the list and its history, changed through the core's Consent.
@@ -152,8 +153,9 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       page_("/admin/crm", crmOverview),
       action("/admin/crm/connect", connectCrm),
       action("/admin/crm/disconnect", disconnectCrm),
-      action("/admin/crm/zoho", startExternalCrm),
-      action("/admin/crm/workflows", setCrmWorkflows),
+      // Each CRM of the registry: "Connect <CRM>", and a button per setting.
+      ...CRMS.map((crm) => action(`/admin/crm/${crm.name}`, startExternalCrm(crm.name))),
+      ...CRMS.flatMap((crm) => crm.toggles.map((t) => action(`/admin/crm/${t.flag}`, setCrmToggle(crm.name, t.flag)))),
       page_("/admin/providers", providersPage),
       action("/admin/providers/set", setProvider),
       action("/admin/providers/clear", clearProvider),

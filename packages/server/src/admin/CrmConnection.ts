@@ -1,12 +1,13 @@
 /**
  * Connecting the organisation's CRM account, in one place for `parley crm connect | disconnect` and the
  * console's CRM page. Reconnecting keeps the permissions set for the organisation; a first connection gets
- * full permissions. Connecting an external CRM (Zoho, issue 25) goes through the ExternalCrm seam: until a
- * server provides one, the console says it is not available here.
+ * full permissions. Connecting a CRM of the registry (crm/Registry.ts) starts its OAuth flow; its callback
+ * makes its user the account. Also what the organisation's connection is, as `crm status` and the console show it.
  */
-import { Crm, type StorageError } from "@parley/core/internal"
-import { Context, Effect, Option } from "effect"
-import * as ZohoConnect from "../crm/zoho/ZohoConnect.js"
+import { Crm } from "@parley/core/internal"
+import { Effect, Option } from "effect"
+import type { CrmStatus, RunningCrm } from "../crm/Crm.js"
+import { Crms } from "../crm/CrmLive.js"
 
 /** A stable account id from a display name: "Dana Demo" → "crm_user_dana_demo". */
 export const accountIdFor = (name: string): string => {
@@ -24,30 +25,60 @@ export const connectAccount = (orgId: string, name: string, id: string) =>
     return connection
   })
 
-/** Disconnects; a Zoho connection's refresh token is revoked at Zoho and forgotten (see ZohoConnect). */
+/** Disconnects; a connected CRM's grant is revoked at the CRM and forgotten first. */
 export const disconnectAccount = (orgId: string) =>
   Effect.gen(function*() {
-    yield* ZohoConnect.disconnect(orgId)
+    const crms = yield* Crms
+    yield* Effect.forEach(crms.all, (crm) => crm.disconnect(orgId), { discard: true })
+    yield* (yield* Crm.Crm).setConnection(orgId, { state: "disconnected" })
     const connection: Crm.CrmConnection = { state: "disconnected" }
     return connection
   })
 
+/** The organisation's connection: its state, and the CRM it connected with what that CRM says of it. */
+export interface ConnectionStatus {
+  readonly orgId: string
+  readonly state: Crm.CrmConnection["state"]
+  readonly connected: Option.Option<{ readonly crm: RunningCrm; readonly status: CrmStatus }>
+}
+
+export const connectionStatus = (orgId: string) =>
+  Effect.gen(function*() {
+    const crms = yield* Crms
+    const connection = yield* (yield* Crm.Crm).connection(orgId)
+    for (const crm of crms.all) {
+      const status = yield* crm.status(orgId)
+      if (Option.isSome(status)) {
+        const view: ConnectionStatus = { orgId, state: connection.state, connected: Option.some({ crm, status: status.value }) }
+        return view
+      }
+    }
+    const view: ConnectionStatus = { orgId, state: connection.state, connected: Option.none() }
+    return view
+  })
+
 /**
- * An external CRM's OAuth flow, as the console starts it: the address to send the administrator to (the
- * CRM's consent page), which brings them back to `returnTo`; none when the server is not configured for it.
+ * What `crm status --json` prints: the provider (`built-in` or the CRM's name), the state, the user, the
+ * CRM account under the CRM's own key, since when, the last error — the same keys whichever CRM is connected.
  */
-export interface ExternalCrmService {
-  readonly name: string
-  /** The origin the consent page is served from: the CRM page's forms may be redirected there (see ConsoleHttp). */
-  readonly consentOrigin: Option.Option<string>
-  readonly start: (orgId: string, returnTo: string) => Effect.Effect<Option.Option<string>, StorageError>
-}
-
-export class ExternalCrm extends Context.Tag("@parley/server/admin/ExternalCrm")<ExternalCrm, ExternalCrmService>() {}
-
-/** What the console uses while no server module provides ExternalCrm. */
-export const unavailableZoho: ExternalCrmService = {
-  name: "Zoho CRM",
-  consentOrigin: Option.none(),
-  start: () => Effect.succeed(Option.none())
-}
+export const statusJson = (view: ConnectionStatus, crms: ReadonlyArray<RunningCrm>) =>
+  Option.match(view.connected, {
+    onNone: () => ({
+      orgId: view.orgId,
+      provider: "built-in",
+      state: view.state,
+      user: null,
+      ...Object.fromEntries(crms.map((crm) => [crm.accountKey, null])),
+      since: null,
+      lastError: null
+    }),
+    onSome: ({ crm, status }) => ({
+      orgId: view.orgId,
+      provider: crm.name,
+      state: view.state,
+      user: status.user,
+      [crm.accountKey]: status.account,
+      since: status.since,
+      lastError: status.lastError
+    })
+  })

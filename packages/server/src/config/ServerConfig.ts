@@ -42,13 +42,9 @@
  *   secrets; unset, the key file secret.key in PARLEY_DATA_DIR (created 0600)
  * - PARLEY_PREVIOUS_SECRET_KEYS (unset): comma-separated keys of earlier
  *   rotations, read only to reseal what they sealed
- * - PARLEY_ZOHO_CLIENT_ID, PARLEY_ZOHO_CLIENT_SECRET (unset): the server-based
- *   client registered in Zoho's API console; needed to connect Zoho CRM
- * - PARLEY_ZOHO_ACCOUNTS_URL (default https://accounts.zoho.com): where the
- *   consent flow starts; when set, also the only accounts server trusted
- *   besides Zoho's documented ones (a regional server, or a local fake)
- * - PARLEY_ZOHO_CONCURRENCY (default 5): concurrent calls per Zoho organisation
- *   of the write-back
+ * - each CRM's variables (its client, its accounts server, its concurrency cap)
+ *   are read in the CRM's folder (`crm/<name>/<Name>Config.ts`, listed by
+ *   crm/Registry.ts), which only its own code uses
  * - PARLEY_METRICS_TOKEN (unset): when set, GET /metrics on the API port, with
  *   `Authorization: Bearer <token>`
  * - PARLEY_METRICS_PORT (unset): when set, GET /metrics without a token on a
@@ -87,11 +83,6 @@ export interface ServerSettings {
   readonly providerRecheckMs: number
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
   readonly previousSecretKeys: ReadonlyArray<Redacted.Redacted<string>>
-  readonly zohoClientId: Option.Option<string>
-  readonly zohoClientSecret: Option.Option<Redacted.Redacted<string>>
-  /** Set explicitly (Some) or Zoho's US accounts server by default (None). */
-  readonly zohoAccountsUrl: Option.Option<string>
-  readonly zohoConcurrency: number
   readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   readonly metricsPort: Option.Option<number>
   readonly metricsHost: string
@@ -200,15 +191,6 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   previousSecretKeys: Config.string("PARLEY_PREVIOUS_SECRET_KEYS").pipe(
     Config.withDefault(""),
     Config.map((list) => list.split(",").map((k) => k.trim()).filter((k) => k !== "").map((k) => Redacted.make(k)))
-  ),
-  zohoClientId: Config.option(Config.string("PARLEY_ZOHO_CLIENT_ID")),
-  zohoClientSecret: Config.option(Config.redacted("PARLEY_ZOHO_CLIENT_SECRET")),
-  zohoAccountsUrl: Config.option(Config.string("PARLEY_ZOHO_ACCOUNTS_URL").pipe(
-    Config.validate({ message: "must be an http(s) URL", validation: (url) => /^https?:\/\/[^/]+/.test(url) })
-  )),
-  zohoConcurrency: Config.integer("PARLEY_ZOHO_CONCURRENCY").pipe(
-    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
-    Config.withDefault(5)
   ),
   metricsToken: Config.option(Config.redacted("PARLEY_METRICS_TOKEN").pipe(
     Config.validate({ message: "must be at least 16 characters", validation: (t) => Redacted.value(t).length >= 16 })

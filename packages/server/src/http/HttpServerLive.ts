@@ -11,7 +11,7 @@ import * as CallbackGate from "../providers/CallbackGate.js"
 import { providerRoutes } from "../providers/Registry.js"
 import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
-import { zohoCallbackRoutes } from "../crm/zoho/ZohoCallbackRoute.js"
+import { Crms } from "../crm/CrmLive.js"
 import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
@@ -65,7 +65,7 @@ const ServeLive = Layer.scopedDiscard(
       ...(yield* healthRoutes),
       yield* metricsRoute,
       ...(yield* providerRoutes),
-      ...(yield* zohoCallbackRoutes),
+      ...(yield* (yield* Crms).routes),
       ...(yield* consoleRoutes)
     ]
     const pipeline = makeRequestPipeline({

@@ -15,6 +15,7 @@
 import * as Prom from "prom-client"
 import { type EventOutbox, FINAL_STATUSES } from "@parley/core/internal"
 import { Context, Effect, FiberRef, Layer, Option } from "effect"
+import { CRMS } from "../crm/Registry.js"
 import { ConnectionPool } from "../store/ConnectionPool.js"
 
 /**
@@ -123,15 +124,16 @@ export const makeMetrics = () => {
     registers
   })
 
-  const zohoRefused = new Prom.Counter({
-    name: "parley_zoho_refused_total",
-    help: "Zoho records Parley gave up on because Zoho refused them for good (a write-back or an inbound text's record), by outbox and Zoho's code.",
+  // One counter per CRM of the registry, named after it (parley_<name>_refused_total).
+  const crmRefused = new Map(CRMS.map((crm) => [crm.name, new Prom.Counter({
+    name: `parley_${crm.name}_refused_total`,
+    help: `${crm.vendor} records Parley gave up on because ${crm.vendor} refused them for good (a write-back or an inbound text's record), by outbox and ${crm.vendor}'s code.`,
     labelNames: ["outbox", "code"] as const,
     registers
-  })
+  })]))
   return {
     registry,
-    zohoRefused: (outbox: "writeback" | "inbound", code: string) => zohoRefused.inc({ outbox, code }),
+    crmRefused: (crm: string, outbox: "writeback" | "inbound", code: string) => crmRefused.get(crm)?.inc({ outbox, code }),
     request: (route: string, method: string, status: number, seconds: number) => {
       httpRequests.inc({ route, method, status })
       httpDuration.observe({ route, method, status: statusClass(status) }, seconds)

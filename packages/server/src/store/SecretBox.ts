@@ -1,6 +1,6 @@
 /**
  * Secrets at rest: every secret Parley must read back (webhook signing
- * secrets, the cursor-signing secret, provider credentials, Zoho tokens) is stored sealed
+ * secrets, the cursor-signing secret, provider credentials, CRM tokens) is stored sealed
  * with AES-256-GCM under the installation's secret key, so a copy of the
  * database alone (a backup, a stolen disk) reveals none of them.
  *
@@ -188,15 +188,7 @@ export const resealSecrets = Effect.gen(function*() {
     yield* sql`UPDATE provider_accounts SET secrets = ${sealed}
       WHERE org_id = ${row.org_id} AND kind = ${row.kind} AND secrets = ${row.secrets}`
   }
-  // Zoho connections' tokens (crm/zoho/ZohoConnections.ts); a stale access token is simply refreshed.
-  const zoho = yield* sql<{ readonly org_id: string; readonly refresh_token: string }>`
-    SELECT org_id, refresh_token FROM zoho_connections`
-  for (const row of zoho) {
-    if (box.isCurrent(row.refresh_token)) continue
-    const sealed = box.seal(yield* box.open(row.refresh_token))
-    yield* sql`UPDATE zoho_connections SET refresh_token = ${sealed}, access_token = NULL, access_expires_at = 0
-      WHERE org_id = ${row.org_id} AND refresh_token = ${row.refresh_token}`
-  }
+  // Each CRM's tokens are resealed by the CRM (crm/Registry.ts's resealCrmSecrets, run by serve after this).
   const settings = yield* sql<{ readonly name: string; readonly value: string }>`
     SELECT name, value FROM settings WHERE name IN ${sql.in(SEALED_SETTINGS)}`
   for (const row of settings) {

@@ -297,7 +297,7 @@ export const layer = Layer.effect(
               (rows) => Option.map(Option.fromNullable(rows[0]), toAction)
             )
             // A short id is Parley's own, which the API shows only for actions without a CRM record — and which an
-            // inbound text stored before its CRM record (ZohoInboundRecords) was announced by.
+            // inbound text stored before its CRM record (a CRM's inbound-records outbox) was announced by.
             : Effect.map(action({ orgId, id }), (found) =>
               Option.filter(Option.map(found, toAction), (a) => a.crmId === null || a.direction === "Inbound"))
         ),

@@ -48,7 +48,7 @@ const RecordRow = Schema.Struct({
   fields: DbJson(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 
-/** The embedded CRM's service; a hosted CRM's layer builds on it (see crm/zoho/ZohoCrm.ts). */
+/** The embedded CRM's service; the registry's CRMs build on it (see crm/CrmLive.ts). */
 export const make = Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 

@@ -1,58 +1,76 @@
 /**
- * CRM: which CRM account the organisation's requests run as (the built-in CRM unless an external one is
- * connected), connect or reconnect it, disconnect it, or start an external CRM's OAuth flow (Zoho).
+ * CRM: which CRM account the organisation's requests run as (the built-in CRM unless one of the registry's
+ * CRMs is connected), connect or reconnect it, disconnect it, start a CRM's OAuth flow, change a CRM's settings.
  */
 import { Crm } from "@parley/core/internal"
 import { Effect, Option } from "effect"
-import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
-import * as ZohoWorkflows from "../../crm/zoho/ZohoWorkflows.js"
+import type { RunningCrm } from "../../crm/Crm.js"
+import { Crms } from "../../crm/CrmLive.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, contentSecurityPolicy, page, redirect } from "../ConsoleHttp.js"
-import { accountIdFor, connectAccount, disconnectAccount, ExternalCrm, unavailableZoho } from "../CrmConnection.js"
+import { accountIdFor, connectAccount, connectionStatus, disconnectAccount } from "../CrmConnection.js"
 import { html } from "../Html.js"
 import { actionButton, csrfField, type FieldErrors, layout, textField } from "../Layout.js"
 
 const NOTICES: Readonly<Record<string, string>> = {
   connected: "The CRM account is connected: every key runs as it.",
-  disconnected: "The CRM account was disconnected: API requests now fail with OAUTH_REQUIRED until one is connected.",
-  "zoho-unavailable": "Zoho CRM is not configured on this server; the built-in CRM stays in use.",
-  "workflows-on": "Zoho workflow rules now run on inbound records and final statuses Parley writes.",
-  "workflows-off": "Zoho workflow rules no longer run on anything Parley writes."
+  disconnected: "The CRM account was disconnected: API requests now fail with OAUTH_REQUIRED until one is connected."
 }
+
+/** The notice a `done=` names: the page's own, a CRM's "not configured", or a CRM setting's change. */
+const noticeOf = (crms: ReadonlyArray<RunningCrm>, done: string): string | undefined =>
+  NOTICES[done] ?? crms.flatMap((crm) => [
+    ...(done === `${crm.name}-unavailable` ? [`${crm.label} is not configured on this server; the built-in CRM stays in use.`] : []),
+    ...crm.toggles.flatMap((t) =>
+      done === `${t.flag}-on` ? [t.notice(true)] : done === `${t.flag}-off` ? [t.notice(false)] : []
+    )
+  ])[0]
 
 const crmPage = (session: Session, errors: FieldErrors, notice: string | undefined, accountName: string) =>
   Effect.gen(function*() {
     const connection = yield* (yield* Crm.Crm).connection(session.orgId)
-    const external = Option.getOrElse(yield* Effect.serviceOption(ExternalCrm), () => unavailableZoho)
+    const crms = yield* Crms
     // The same view `parley crm status` prints: which CRM, as whom, since when, the last error; never a token.
-    const status = yield* ZohoConnect.status(session.orgId)
-    const lastError = status.lastError === null
+    const status = yield* connectionStatus(session.orgId)
+    const connected = Option.getOrUndefined(status.connected)
+    const lastError = connected === undefined || connected.status.lastError === null
       ? ""
-      : html`<dt>Last error from Zoho</dt><dd>${status.lastError.code === null ? "" : html`<code>${status.lastError.code}</code> `}${status.lastError.message}${
-        status.lastError.at === null ? "" : ` (${status.lastError.at})`
+      : html`<dt>Last error from ${connected.crm.vendor}</dt><dd>${connected.status.lastError.code === null ? "" : html`<code>${connected.status.lastError.code}</code> `}${connected.status.lastError.message}${
+        connected.status.lastError.at === null ? "" : ` (${connected.status.lastError.at})`
       }</dd>`
-    const zoho = status.provider === "zoho" && status.user !== null
-      ? html`<dt>CRM</dt><dd>Zoho CRM${status.zohoOrg === null ? "" : html` — ${status.zohoOrg.name} (<code>${status.zohoOrg.id}</code>)`}</dd>
-<dt>Connected as</dt><dd>${status.user.name} (${status.user.email}, ZUID <code>${status.user.zuid}</code>)</dd>
-<dt>Since</dt><dd>${status.since ?? "unknown"}</dd>
+    const external = connected === undefined
+      ? undefined
+      : html`<dt>CRM</dt><dd>${connected.crm.label} — ${connected.status.account.name} (<code>${connected.status.account.id}</code>)</dd>
+<dt>Connected as</dt><dd>${connected.status.user.name} (${connected.status.user.email}, ${connected.status.userRef.page} <code>${connected.status.userRef.value}</code>)</dd>
+<dt>Since</dt><dd>${connected.status.since ?? "unknown"}</dd>
 ${lastError}`
-      : undefined
-    // The same setting as `parley crm update ORG --workflows on|off`.
-    const workflowsOn = yield* (yield* ZohoWorkflows.make).enabled(session.orgId)
-    // Zoho's last error stays visible after the connection lapsed (a refused refresh token, another user):
+    // Each CRM's settings: the same as `parley crm update ORG --<flag> on|off`.
+    const toggles = yield* Effect.forEach(crms.all, (crm) =>
+      Effect.forEach(crm.toggles, (toggle) =>
+        Effect.map(crm.toggle(toggle.flag).enabled(session.orgId), (on) =>
+          html`<section aria-labelledby="crm-${toggle.flag}"><h2 id="crm-${toggle.flag}">${toggle.title}</h2>
+<p>${on ? "On" : "Off"}: ${toggle.explain(on)}</p>
+${actionButton(session, `/admin/crm/${toggle.flag}`, { [toggle.flag]: on ? "off" : "on" }, toggle.button(on))}
+</section>`)))
+    // A CRM's last error stays visible after the connection lapsed (a refused refresh token, another user):
     // it is what says why, and what to do.
-    const lapsed = status.provider === "zoho" && status.lastError !== null
+    const lapsed = connected !== undefined && connected.status.lastError !== null
       ? html`<dl>${lastError}</dl>`
       : ""
     const state = connection.state === "disconnected"
       ? html`<p>No CRM account is connected. API requests fail with <code>OAUTH_REQUIRED</code> until one is.</p>${lapsed}`
       : html`<dl>
-${zoho ?? html`<dt>CRM</dt><dd>Built-in CRM</dd>
+${external ?? html`<dt>CRM</dt><dd>Built-in CRM</dd>
 <dt>Connected as</dt><dd>${connection.account.name} (<code>${connection.account.id}</code>)</dd>`}
 <dt>State</dt><dd>${connection.state === "connected" ? "connected" : "identity changed: reconnect required"}</dd>
 <dt>Modules it may read</dt><dd>${connection.account.permissions.modules.join(", ") || "none"}</dd>
 <dt>Messages and calls it sees</dt><dd>${connection.account.permissions.actionsView}</dd>
 </dl>`
+    const connectSections = crms.all.map((crm) =>
+      html`<section aria-labelledby="crm-${crm.name}"><h2 id="crm-${crm.name}">${crm.label}</h2>
+<p>Sign in to ${crm.label} and grant Parley access; you come back to this page.</p>
+${actionButton(session, `/admin/crm/${crm.name}`, {}, `Connect ${crm.label}`)}
+</section>`)
     return page(
       layout({
         title: "CRM",
@@ -62,16 +80,8 @@ ${zoho ?? html`<dt>CRM</dt><dd>Built-in CRM</dd>
         body: html`<section aria-labelledby="crm-now"><h2 id="crm-now">Connected account</h2>${state}
 ${connection.state === "disconnected" ? "" : actionButton(session, "/admin/crm/disconnect", {}, "Disconnect", "danger")}
 </section>
-<section aria-labelledby="crm-zoho"><h2 id="crm-zoho">${external.name}</h2>
-<p>Sign in to ${external.name} and grant Parley access; you come back to this page.</p>
-${actionButton(session, "/admin/crm/zoho", {}, `Connect ${external.name}`)}
-</section>
-<section aria-labelledby="crm-workflows"><h2 id="crm-workflows">Zoho workflow rules</h2>
-<p>${workflowsOn ? "On" : "Off"}: ${workflowsOn
-      ? "Parley writes inbound records, and each record's final status, with Zoho's workflow trigger, so your workflow rules on Parley Messages run on them."
-      : "nothing Parley writes to Zoho runs a workflow rule."}</p>
-${actionButton(session, "/admin/crm/workflows", { workflows: workflowsOn ? "off" : "on" }, workflowsOn ? "Turn workflow rules off" : "Turn workflow rules on")}
-</section>
+${connectSections}
+${toggles.flat()}
 <form class="card" method="post" action="/admin/crm/connect" novalidate>
 <h2>${connection.state === "disconnected" ? "Connect" : "Reconnect"} the built-in CRM</h2>
 ${csrfField(session)}
@@ -81,8 +91,8 @@ ${textField({ name: "account", label: "Account name", value: accountName, errors
       }),
       {
         status: Object.keys(errors).length === 0 ? 200 : 400,
-        // "Connect Zoho CRM" posts here and is redirected to Zoho's consent page: that origin must be allowed.
-        headers: { "content-security-policy": contentSecurityPolicy(Option.toArray(external.consentOrigin)) }
+        // "Connect <CRM>" posts here and is redirected to the CRM's consent page: those origins must be allowed.
+        headers: { "content-security-policy": contentSecurityPolicy(crms.all.flatMap((crm) => Option.toArray(crm.consentOrigin))) }
       }
     )
   })
@@ -90,7 +100,7 @@ ${textField({ name: "account", label: "Account name", value: accountName, errors
 export const crmOverview = (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
     const connection = yield* (yield* Crm.Crm).connection(session.orgId)
-    return yield* crmPage(session, {}, NOTICES[request.query.get("done") ?? ""], connection.state === "disconnected" ? "" : connection.account.name)
+    return yield* crmPage(session, {}, noticeOf((yield* Crms).all, request.query.get("done") ?? ""), connection.state === "disconnected" ? "" : connection.account.name)
   })
 
 export const connectCrm = (request: ConsoleRequest, session: Session) =>
@@ -107,19 +117,24 @@ export const connectCrm = (request: ConsoleRequest, session: Session) =>
 export const disconnectCrm = (_request: ConsoleRequest, session: Session) =>
   Effect.as(disconnectAccount(session.orgId), redirect("/admin/crm?done=disconnected"))
 
-export const startExternalCrm = (_request: ConsoleRequest, session: Session) =>
+/** "Connect <CRM>": to the CRM's consent page, or back saying this server is not configured for it. */
+export const startExternalCrm = (name: string) => (_request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
-    const external = Option.getOrElse(yield* Effect.serviceOption(ExternalCrm), () => unavailableZoho)
-    const target = yield* external.start(session.orgId, "/admin/crm")
-    return Option.match(target, {
-      onNone: () => redirect("/admin/crm?done=zoho-unavailable"),
-      onSome: (url) => redirect(url)
-    })
+    const unavailable = redirect(`/admin/crm?done=${name}-unavailable`)
+    const crm = Option.getOrUndefined((yield* Crms).named(name))
+    if (crm === undefined || Option.isNone(crm.consentOrigin)) return unavailable
+    const started = yield* Effect.either(crm.connect(session.orgId, { switchOrg: false }))
+    if (started._tag === "Right") return redirect(started.right.url)
+    // Not configured after all (the person can act on it: the page says so); a storage failure is a failure.
+    if (started.left._tag === "CrmConnectFailed") return unavailable
+    return yield* Effect.fail(started.left)
   })
 
-export const setCrmWorkflows = (request: ConsoleRequest, session: Session) =>
+/** A CRM setting's button: turns it on or off. */
+export const setCrmToggle = (name: string, flag: string) => (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
-    const on = request.form.get("workflows") === "on"
-    yield* (yield* ZohoWorkflows.make).set(session.orgId, on)
-    return redirect(`/admin/crm?done=workflows-${on ? "on" : "off"}`)
+    const on = request.form.get(flag) === "on"
+    const crm = (yield* Crms).named(name)
+    if (Option.isSome(crm)) yield* crm.value.toggle(flag).set(session.orgId, on)
+    return redirect(`/admin/crm?done=${flag}-${on ? "on" : "off"}`)
   })

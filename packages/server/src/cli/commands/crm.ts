@@ -5,12 +5,10 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
-import { accountIdFor, connectAccount, disconnectAccount } from "../../admin/CrmConnection.js"
+import { accountIdFor, connectAccount, connectionStatus, disconnectAccount, statusJson } from "../../admin/CrmConnection.js"
 import { Effect, Option } from "effect"
-import * as ZohoConnect from "../../crm/zoho/ZohoConnect.js"
-import { ZohoConnections } from "../../crm/zoho/ZohoConnections.js"
-import { setup as zohoSetup } from "../../crm/zoho/ZohoSetup.js"
-import * as ZohoWorkflows from "../../crm/zoho/ZohoWorkflows.js"
+import { Crms } from "../../crm/CrmLive.js"
+import { CRM_NAMES, CRMS } from "../../crm/Registry.js"
 import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"
 
@@ -46,12 +44,14 @@ const connect = Command.make(
   {
     json,
     org,
-    provider: Options.choice("provider", ["built-in", "zoho"]).pipe(
-      Options.withDescription("built-in (default: the embedded CRM, with --account) or zoho (prints Zoho's consent URL)"),
+    provider: Options.choice("provider", ["built-in", ...CRM_NAMES]).pipe(
+      Options.withDescription(
+        `built-in (default: the embedded CRM, with --account)${CRMS.map((c) => ` or ${c.name} (${c.connectHint})`).join("")}`
+      ),
       Options.withDefault("built-in")
     ),
     switchOrg: Options.boolean("switch-org").pipe(
-      Options.withDescription("With --provider zoho: allow connecting another Zoho organisation than the connected one")
+      Options.withDescription("With --provider <crm>: allow connecting another account of that CRM (organisation, portal) than the connected one")
     ),
     account: Options.text("account").pipe(Options.withDescription("Display name of the CRM account"), Options.optional),
     accountId: Options.text("account-id").pipe(
@@ -62,22 +62,25 @@ const connect = Command.make(
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      if (input.provider === "zoho") {
+      const crm = (yield* Crms).named(input.provider)
+      if (Option.isSome(crm)) {
         const started = yield* Effect.catchTag(
-          ZohoConnect.start(input.org, { switchOrg: input.switchOrg }),
-          "ZohoConnectFailed",
+          crm.value.connect(input.org, { switchOrg: input.switchOrg }),
+          "CrmConnectFailed",
           (failed) => fail(failed.message)
         )
-        return yield* print(input.json, { orgId: input.org, provider: "zoho", ...started }, () =>
+        return yield* print(input.json, { orgId: input.org, provider: crm.value.name, ...started }, () =>
           [
-            `Open this link as the Zoho CRM user Parley should work as (valid 10 minutes, once):`,
+            `Open this link as the ${crm.value.label} user Parley should work as (valid 10 minutes, once):`,
             started.url,
             "",
-            `Zoho then returns to ${started.redirectUri}; the current connection stays until that completes.`,
+            `${crm.value.vendor} then returns to ${started.redirectUri}; the current connection stays until that completes.`,
             `Check with: parley crm status ${input.org}`
           ].join("\n"))
       }
-      if (Option.isNone(input.account)) return yield* fail("--account NAME is required with the built-in CRM (or use --provider zoho)")
+      if (Option.isNone(input.account)) {
+        return yield* fail(`--account NAME is required with the built-in CRM (or use ${CRM_NAMES.map((n) => `--provider ${n}`).join(" or ")})`)
+      }
       const name = yield* nonEmpty("--account", input.account.value)
       const id = Option.isSome(input.accountId)
         ? yield* nonEmpty("--account-id", input.accountId.value)
@@ -90,17 +93,22 @@ const connect = Command.make(
 const status = Command.make("status", { json, org }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
-    const view = yield* ZohoConnect.status(input.org)
-    yield* print(input.json, view, () =>
+    const view = yield* connectionStatus(input.org)
+    const connected = Option.getOrUndefined(view.connected)
+    yield* print(input.json, statusJson(view, (yield* Crms).all), () =>
       [
-        `CRM of ${input.org}: ${view.provider}, ${view.state}`,
+        `CRM of ${input.org}: ${connected?.crm.name ?? "built-in"}, ${view.state}`,
         fields([
-          ["user", view.user === null ? "-" : `${view.user.name} <${view.user.email}> (zuid ${view.user.zuid})`],
-          ["organisation", view.zohoOrg === null ? "-" : `${view.zohoOrg.name} (${view.zohoOrg.id})`],
-          ["since", view.since ?? "-"],
-          ["last error", view.lastError === null
+          ["user", connected === undefined
             ? "-"
-            : `${view.lastError.code === null ? "" : `${view.lastError.code}: `}${view.lastError.message} (${view.lastError.at ?? "?"})`]
+            : `${connected.status.user.name} <${connected.status.user.email}> (${connected.status.userRef.text} ${connected.status.userRef.value})`],
+          ["organisation", connected === undefined ? "-" : `${connected.status.account.name} (${connected.status.account.id})`],
+          ["since", connected?.status.since ?? "-"],
+          ["last error", connected === undefined || connected.status.lastError === null
+            ? "-"
+            : `${connected.status.lastError.code === null ? "" : `${connected.status.lastError.code}: `}${connected.status.lastError.message} (${
+              connected.status.lastError.at ?? "?"
+            })`]
         ])
       ].join("\n"))
   })).pipe(Command.withDescription("Show the organisation's CRM connection (provider, user, organisation, last error; never a token)"))
@@ -108,27 +116,33 @@ const status = Command.make("status", { json, org }, (input) =>
 const setup = Command.make("setup", { json, org }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
-    if (!(yield* (yield* ZohoConnections).exists(input.org))) {
-      return yield* fail(`${input.org} is not connected to Zoho CRM: run \`parley crm connect ${input.org} --provider zoho\` first`)
+    const connected = yield* (yield* Crms).connectedOf(input.org)
+    if (Option.isNone(connected)) {
+      return yield* fail(
+        `${input.org} is not connected to ${CRMS.map((c) => c.label).join(" or ")}: run \`parley crm connect ${input.org} --provider ${
+          CRM_NAMES.join("|")
+        }\` first`
+      )
     }
-    const report = yield* Effect.catchTag(zohoSetup(input.org), "CrmError", (error) =>
-      fail(`Zoho CRM did not complete the set-up (${error.reason ?? "unavailable"}); check \`parley crm status ${input.org}\` and try again`))
+    const crm = connected.value
+    const report = yield* Effect.catchTag(crm.setup(input.org), "CrmError", (error) =>
+      fail(`${crm.label} did not complete the set-up (${error.reason ?? "unavailable"}); check \`parley crm status ${input.org}\` and try again`))
     yield* print(input.json, report, () =>
       [
         `Created: ${report.created.length === 0 ? "nothing" : report.created.join(", ")}`,
         `Already there: ${report.existing.length}`,
-        ...(report.byHand.length === 0 ? [] : ["Zoho refused; an administrator must create by hand:", ...report.byHand.map((l) => `- ${l}`)])
+        ...(report.byHand.length === 0 ? [] : [`${crm.vendor} refused; an administrator must create by hand:`, ...report.byHand.map((l) => `- ${l}`)])
       ].join("\n"))
-    if (report.byHand.length > 0) return yield* fail("Zoho CRM set-up is incomplete: create the items above by hand, then run `parley crm setup` again.")
-  })).pipe(Command.withDescription("Create Parley_Templates and Parley_Messages in the connected Zoho CRM (idempotent)"))
+    if (report.byHand.length > 0) return yield* fail(`${crm.label} set-up is incomplete: create the items above by hand, then run \`parley crm setup\` again.`)
+  })).pipe(Command.withDescription("Create in the connected CRM what Parley needs (idempotent; see docs/crm.md)"))
 
 const disconnect = Command.make("disconnect", { json, org }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
-    // A Zoho connection's refresh token is revoked at Zoho first (see disconnectAccount).
+    // A connected CRM's token is revoked at the CRM first (see disconnectAccount).
     const connection = yield* disconnectAccount(input.org)
     yield* show(input.json, input.org, connection)
-  })).pipe(Command.withDescription("Disconnect the CRM account, revoking a Zoho token (requests then fail with OAUTH_REQUIRED)"))
+  })).pipe(Command.withDescription("Disconnect the CRM account, revoking a connected CRM's token (requests then fail with OAUTH_REQUIRED)"))
 
 const connectedAccount = (orgId: string) =>
   Effect.gen(function*() {
@@ -200,28 +214,41 @@ const permissions = Command.make(
     })
 ).pipe(Command.withDescription("Set the connected CRM account's permissions"))
 
+/** Every CRM's settings, each as `--<flag> on|off` (the flags of all CRMs of the registry). */
+const TOGGLES = CRMS.flatMap((crm) => crm.toggles.map((toggle) => ({ crm: crm.name, toggle })))
+
 const update = Command.make(
   "update",
   {
     json,
     org,
-    workflows: Options.choice("workflows", ["on", "off"]).pipe(
-      Options.withDescription(
-        "Whether Parley's writes to Zoho run the organisation's Zoho workflow rules: inbound records and the first write of a final status (default on)"
-      ),
-      Options.optional
-    )
+    settings: Options.all(Object.fromEntries(TOGGLES.map(({ toggle }) => [
+      toggle.flag,
+      Options.choice(toggle.flag, ["on", "off"]).pipe(Options.withDescription(toggle.description), Options.optional)
+    ])))
   },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
-      const workflows = yield* ZohoWorkflows.make
-      if (Option.isSome(input.workflows)) yield* workflows.set(input.org, input.workflows.value === "on")
-      const on = yield* workflows.enabled(input.org)
-      yield* print(input.json, { orgId: input.org, workflows: on ? "on" : "off" }, () =>
-        `Zoho workflow rules of ${input.org}: ${on ? "on (inbound records and final statuses are written with trigger workflow)" : "off (nothing Parley writes runs a workflow rule)"}`)
+      const crms = yield* Crms
+      const values = yield* Effect.forEach(TOGGLES, ({ crm, toggle }) =>
+        Effect.gen(function*() {
+          const running = crms.named(crm)
+          if (Option.isNone(running)) return { toggle, on: false }
+          const setting = running.value.toggle(toggle.flag)
+          const given = input.settings[toggle.flag]
+          if (given !== undefined && Option.isSome(given)) yield* setting.set(input.org, given.value === "on")
+          return { toggle, on: yield* setting.enabled(input.org) }
+        }))
+      yield* print(
+        input.json,
+        { orgId: input.org, ...Object.fromEntries(values.map(({ on, toggle }) => [toggle.flag, on ? "on" : "off"])) },
+        () => values.map(({ on, toggle }) => toggle.describe(input.org, on)).join("\n")
+      )
     })
-).pipe(Command.withDescription("Change the organisation's Zoho settings (--workflows on|off); prints them"))
+).pipe(Command.withDescription(
+  `Change the organisation's CRM settings (${TOGGLES.map(({ toggle }) => `--${toggle.flag} on|off`).join(", ")}); prints them`
+))
 
 export const crm = Command.make("crm").pipe(
   Command.withDescription("The organisation's connected CRM account"),

@@ -3,8 +3,8 @@ import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
 import { Console, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
-import { ZohoInboundRecordsLive } from "../../crm/zoho/ZohoInboundRecords.js"
-import { ZohoWriteBackLive } from "../../crm/zoho/ZohoWriteBack.js"
+import { Crms } from "../../crm/CrmLive.js"
+import { resealCrmSecrets } from "../../crm/Registry.js"
 import { DispatcherLive } from "../../dispatch/Dispatcher.js"
 import { DeliveryLive } from "../../events/Delivery.js"
 import { HttpServerLive } from "../../http/HttpServerLive.js"
@@ -30,6 +30,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // Every stored secret opens with the keys given (or the server does not start), and is sealed under the
     // current one: after a rotation, the old key is needed only until this has run on one server.
     yield* SecretBox.resealSecrets
+    yield* resealCrmSecrets
     const summary = demo ? Option.some(yield* Demo.seedDemo()) : Option.none()
     // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
     // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
@@ -39,8 +40,9 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // One registry and one set of loop heartbeats for the process; traces exported only when configured
     // (TracingLive: otherwise Effect's tracer is off and no span is built).
     const server = Layer.mergeAll(
-      http, RetentionLive, KeyUsageFlushLive, DispatcherLive, DeliveryLive, ZohoWriteBackLive, MetricsListenerLive,
-      PoolMetricsLive, ZohoInboundRecordsLive
+      http, RetentionLive, KeyUsageFlushLive, DispatcherLive, DeliveryLive, MetricsListenerLive,
+      // Each CRM's loops (its write-back outboxes).
+      PoolMetricsLive, (yield* Crms).workers
     ).pipe(
       Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
       Layer.provide(TracingLive)

@@ -13,7 +13,7 @@ import { SqlClient } from "@effect/sql"
 import { Crm } from "@parley/core/domain"
 import { Clock, Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { ServerConfig } from "../../config/ServerConfig.js"
+import { ZohoConfig } from "./ZohoConfig.js"
 import { DbInt } from "../../store/rows.js"
 import { CALL_TIMEOUT_MS } from "./ZohoApi.js"
 import type { ZohoSessionService } from "./ZohoSession.js"
@@ -29,7 +29,7 @@ const Slot = Schema.Struct({ slot: DbInt })
 export const limitCalls = (session: ZohoSessionService) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const config = yield* ServerConfig
+    const config = yield* ZohoConfig
     const slots = config.zohoConcurrency
     const shared = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
     const holder = randomUUID()

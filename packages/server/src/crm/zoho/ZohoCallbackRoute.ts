@@ -35,7 +35,7 @@ export const zohoCallbackRoutes = Effect.gen(function*() {
       Effect.map((done) =>
         page(200, "Zoho CRM connected", `Parley now works in Zoho CRM as ${done.user}${done.email === "" ? "" : ` (${done.email})`}, in ${done.zohoOrg}. You can close this page.`)
       ),
-      Effect.catchTag("ZohoConnectFailed", (failed) => Effect.succeed(page(failed.status, "Zoho CRM was not connected", failed.message))),
+      Effect.catchTag("CrmConnectFailed", (failed) => Effect.succeed(page(failed.status, "Zoho CRM was not connected", failed.message))),
       Effect.catchAll((error) =>
         Effect.as(
           Effect.annotateLogs(Effect.logError("zoho callback failed"), { cause: error._tag }),

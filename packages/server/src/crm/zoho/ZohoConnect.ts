@@ -1,7 +1,7 @@
 /**
  * Connecting an organisation to Zoho CRM, as plain functions the CLI and the
- * admin console share: `start` (the consent URL), `complete` (the OAuth
- * callback), `status` and `disconnect`.
+ * admin console share through the CRM registry (ZohoModule): `start` (the
+ * consent URL), `complete` (the OAuth callback), `status` and `disconnect`.
  *
  * Starting does not touch the current connection; only a completed callback
  * replaces it. The callback exchanges the code only at a trusted accounts
@@ -12,9 +12,11 @@
  */
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
-import { Clock, Data, Effect, Option, Redacted } from "effect"
+import { Clock, Effect, Option, Redacted } from "effect"
 import { ServerConfig, type ServerSettings } from "../../config/ServerConfig.js"
 import { publicBase } from "../../providers/CallbackUrls.js"
+import { ZohoConfig, type ZohoSettings } from "./ZohoConfig.js"
+import { CrmConnectFailed, type CrmStatus } from "../Crm.js"
 import { DEFAULT_ACCOUNTS_URL, trustedAccountsServer, trustedApiDomain } from "./AccountsServers.js"
 import { crmRequest, listOf, revokeToken, text, tokenRequest } from "./ZohoApi.js"
 import { type NewZohoConnection, ZohoConnections } from "./ZohoConnections.js"
@@ -23,18 +25,12 @@ import { MESSAGES_MODULE, TEMPLATES_MODULE } from "./ZohoSchema.js"
 
 export const CALLBACK_PATH = "/oauth/zoho/callback"
 
-/** Connecting failed in a way the person connecting can act on; `message` says how, in words. */
-export class ZohoConnectFailed extends Data.TaggedError("ZohoConnectFailed")<{
-  readonly status: number
-  readonly message: string
-}> {}
-
 export const redirectUri = (config: ServerSettings) => `${publicBase(config)}${CALLBACK_PATH}`
 
-const clientOf = (config: ServerSettings) =>
+const clientOf = (config: ZohoSettings) =>
   Option.isNone(config.zohoClientId) || Option.isNone(config.zohoClientSecret)
     ? Effect.fail(
-      new ZohoConnectFailed({
+      new CrmConnectFailed({
         status: 503,
         message: "Zoho CRM is not configured on this server: set PARLEY_ZOHO_CLIENT_ID and PARLEY_ZOHO_CLIENT_SECRET."
       })
@@ -42,7 +38,7 @@ const clientOf = (config: ServerSettings) =>
     : Effect.succeed({ id: config.zohoClientId.value, secret: Redacted.value(config.zohoClientSecret.value) })
 
 /** The accounts server consent starts on: PARLEY_ZOHO_ACCOUNTS_URL's origin, else Zoho's US server. */
-export const accountsOrigin = (config: ServerSettings): string => {
+export const accountsOrigin = (config: ZohoSettings): string => {
   const configured = Option.getOrElse(config.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL)
   try {
     return new URL(configured).origin
@@ -55,10 +51,11 @@ export const accountsOrigin = (config: ServerSettings): string => {
 export const start = (orgId: string, options: { readonly switchOrg?: boolean } = {}) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
-    const client = yield* clientOf(config)
+    const zoho = yield* ZohoConfig
+    const client = yield* clientOf(zoho)
     const connections = yield* ZohoConnections
     const state = yield* connections.newState(orgId, options.switchOrg === true, yield* Clock.currentTimeMillis)
-    const accounts = Option.getOrElse(config.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL).replace(/\/+$/, "")
+    const accounts = Option.getOrElse(zoho.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL).replace(/\/+$/, "")
     const query = new URLSearchParams({
       client_id: client.id,
       response_type: "code",
@@ -98,38 +95,39 @@ export interface CallbackParams {
 export const complete = (params: CallbackParams) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
+    const zoho = yield* ZohoConfig
     const connections = yield* ZohoConnections
     const crm = yield* Crm.Crm
-    const client = yield* clientOf(config)
+    const client = yield* clientOf(zoho)
     const now = yield* Clock.currentTimeMillis
     if (params.state === undefined || params.state === "") {
-      return yield* new ZohoConnectFailed({ status: 400, message: "The link has no state; start again with `parley crm connect`." })
+      return yield* new CrmConnectFailed({ status: 400, message: "The link has no state; start again with `parley crm connect`." })
     }
     const claimed = yield* connections.consumeState(params.state, now)
     if (Option.isNone(claimed)) {
-      return yield* new ZohoConnectFailed({
+      return yield* new CrmConnectFailed({
         status: 400,
         message: "This consent link is unknown, was already used, or is older than 10 minutes; start again with `parley crm connect`."
       })
     }
     const { orgId, switchOrg } = claimed.value
     if (params.error !== undefined) {
-      return yield* new ZohoConnectFailed({ status: 400, message: `Zoho did not grant access (${params.error}); nothing changed.` })
+      return yield* new CrmConnectFailed({ status: 400, message: `Zoho did not grant access (${params.error}); nothing changed.` })
     }
     if (params.code === undefined || params.code === "") {
-      return yield* new ZohoConnectFailed({ status: 400, message: "Zoho sent no authorization code; nothing changed." })
+      return yield* new CrmConnectFailed({ status: 400, message: "Zoho sent no authorization code; nothing changed." })
     }
     const accountsOrigin = trustedAccountsServer(
-      params.accountsServer ?? Option.getOrElse(config.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL),
-      config.zohoAccountsUrl
+      params.accountsServer ?? Option.getOrElse(zoho.zohoAccountsUrl, () => DEFAULT_ACCOUNTS_URL),
+      zoho.zohoAccountsUrl
     )
     if (accountsOrigin === undefined) {
-      return yield* new ZohoConnectFailed({
+      return yield* new CrmConnectFailed({
         status: 400,
         message: "The redirect names an accounts server that is not one of Zoho's; the code was not exchanged."
       })
     }
-    const unavailable = () => new ZohoConnectFailed({ status: 502, message: "Zoho did not answer; try again shortly." })
+    const unavailable = () => new CrmConnectFailed({ status: 502, message: "Zoho did not answer; try again shortly." })
     const token = yield* tokenRequest(accountsOrigin, {
       grant_type: "authorization_code",
       client_id: client.id,
@@ -139,18 +137,18 @@ export const complete = (params: CallbackParams) =>
     }).pipe(
       Effect.catchTags({
         ZohoTokenRefused: (refused) =>
-          Effect.fail(new ZohoConnectFailed({ status: 400, message: `Zoho refused the authorization code (${refused.error}); start again.` })),
+          Effect.fail(new CrmConnectFailed({ status: 400, message: `Zoho refused the authorization code (${refused.error}); start again.` })),
         CrmError: () => Effect.fail(unavailable())
       })
     )
     if (token.refreshToken === undefined) {
-      return yield* new ZohoConnectFailed({ status: 400, message: "Zoho granted no refresh token (offline access); start again." })
+      return yield* new CrmConnectFailed({ status: 400, message: "Zoho granted no refresh token (offline access); start again." })
     }
-    const apiDomain = trustedApiDomain(token.apiDomain ?? "", config.zohoAccountsUrl)
+    const apiDomain = trustedApiDomain(token.apiDomain ?? "", zoho.zohoAccountsUrl)
     if (apiDomain === undefined) {
       // The grant is live at Zoho even though Parley will never use it: revoked, not left behind.
       yield* revokeToken(accountsOrigin, token.refreshToken)
-      return yield* new ZohoConnectFailed({
+      return yield* new CrmConnectFailed({
         status: 400,
         message: "Zoho's answer names an API domain that is not one of Zoho's; the grant was revoked and nothing was connected."
       })
@@ -160,7 +158,7 @@ export const complete = (params: CallbackParams) =>
     const lacking = token.scope === undefined ? [] : missingScopes(token.scope)
     if (lacking.length > 0) {
       yield* revokeToken(accountsOrigin, token.refreshToken)
-      return yield* new ZohoConnectFailed({
+      return yield* new CrmConnectFailed({
         status: 403,
         message: `OAUTH_SCOPE_MISMATCH: Zoho granted Parley too little: missing scope ${lacking.join(", ")}. ` +
           "The grant was revoked and nothing changed; connect again and accept every scope Parley asks for."
@@ -174,7 +172,7 @@ export const complete = (params: CallbackParams) =>
             ? Effect.zipRight(
               revokeToken(accountsOrigin, refreshToken),
               Effect.fail(
-                new ZohoConnectFailed({
+                new CrmConnectFailed({
                   status: 403,
                   message: `OAUTH_SCOPE_MISMATCH: Zoho refused ${path.split("?")[0] ?? path} for lack of a scope; ` +
                     `Parley needs ${SCOPES.join(", ")}. The grant was revoked and nothing changed.`
@@ -200,7 +198,7 @@ export const complete = (params: CallbackParams) =>
     const previous = yield* connections.get(orgId)
     if (Option.isSome(previous) && previous.value.zohoOrgId !== zohoOrgId && !switchOrg) {
       yield* revokeToken(accountsOrigin, token.refreshToken)
-      return yield* new ZohoConnectFailed({
+      return yield* new CrmConnectFailed({
         status: 409,
         message: `This Parley organisation is connected to Zoho organisation ${previous.value.zohoOrgName} (${previous.value.zohoOrgId}), ` +
           `not ${text(org, "company_name") ?? zohoOrgId}: its actions' ids belong to the first. Nothing changed; to switch, ` +
@@ -239,51 +237,30 @@ export const complete = (params: CallbackParams) =>
     return { orgId, user: connection.userName, email: connection.email, zohoOrg: connection.zohoOrgName }
   })
 
-export interface ZohoStatus {
-  readonly orgId: string
-  readonly provider: "zoho" | "built-in"
-  readonly state: Crm.CrmConnection["state"]
-  readonly user: { readonly name: string; readonly email: string; readonly zuid: string; readonly id: string; readonly profile: string | null } | null
-  readonly zohoOrg: { readonly id: string; readonly name: string } | null
-  readonly since: string | null
-  /** Zoho's last error: its code when it has one (OAUTH_SCOPE_MISMATCH, INVALID_CLIENT, OAUTH_REQUIRED…). */
-  readonly lastError: { readonly code: string | null; readonly message: string; readonly at: string | null } | null
-}
-
-/** What the organisation's CRM connection is, never a token. */
+/** The organisation's Zoho connection as `crm status` and the console show it (never a token); none when not connected. */
 export const status = (orgId: string) =>
   Effect.gen(function*() {
     const connections = yield* ZohoConnections
-    const crm = yield* Crm.Crm
-    const connection = yield* crm.connection(orgId)
-    const zoho = yield* connections.get(orgId)
-    if (Option.isNone(zoho)) {
-      const view: ZohoStatus = { orgId, provider: "built-in", state: connection.state, user: null, zohoOrg: null, since: null, lastError: null }
-      return view
-    }
-    const z = zoho.value
-    const view: ZohoStatus = {
-      orgId,
-      provider: "zoho",
-      state: connection.state,
+    return Option.map(yield* connections.get(orgId), (z): CrmStatus => ({
       user: { name: z.userName, email: z.email, zuid: z.zuid, id: z.userId, profile: z.profile },
-      zohoOrg: { id: z.zohoOrgId, name: z.zohoOrgName },
+      userRef: { text: "zuid", page: "ZUID", value: z.zuid },
+      account: { id: z.zohoOrgId, name: z.zohoOrgName },
       since: z.connectedAt,
       lastError: z.lastError === null ? null : { code: z.lastErrorCode, message: z.lastError, at: z.lastErrorAt }
-    }
-    return view
+    }))
   })
 
-/** Disconnects: revokes the refresh token at Zoho and forgets it; requests then answer OAUTH_REQUIRED. */
+/**
+ * Revokes the refresh token at Zoho and forgets it; whether there was one. The caller then marks the
+ * organisation disconnected (requests answer OAUTH_REQUIRED).
+ */
 export const disconnect = (orgId: string) =>
   Effect.gen(function*() {
     const connections = yield* ZohoConnections
-    const crm = yield* Crm.Crm
     const zoho = yield* connections.get(orgId)
     if (Option.isSome(zoho)) {
       yield* revokeToken(zoho.value.accountsUrl, zoho.value.refreshToken)
       yield* connections.remove(orgId)
     }
-    yield* crm.setConnection(orgId, { state: "disconnected" })
-    return { orgId, revoked: Option.isSome(zoho) }
+    return Option.isSome(zoho)
   })

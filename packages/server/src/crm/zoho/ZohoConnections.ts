@@ -11,6 +11,7 @@ import type { StorageError } from "@parley/core/domain"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { DbInt, DbJson, NullableString, storage } from "../../store/rows.js"
 import * as SecretBox from "../../store/SecretBox.js"
+import type { RefusingCrm } from "../Outbox.js"
 
 /** How long a consent link works. */
 export const STATE_TTL_MS = 10 * 60 * 1000
@@ -223,3 +224,10 @@ export const layer: Layer.Layer<ZohoConnections, never, SqlClient.SqlClient | Se
     })
   })
 )
+
+/** Zoho as the shared outboxes name it when it refuses a record for good (crm/Outbox.recordRefusal). */
+export const refusing = (connections: ZohoConnectionsService): RefusingCrm => ({
+  name: "zoho",
+  vendor: "Zoho",
+  recordError: (orgId, message, at) => connections.recordError(orgId, message, at)
+})

@@ -1,7 +1,6 @@
 /**
- * The CRM port for every organisation: the embedded CRM (SqlCrm) by default,
- * Zoho CRM for an organisation that connected it. The connection state (which
- * the API's authentication reads) stays in the embedded CRM either way.
+ * Zoho CRM's answers to the CRM port (crm/Crm.ts's CrmRecords), for an organisation that connected it
+ * (CrmLive routes the others to the built-in CRM, which keeps the connection state either way).
  *
  * What Zoho answers, and how stale it may be:
  * - templates: every `Parley_Templates` record (read 200 a page, up to
@@ -18,15 +17,15 @@
  */
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { setResponseHeaders } from "../../http/RequestState.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
-import * as SqlCrm from "../../store/SqlCrm.js"
 import { dataOf, isRecord, listOf, refusalOf, text } from "./ZohoApi.js"
 import { limitCalls } from "./ZohoCallSlots.js"
+import type { CrmRecords } from "../Crm.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
-import { makeSingleFlight } from "./SingleFlight.js"
+import { makeSingleFlight } from "../SingleFlight.js"
 import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
 import * as ZohoOwners from "./ZohoOwners.js"
 import * as ZohoSession from "./ZohoSession.js"
@@ -76,15 +75,12 @@ interface Cached<A> {
   readonly value: A
 }
 
-const storageAsCrm = (operation: string) => (cause: unknown) => new Crm.CrmError({ operation, cause, reason: "unavailable" })
-
-export const layer: Layer.Layer<
-  Crm.Crm | ZohoSession.ZohoSession,
-  never,
-  Layer.Layer.Context<typeof SqlCrm.layer> | Effect.Effect.Context<ReturnType<typeof ZohoSession.make>> | ZohoConnections | SettingsCache
-> = Layer.effectContext(
+/**
+ * Zoho's records, templates and creations over `embedded`, the built-in CRM that keeps the connection state
+ * (a lapsed token is recorded there); with the session every Zoho call of the process goes through.
+ */
+export const make = (embedded: Crm.CrmService) =>
   Effect.gen(function*() {
-    const embedded = yield* SqlCrm.make
     // Every call of an organisation, whoever makes it, within Zoho's concurrency cap (ZohoCallSlots).
     const session = yield* limitCalls(yield* ZohoSession.make(embedded))
     const connections = yield* ZohoConnections
@@ -311,49 +307,29 @@ export const layer: Layer.Layer<
         return found.length === 1 && found[0] !== undefined ? Option.some(found[0]) : Option.none<Crm.CrmRecord>()
       })
 
-    /** Runs `zoho` for a Zoho-connected organisation, `builtIn` otherwise. */
-    const route = <A, E1, E2>(
-      orgId: string,
-      zoho: () => Effect.Effect<A, E1>,
-      builtIn: () => Effect.Effect<A, E2>
-    ): Effect.Effect<A, E1 | E2 | Crm.CrmError> =>
-      Effect.flatMap(
-        Effect.mapError(isZoho(orgId), storageAsCrm("zoho.exists")),
-        (zohoConnected): Effect.Effect<A, E1 | E2 | Crm.CrmError> => zohoConnected ? zoho() : builtIn()
-      )
-
-    const service = Crm.Crm.of({
-      connection: embedded.connection,
-      setConnection: (orgId, c) => {
+    const records: CrmRecords = {
+      listTemplates: (orgId, limit) => Effect.map(servedTemplates(orgId), (rows) => rows.slice(0, limit)),
+      findTemplate: (orgId, id) =>
+        Effect.gen(function*() {
+          const cached = (yield* listTemplates(orgId)).find((t) => t.id === id)
+          if (cached !== undefined) return Option.some(cached)
+          // A template created in Zoho since the last read is found at once; unknown ids re-read at most this often.
+          return Option.fromNullable((yield* listTemplates(orgId, TEMPLATE_MISS_REREAD_MS)).find((t) => t.id === id))
+        }),
+      upsertTemplate: () =>
+        Effect.fail(new Crm.CrmError({ operation: "zoho.upsertTemplate", cause: "templates are kept in Zoho (Parley_Templates)" })),
+      findRecord,
+      upsertRecord: () => Effect.fail(new Crm.CrmError({ operation: "zoho.upsertRecord", cause: "records are kept in Zoho" })),
+      listRecords: () => Effect.succeed([]),
+      recordAction,
+      findByPhone
+    }
+    /** The organisation's connection changed: what was read as its user is forgotten. */
+    const forget = (orgId: string) =>
+      Effect.sync(() => {
         templates.delete(orgId)
         senders.delete(orgId)
         for (const key of fieldMaps.keys()) if (key.startsWith(`${orgId}\u0000`)) fieldMaps.delete(key)
-        return embedded.setConnection(orgId, c)
-      },
-      listTemplates: (orgId, limit) =>
-        route(orgId, () => Effect.map(servedTemplates(orgId), (rows) => rows.slice(0, limit)), () => embedded.listTemplates(orgId, limit)),
-      findTemplate: (orgId, id) =>
-        route(orgId, () =>
-          Effect.gen(function*() {
-            const cached = (yield* listTemplates(orgId)).find((t) => t.id === id)
-            if (cached !== undefined) return Option.some(cached)
-            // A template created in Zoho since the last read is found at once; unknown ids re-read at most this often.
-            return Option.fromNullable((yield* listTemplates(orgId, TEMPLATE_MISS_REREAD_MS)).find((t) => t.id === id))
-          }), () => embedded.findTemplate(orgId, id)),
-      upsertTemplate: (row) =>
-        route(row.orgId, () =>
-          Effect.fail(new Crm.CrmError({ operation: "zoho.upsertTemplate", cause: "templates are kept in Zoho (Parley_Templates)" })), () =>
-          embedded.upsertTemplate(row)),
-      findRecord: (orgId, module, id, fieldLabels) =>
-        route(orgId, () => findRecord(orgId, module, id, fieldLabels), () => embedded.findRecord(orgId, module, id, fieldLabels)),
-      upsertRecord: (row) =>
-        route(row.orgId, () =>
-          Effect.fail(new Crm.CrmError({ operation: "zoho.upsertRecord", cause: "records are kept in Zoho" })), () =>
-          embedded.upsertRecord(row)),
-      listRecords: (orgId) => route(orgId, () => Effect.succeed([]), () => embedded.listRecords(orgId)),
-      recordAction: (draft) => route(draft.orgId, () => recordAction(draft), () => embedded.recordAction(draft)),
-      findByPhone: (orgId, phone) => route(orgId, () => findByPhone(orgId, phone), () => embedded.findByPhone(orgId, phone))
-    })
-    return Context.make(Crm.Crm, service).pipe(Context.add(ZohoSession.ZohoSession, session))
+      })
+    return { records, session, forget, isConnected: isZoho }
   })
-)

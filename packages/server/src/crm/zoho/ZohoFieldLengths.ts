@@ -9,7 +9,7 @@ import type { Crm } from "@parley/core/domain"
 import { Clock, Effect } from "effect"
 import { listOf, text } from "./ZohoApi.js"
 import type { ZohoSessionService } from "./ZohoSession.js"
-import { makeSingleFlight } from "./SingleFlight.js"
+import { makeSingleFlight } from "../SingleFlight.js"
 
 export const FIELD_LENGTHS_CACHE_MS = 10 * 60_000
 /** Ends a text cut to fit its Zoho field. */

@@ -7,46 +7,32 @@
  * so a record the arrival's attempt made after all is found again, not duplicated. Then the text takes the
  * record's id as its API id (its first id, announced in `message.received`, still finds it).
  *
- * Failures follow ZohoRetry (never dropped while Zoho may yet accept the record; a reconnect resumes at
+ * Failures follow crm/Outbox (never dropped while Zoho may yet accept the record; a reconnect resumes at
  * once). Rows are claimed under a lease (SKIP LOCKED on Postgres), so replicas share the work.
  */
 import { SqlClient } from "@effect/sql"
 import { ActionStore, Crm, Inbound } from "@parley/core/internal"
-import { Cause, Clock, Effect, Layer, Option, Schema } from "effect"
-import { ServerConfig } from "../../config/ServerConfig.js"
-import { DbInt } from "../../store/rows.js"
-import { RowLocks } from "../../store/RowLocks.js"
-import { ZohoConnections } from "./ZohoConnections.js"
-import { backoffMs, isPermanent, recordRefusal } from "./ZohoRetry.js"
+import { Clock, Effect, Layer, Option } from "effect"
+import { ZohoConfig } from "./ZohoConfig.js"
+import { type Claimed, isPermanent, makeOutbox, outboxLoop, recordRefusal } from "../Outbox.js"
+import { refusing, ZohoConnections } from "./ZohoConnections.js"
 
 const CLAIM = 100
 const LEASE_MS = 60_000
 const POLL_MS = 500
-
-const Claimed = Schema.Struct({ action_id: Schema.String, org_id: Schema.String, attempts: DbInt })
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const crm = yield* Crm.Crm
   const store = yield* ActionStore.ActionStore
   const connections = yield* ZohoConnections
-  const config = yield* ServerConfig
-  const { skipLocked } = yield* RowLocks
-  const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
+  const config = yield* ZohoConfig
+  const outbox = yield* makeOutbox("zoho_inbound", { leaseMs: LEASE_MS, versioned: false })
 
-  const claim = (now: number) =>
-    Effect.flatMap(
-      sql`UPDATE zoho_inbound SET lease_until = ${now + LEASE_MS}
-          WHERE action_id IN (SELECT action_id FROM zoho_inbound WHERE due_at <= ${now} AND lease_until < ${now}
-                              ORDER BY due_at LIMIT ${CLAIM} ${skipLocked})
-          RETURNING action_id, org_id, attempts`,
-      decodeClaimed
-    )
-
-  const done = (row: typeof Claimed.Type) => sql`DELETE FROM zoho_inbound WHERE action_id = ${row.action_id}`
+  const done = (row: Claimed) => sql`DELETE FROM zoho_inbound WHERE action_id = ${row.action_id}`
 
   /** One text's record: link, upsert, then the text takes the record's id. */
-  const createOne = (row: typeof Claimed.Type, now: number) =>
+  const createOne = (row: Claimed, now: number) =>
     Effect.gen(function*() {
       const found = yield* store.findAction(row.org_id, row.action_id)
       if (Option.isNone(found) || found.value.crmId !== null && found.value.crmId !== undefined) return yield* done(row)
@@ -85,15 +71,14 @@ export const make = Effect.gen(function*() {
         isPermanent(error)
           ? Effect.zipRight(
             done(row),
-            recordRefusal(connections, "inbound", row.org_id, row.action_id, { code: error.code ?? "REFUSED", field: error.field }, now)
+            recordRefusal(refusing(connections), "inbound", row.org_id, row.action_id, { code: error.code ?? "REFUSED", field: error.field }, now)
           )
-          : sql`UPDATE zoho_inbound SET attempts = attempts + 1, due_at = ${now + backoffMs(row.attempts)}, lease_until = 0
-                WHERE action_id = ${row.action_id}`)
+          : outbox.retryLater([row], now))
     )
 
   const round = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const claimed = yield* claim(now)
+    const claimed = yield* outbox.claim(now, CLAIM)
     yield* Effect.forEach(claimed, (row) => createOne(row, now), { concurrency: config.zohoConcurrency, discard: true })
     return claimed.length
   })
@@ -103,21 +88,5 @@ export const make = Effect.gen(function*() {
 
 /** The inbound-records loop of a server process. */
 export const ZohoInboundRecordsLive = Layer.scopedDiscard(
-  Effect.gen(function*() {
-    const { round } = yield* make
-    const loop = Effect.forever(
-      Effect.flatMap(
-        // Logged by kind only: a cause could carry Zoho's answer.
-        Effect.catchAllCause(round, (cause) =>
-          Effect.as(
-            Effect.annotateLogs(Effect.logWarning("zoho inbound-records round failed"), {
-              cause: Cause.isFailType(cause) ? String(cause.error._tag) : "defect"
-            }),
-            0
-          )),
-        (taken) => (taken >= CLAIM ? Effect.void : Effect.sleep(POLL_MS))
-      )
-    )
-    yield* Effect.forkScoped(loop)
-  })
+  Effect.flatMap(make, ({ round }) => outboxLoop("zoho inbound-records", round, { claim: CLAIM, pollMs: POLL_MS }))
 )

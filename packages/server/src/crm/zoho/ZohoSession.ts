@@ -23,7 +23,8 @@
  */
 import { Crm } from "@parley/core/domain"
 import { Clock, Context, Effect, Option, Redacted } from "effect"
-import { ServerConfig } from "../../config/ServerConfig.js"
+import { makeSingleFlight } from "../SingleFlight.js"
+import { ZohoConfig } from "./ZohoConfig.js"
 import { type CrmAnswer, crmRequest, listOf, text, tokenRequest } from "./ZohoApi.js"
 import { type ZohoConnection, ZohoConnections } from "./ZohoConnections.js"
 import { SCOPES } from "./ZohoScopes.js"
@@ -56,17 +57,10 @@ const storageFailure = (operation: string) => (cause: unknown) => new Crm.CrmErr
  */
 export const make = (crm: Crm.CrmService) =>
   Effect.gen(function*() {
-    const config = yield* ServerConfig
+    const config = yield* ZohoConfig
     const connections = yield* ZohoConnections
-    const locks = new Map<string, Effect.Semaphore>()
-    const lockOf = (orgId: string) => {
-      let lock = locks.get(orgId)
-      if (lock === undefined) {
-        lock = Effect.unsafeMakeSemaphore(1)
-        locks.set(orgId, lock)
-      }
-      return lock
-    }
+    // Within a process, one fiber per organisation refreshes while the others wait (SingleFlight).
+    const refreshFlight = makeSingleFlight()
 
     const load = (orgId: string) =>
       Effect.flatMap(
@@ -156,7 +150,7 @@ export const make = (crm: Crm.CrmService) =>
         if (fresh(first, yield* Clock.currentTimeMillis) && first.accessToken !== null) {
           return { token: first.accessToken, connection: first }
         }
-        return yield* lockOf(orgId).withPermits(1)(Effect.gen(function*() {
+        return yield* refreshFlight(orgId, Effect.gen(function*() {
           for (;;) {
             const connection = yield* load(orgId)
             const now = yield* Clock.currentTimeMillis

@@ -10,7 +10,7 @@
  * replicas share the work), writes them per organisation in batches of up to
  * 100 records a `PUT /Parley_Messages`, at most PARLEY_ZOHO_CONCURRENCY calls
  * at a time per organisation in a process, and removes a row only if it did
- * not change meanwhile. A failure is retried as ZohoRetry says: for as long
+ * not change meanwhile. A failure is retried as crm/Outbox says: for as long
  * as Zoho may yet accept it (outage, 429, lapsed connection, missing module),
  * with backoff capped at 15 minutes and at once after a reconnect; only a
  * record Zoho refuses for good (INVALID_DATA…) is given up, and recorded.
@@ -22,16 +22,15 @@
  */
 import type { Crm } from "@parley/core/domain"
 import { SqlClient } from "@effect/sql"
-import { Cause, Clock, Effect, Layer, Schema } from "effect"
-import { ServerConfig } from "../../config/ServerConfig.js"
+import { Clock, Effect, Layer, Schema } from "effect"
+import { ZohoConfig } from "./ZohoConfig.js"
 import { DbInt, NullableString } from "../../store/rows.js"
-import { RowLocks } from "../../store/RowLocks.js"
+import { backoffMs, type Claimed, isPermanent, makeOutbox, outboxLoop, recordRefusal } from "../Outbox.js"
 import { dataOf, refusalOf, text } from "./ZohoApi.js"
-import { ZohoConnections } from "./ZohoConnections.js"
+import { refusing, ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
 import { MESSAGES_MODULE, zohoTime } from "./ZohoSchema.js"
 import { ZohoSession } from "./ZohoSession.js"
-import { backoffMs, isPermanent, recordRefusal } from "./ZohoRetry.js"
 import * as ZohoWorkflows from "./ZohoWorkflows.js"
 
 export const BATCH = 100
@@ -42,7 +41,6 @@ const LEASE_MS = 60_000
 const POLL_MS = 250
 
 const DueByOrg = Schema.Struct({ org_id: Schema.String, due: DbInt, oldest: DbInt })
-const Claimed = Schema.Struct({ action_id: Schema.String, org_id: Schema.String, version: DbInt, attempts: DbInt })
 const Pending = Schema.Struct({
   id: Schema.Union(Schema.Number, Schema.String),
   crm_id: Schema.String,
@@ -67,24 +65,12 @@ export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const session = yield* ZohoSession
   const connections = yield* ZohoConnections
-  const config = yield* ServerConfig
-  const { skipLocked } = yield* RowLocks
+  const config = yield* ZohoConfig
   const fieldLengths = makeFieldLengths(session)
   const workflows = yield* ZohoWorkflows.make
-  const decodeClaimed = Schema.decodeUnknown(Schema.Array(Claimed))
+  const outbox = yield* makeOutbox("zoho_writebacks", { leaseMs: LEASE_MS, versioned: true })
   const decodeDueByOrg = Schema.decodeUnknown(Schema.Array(DueByOrg))
   const decodePending = Schema.decodeUnknown(Schema.Array(Pending))
-
-  /** Claims up to `limit` of an organisation's due rows, oldest first. */
-  const claimOf = (orgId: string, now: number, limit: number) =>
-    Effect.flatMap(
-      sql`UPDATE zoho_writebacks SET lease_until = ${now + LEASE_MS}
-          WHERE action_id IN (SELECT action_id FROM zoho_writebacks
-                              WHERE org_id = ${orgId} AND due_at <= ${now} AND lease_until < ${now}
-                              ORDER BY due_at LIMIT ${limit} ${skipLocked})
-          RETURNING action_id, org_id, version, attempts`,
-      decodeClaimed
-    )
 
   /** What each organisation may write now: its full batches, or everything once its oldest due row waited FLUSH_MS. */
   const claim = (now: number) =>
@@ -96,26 +82,23 @@ export const make = Effect.gen(function*() {
       )
       const claimed = yield* Effect.forEach(due, (org) => {
         const limit = flushable(org.due, org.oldest, now)
-        return limit === 0 ? Effect.succeed([]) : claimOf(org.org_id, now, limit)
+        return limit === 0 ? Effect.succeed([]) : outbox.claim(now, limit, org.org_id)
       })
       return claimed.flat()
     })
 
-  /** Rows Zoho did not take this time: due again after their backoff (ZohoRetry). */
-  const retryLater = (rows: ReadonlyArray<typeof Claimed.Type>, now: number) =>
-    Effect.forEach(rows, (row) =>
-      sql`UPDATE zoho_writebacks SET attempts = attempts + 1, due_at = ${now + backoffMs(row.attempts)}, lease_until = 0
-          WHERE action_id = ${row.action_id}`, { discard: true })
+  /** Rows Zoho did not take this time: due again after their backoff (crm/Outbox). */
+  const retryLater = outbox.retryLater
 
   /** A row whose record Zoho refused for good: gone from the outbox (unless it changed since), and recorded. */
-  const giveUp = (row: typeof Claimed.Type, now: number, refusal: Crm.CrmError) =>
+  const giveUp = (row: Claimed, now: number, refusal: Crm.CrmError) =>
     Effect.zipRight(
-      sql`DELETE FROM zoho_writebacks WHERE action_id = ${row.action_id} AND version = ${row.version}`,
-      recordRefusal(connections, "writeback", row.org_id, row.action_id, { code: refusal.code ?? "REFUSED", field: refusal.field }, now)
+      sql`DELETE FROM zoho_writebacks WHERE action_id = ${row.action_id} AND version = ${row.version ?? 0}`,
+      recordRefusal(refusing(connections), "writeback", row.org_id, row.action_id, { code: refusal.code ?? "REFUSED", field: refusal.field }, now)
     )
 
   /** One PUT of up to BATCH records of one organisation. */
-  const writeBatch = (orgId: string, rows: ReadonlyArray<typeof Claimed.Type>) =>
+  const writeBatch = (orgId: string, rows: ReadonlyArray<Claimed>) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const actions = yield* Effect.flatMap(
@@ -151,8 +134,8 @@ export const make = Effect.gen(function*() {
         return yield* retryLater(live, now)
       }
       const items = dataOf(answer.right)
-      const failed: Array<typeof Claimed.Type> = []
-      const written: Array<typeof Claimed.Type> = []
+      const failed: Array<Claimed> = []
+      const written: Array<Claimed> = []
       for (let i = 0; i < live.length; i++) {
         const row = live[i]
         if (row === undefined) continue
@@ -170,7 +153,7 @@ export const make = Effect.gen(function*() {
       if (written.length > 0) {
         // Gone only if nothing changed since the claim; a row that changed stays due, with its newer version.
         yield* sql`DELETE FROM zoho_writebacks WHERE (action_id, version) IN (${
-          sql.csv(written.map((r) => sql`(${r.action_id}, ${r.version})`))
+          sql.csv(written.map((r) => sql`(${r.action_id}, ${r.version ?? 0})`))
         })`
         yield* sql`UPDATE zoho_writebacks SET lease_until = 0 WHERE action_id IN ${sql.in(written.map((r) => r.action_id))}`
       }
@@ -181,14 +164,14 @@ export const make = Effect.gen(function*() {
   const round = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const claimed = yield* claim(now)
-    const byOrg = new Map<string, Array<typeof Claimed.Type>>()
+    const byOrg = new Map<string, Array<Claimed>>()
     for (const row of claimed) {
       const list = byOrg.get(row.org_id) ?? []
       list.push(row)
       byOrg.set(row.org_id, list)
     }
     yield* Effect.forEach([...byOrg], ([orgId, rows]) => {
-      const batches: Array<ReadonlyArray<typeof Claimed.Type>> = []
+      const batches: Array<ReadonlyArray<Claimed>> = []
       for (let i = 0; i < rows.length; i += BATCH) batches.push(rows.slice(i, i + BATCH))
       return Effect.forEach(batches, (batch) => writeBatch(orgId, batch), { concurrency: config.zohoConcurrency, discard: true })
     }, { concurrency: "unbounded", discard: true })
@@ -200,21 +183,5 @@ export const make = Effect.gen(function*() {
 
 /** The write-back loop of a server process. */
 export const ZohoWriteBackLive = Layer.scopedDiscard(
-  Effect.gen(function*() {
-    const { round } = yield* make
-    const loop = Effect.forever(
-      Effect.flatMap(
-        // Logged by kind only: a cause could carry Zoho's answer.
-        Effect.catchAllCause(round, (cause) =>
-          Effect.as(
-            Effect.annotateLogs(Effect.logWarning("zoho write-back round failed"), {
-              cause: Cause.isFailType(cause) ? String(cause.error._tag) : "defect"
-            }),
-            0
-          )),
-        (taken) => (taken >= CLAIM ? Effect.void : Effect.sleep(POLL_MS))
-      )
-    )
-    yield* Effect.forkScoped(loop)
-  })
+  Effect.flatMap(make, ({ round }) => outboxLoop("zoho write-back", round, { claim: CLAIM, pollMs: POLL_MS }))
 )

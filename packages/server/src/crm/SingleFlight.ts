@@ -1,7 +1,7 @@
 /**
  * One at a time per key, within a process: a cache miss read by many concurrent requests at once (50 sends
- * arriving together) is read from Zoho once, by the first, while the others wait and then find it cached —
- * not 50 identical calls spending Zoho's credits and its concurrency slots.
+ * arriving together) is read from the CRM once, by the first, while the others wait and then find it cached —
+ * not 50 identical calls spending the CRM's credits and its concurrency slots.
  */
 import { Effect } from "effect"
 
