@@ -16,10 +16,19 @@ export interface HubSpotSettings {
   readonly apiUrl: string
 }
 
+/** The variables read below, for the registry (`crm connect --help`, the docs test). */
+export const VARIABLES = [
+  { name: "PARLEY_HUBSPOT_CLIENT_ID", description: "The OAuth client id of the HubSpot app Parley connects as" },
+  { name: "PARLEY_HUBSPOT_CLIENT_SECRET", description: "Its secret" },
+  { name: "PARLEY_HUBSPOT_AUTH_URL", description: "Where HubSpot's install page is (default https://app.hubspot.com)" },
+  { name: "PARLEY_HUBSPOT_API_URL", description: "HubSpot's API and token endpoints (default https://api.hubapi.com)" }
+] as const
+
 export class HubSpotConfig extends Context.Tag("@parley/server/crm/hubspot/HubSpotConfig")<HubSpotConfig, HubSpotSettings>() {}
 
-const origin = (name: string, fallback: string) =>
-  Config.string(name).pipe(
+/** An http(s) origin, without a trailing slash, or `fallback` when unset. */
+const origin = (config: Config.Config<string>, fallback: string) =>
+  config.pipe(
     Config.validate({ message: "must be an http(s) URL", validation: (url) => /^https?:\/\/[^/]+/.test(url) }),
     Config.map((url) => url.replace(/\/+$/, "")),
     Config.withDefault(fallback)
@@ -28,8 +37,8 @@ const origin = (name: string, fallback: string) =>
 export const settings: Config.Config<HubSpotSettings> = Config.all({
   clientId: Config.option(Config.string("PARLEY_HUBSPOT_CLIENT_ID")),
   clientSecret: Config.option(Config.redacted("PARLEY_HUBSPOT_CLIENT_SECRET")),
-  authUrl: origin("PARLEY_HUBSPOT_AUTH_URL", "https://app.hubspot.com"),
-  apiUrl: origin("PARLEY_HUBSPOT_API_URL", "https://api.hubapi.com")
+  authUrl: origin(Config.string("PARLEY_HUBSPOT_AUTH_URL"), "https://app.hubspot.com"),
+  apiUrl: origin(Config.string("PARLEY_HUBSPOT_API_URL"), "https://api.hubapi.com")
 })
 
 /** The client id and secret, when both are set (connecting and refreshing need both). */

@@ -52,7 +52,10 @@ export const permissionsOf = (scopes: ReadonlyArray<string>): Crm.CrmPermissions
   modules: [
     ...(scopes.includes("crm.objects.leads.read") ? ["Leads" as const] : []),
     ...(scopes.includes("crm.objects.contacts.read") ? ["Contacts" as const] : []),
-    ...(scopes.includes("crm.objects.deals.read") ? ["Deals" as const] : [])
+    ...(scopes.includes("crm.objects.deals.read") ? ["Deals" as const] : []),
+    // Not a permission but a module HubSpot lacks: let through, the records answer 400 naming it and the CRM
+    // (a 403 would say the user may not read it, which no grant could change).
+    "Vendors" as const
   ],
   actionsView: "all",
   actionsWrite: scopes.includes("crm.objects.contacts.write"),

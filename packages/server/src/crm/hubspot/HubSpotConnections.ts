@@ -63,8 +63,6 @@ export interface HubSpotConnectionsService {
     state: string,
     now: number
   ) => Effect.Effect<Option.Option<{ readonly orgId: string; readonly switchOrg: boolean }>, StorageError>
-  /** Re-seals the stored tokens under the current key (a key rotation). */
-  readonly reseal: Effect.Effect<void, StorageError | SecretBox.SecretKeyError>
 }
 
 export class HubSpotConnections extends Context.Tag("@parley/server/crm/hubspot/HubSpotConnections")<
@@ -173,20 +171,7 @@ export const layer: Layer.Layer<HubSpotConnections, never, SqlClient.SqlClient |
               RETURNING org_id, switch_org`,
             (rows) => Option.map(Option.fromNullable(rows[0]), (row) => ({ orgId: row.org_id, switchOrg: Number(row.switch_org) === 1 }))
           )
-        ),
-      reseal: Effect.gen(function*() {
-        const rows = yield* storage("hubspot.resealRead")(
-          sql<{ readonly org_id: string; readonly refresh_token: string; readonly access_token: string | null }>`SELECT org_id,
-            refresh_token, access_token FROM hubspot_connections`
         )
-        for (const row of rows) {
-          if (box.isCurrent(row.refresh_token) && (row.access_token === null || box.isCurrent(row.access_token))) continue
-          const refresh = box.seal(yield* box.open(row.refresh_token))
-          const access = row.access_token === null ? null : box.seal(yield* box.open(row.access_token))
-          yield* storage("hubspot.reseal")(sql`UPDATE hubspot_connections SET refresh_token = ${refresh},
-            access_token = ${access} WHERE org_id = ${row.org_id}`)
-        }
-      })
     })
   })
 )

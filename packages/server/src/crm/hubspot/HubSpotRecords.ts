@@ -20,7 +20,7 @@ import type { HubSpotSessionService } from "./HubSpotSession.js"
 
 /** The property `crm setup` creates on calls and communications: Parley's key of each object it created. */
 export const KEY_PROPERTY = "parley_key"
-/** The contact property the consent work reads and sets (as Zoho's opt-out field). */
+/** The contact property the consent work reads and sets: set, the contact receives no texts. */
 export const OPT_OUT_PROPERTY = "parley_sms_opt_out"
 /** HubSpot's batch endpoints take at most this many inputs. */
 export const BATCH_LIMIT = 100
