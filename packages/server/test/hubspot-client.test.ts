@@ -102,7 +102,13 @@ describe("HubSpot client against the fake", () => {
     expect(Either.isLeft(again) && again.left.message).toContain("unknown, used or older than 10 minutes")
   })
 
-  it("creates its properties in crm setup, and finds them there the second time", async () => {
+  it("before crm setup a creation is SETUP_REQUIRED (HubSpot refuses the unknown parley_key); setup creates the properties once", async () => {
+    const early = await attempt(records.recordAction({
+      orgId: ORG, key: "before-setup", kind: "message", direction: "Outbound", type: "SMS", status: "Queued", line: "+14155550100",
+      counterpart: "+14155550123", body: "too early", at: "2026-11-27T10:00:00.000Z", scheduledFor: null, botId: null, sentBy: null, record: null
+    }))
+    expect(Either.isLeft(early) && early.left).toMatchObject({ reason: "setup_required", field: "parley_key" })
+    expect(fake.all("communications")).toEqual([])
     const first = await attempt(HubSpotSetup.setup(session, ORG))
     expect(Either.getOrThrow(first).created).toEqual(["calls.parley_key", "communications.parley_key", "contacts.parley_sms_opt_out"])
     const second = await attempt(HubSpotSetup.setup(session, ORG))
