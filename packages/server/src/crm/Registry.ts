@@ -6,9 +6,10 @@
  */
 import { Effect } from "effect"
 import type { CrmModule } from "./Crm.js"
+import { hubspotCrm } from "./hubspot/HubSpotModule.js"
 import { zohoCrm } from "./zoho/ZohoModule.js"
 
-export const CRMS: ReadonlyArray<CrmModule> = [zohoCrm]
+export const CRMS: ReadonlyArray<CrmModule> = [zohoCrm, hubspotCrm]
 
 /** Every CRM's name, for `--provider` (beside `built-in`) and the seam test. */
 export const CRM_NAMES: ReadonlyArray<string> = CRMS.map((c) => c.name)

@@ -767,6 +767,47 @@ const consolePages = Effect.gen(function*() {
   })
 })
 
+/**
+ * HubSpot as an organisation's CRM (issue 34): the connection (sealed tokens, the connected user and portal,
+ * the refresh lease that keeps one refresh at a time per organisation across replicas) and the single-use
+ * install states. Connecting and disconnecting bump the settings version on SQLite, as for the other CRM.
+ */
+const hubspot = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE hubspot_connections (
+    org_id TEXT PRIMARY KEY REFERENCES organisations(id),
+    hub_id TEXT NOT NULL,
+    hub_domain TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    email TEXT NOT NULL,
+    refresh_token TEXT NOT NULL,
+    access_token TEXT,
+    access_expires_at BIGINT NOT NULL,
+    refresh_lease_until BIGINT NOT NULL,
+    scopes TEXT NOT NULL,
+    connected_at TEXT NOT NULL,
+    last_error TEXT,
+    last_error_at TEXT,
+    last_error_code TEXT
+  )`
+  yield* sql`CREATE TABLE hubspot_oauth_states (
+    state_hash TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organisations(id),
+    switch_org INTEGER NOT NULL,
+    expires_at BIGINT NOT NULL,
+    used_at BIGINT
+  )`
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        const bump = "UPDATE settings_version SET value = value + 1 WHERE id = 1;"
+        yield* sql.unsafe(`CREATE TRIGGER hubspot_connections_inserted AFTER INSERT ON hubspot_connections BEGIN ${bump} END`)
+        yield* sql.unsafe(`CREATE TRIGGER hubspot_connections_deleted AFTER DELETE ON hubspot_connections BEGIN ${bump} END`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -792,6 +833,7 @@ export const migrations = {
   "0036_keyword_replies": keywordReplies,
   "0037_recipient_hours": recipientHours,
   "0038_recheck_queue": recheckQueue,
+  "0040_hubspot": hubspot,
   "0042_admin_roles": adminRoles,
   "0043_audit_log": auditLog,
   "0044_console_pages": consolePages

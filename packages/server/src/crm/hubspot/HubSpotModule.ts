@@ -1,0 +1,92 @@
+/**
+ * HubSpot as the registry knows it (crm/Crm.ts): its wording, its configuration and connections table, and
+ * the running CRM over them — records and creations (HubSpotRecords), connecting (HubSpotConnect, the
+ * callback route) and `crm setup` (HubSpotSetup). Every call goes through one session per process
+ * (HubSpotSession: single-flight token refresh across replicas). Templates for HubSpot organisations live in
+ * Parley (HubSpot has no SMS template object on every tier): they are the built-in CRM's, merged with fields
+ * read from HubSpot.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option } from "effect"
+import * as SecretBox from "../../store/SecretBox.js"
+import { SettingsCache } from "../../store/SettingsCache.js"
+import { type CrmHost, CrmConnectFailed, type CrmStatus, defineCrm, type RunningCrmParts } from "../Crm.js"
+import { callbackRoutes } from "./HubSpotCallbackRoute.js"
+import * as HubSpotConfig from "./HubSpotConfig.js"
+import * as HubSpotConnect from "./HubSpotConnect.js"
+import * as HubSpotConnections from "./HubSpotConnections.js"
+import * as HubSpotRecords from "./HubSpotRecords.js"
+import * as HubSpotSession from "./HubSpotSession.js"
+import * as HubSpotSetup from "./HubSpotSetup.js"
+
+/** HubSpot connections' tokens, resealed under the current key; a stale access token is simply refreshed. */
+const resealSecrets = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const box = yield* SecretBox.SecretBox
+  const rows = yield* sql<{ readonly org_id: string; readonly refresh_token: string }>`
+    SELECT org_id, refresh_token FROM hubspot_connections`
+  for (const row of rows) {
+    if (box.isCurrent(row.refresh_token)) continue
+    const sealed = box.seal(yield* box.open(row.refresh_token))
+    yield* sql`UPDATE hubspot_connections SET refresh_token = ${sealed}, access_token = NULL, access_expires_at = 0
+      WHERE org_id = ${row.org_id} AND refresh_token = ${row.refresh_token}`
+  }
+})
+
+export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnections.HubSpotConnections>({
+  name: "hubspot",
+  label: "HubSpot",
+  vendor: "HubSpot",
+  accountKey: "hubspotPortal",
+  variables: HubSpotConfig.VARIABLES,
+  connectHint: "prints HubSpot's install URL",
+  optOutField: HubSpotRecords.OPT_OUT_PROPERTY,
+  toggles: [],
+  layer: Layer.merge(HubSpotConfig.layer, HubSpotConnections.layer),
+  make: (builtIn) =>
+    Effect.gen(function*() {
+      const config = yield* HubSpotConfig.HubSpotConfig
+      const connections = yield* HubSpotConnections.HubSpotConnections
+      const settings = yield* SettingsCache
+      const context = yield* Effect.context<HubSpotConfig.HubSpotConfig | HubSpotConnections.HubSpotConnections | CrmHost>()
+      const session = yield* HubSpotSession.make(builtIn)
+      const records = HubSpotRecords.make(session)
+      const status = (orgId: string) =>
+        Effect.map(connections.get(orgId), Option.map((c): CrmStatus => ({
+          user: { name: c.email === "" ? c.userId : c.email, email: c.email, userId: c.userId },
+          userRef: { text: "user id", page: "User ID", value: c.userId },
+          account: { id: c.hubId, name: c.hubDomain === "" ? c.hubId : c.hubDomain },
+          since: c.connectedAt,
+          lastError: c.lastError === null ? null : { code: c.lastErrorCode, message: c.lastError, at: c.lastErrorAt }
+        })))
+      const parts: RunningCrmParts = {
+        consentOrigin: Option.map(HubSpotConfig.client(config), () => new URL(config.authUrl).origin),
+        isConnected: (orgId) => settings.cachedValue(`hubspot-connected\u0000${orgId}`, connections.exists(orgId)),
+        records: {
+          // Templates (and hand-made records) stay Parley's own for a HubSpot organisation.
+          listTemplates: builtIn.listTemplates,
+          findTemplate: builtIn.findTemplate,
+          upsertTemplate: builtIn.upsertTemplate,
+          upsertRecord: builtIn.upsertRecord,
+          listRecords: builtIn.listRecords,
+          findRecord: records.findRecord,
+          findByPhone: records.findByPhone,
+          recordAction: records.recordAction
+        },
+        forget: () => Effect.void,
+        connect: (orgId, options) =>
+          HubSpotConnect.start(orgId, options).pipe(
+            Effect.catchTag("HubSpotConnectFailed", (e) => Effect.fail(new CrmConnectFailed({ status: e.status, message: e.message }))),
+            Effect.provide(context)
+          ),
+        status,
+        disconnect: (orgId) => Effect.provide(HubSpotConnect.disconnect(orgId), context),
+        setup: (orgId) => HubSpotSetup.setup(session, orgId),
+        toggle: () => ({ enabled: () => Effect.succeed(false), set: () => Effect.void }),
+        routes: Effect.provide(callbackRoutes, context),
+        workers: Layer.empty
+      }
+      return parts
+    }),
+  resealSecrets
+})
