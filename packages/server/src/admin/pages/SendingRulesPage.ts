@@ -43,7 +43,7 @@ interface RulesForm {
 
 const REPLY_MODE_LABELS: Record<Organisations.KeywordReplies, string> = {
   parley: "Parley answers, with the texts below",
-  provider: "The provider answers (Twilio does on long codes)",
+  provider: "The provider answers (where it answers keywords itself, as carriers do on long codes)",
   off: "Nobody answers"
 }
 

@@ -149,7 +149,7 @@ const update = Command.make(
     keywordReplies: Options.choice("keyword-replies", KEYWORD_REPLY_MODES).pipe(
       Options.withDescription(
         "Who answers STOP, START and HELP: parley (Parley sends the texts below), provider (the carrier does, as " +
-          "Twilio does on long codes; the default) or off"
+          "as carriers do on long codes; the default) or off"
       ),
       Options.optional
     ),

@@ -65,7 +65,7 @@ export type RetellDisconnectionReason = keyof typeof RETELL_DISCONNECTION_STATUS
 /**
  * Reasons Retell ends a call with before placing it that pass with time: Retell's docs say to retry
  * `concurrency_limit_reached` with exponential backoff. Parley places such a call again (as it retries a
- * Vapi create refused over its concurrency limit); its Failed above applies once the attempts run out.
+ * create refused over the concurrency limit by the other AI-call provider); its Failed above applies once the attempts run out.
  */
 export const RETELL_NOT_PLACED_REASONS: ReadonlySet<string> = new Set<RetellDisconnectionReason>(["concurrency_limit_reached"])
 
