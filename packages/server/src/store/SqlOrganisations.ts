@@ -219,16 +219,10 @@ export const layer = Layer.effect(
             return true
           }))
         ),
-      usage: (orgId, period) =>
-        storage("organisations.usage")(Effect.gen(function*() {
-          // From memory only where the settings version follows the usage: an organisation with a finite
-          // limit (migration 0021's triggers), the only kind whose live creations read it.
-          const org = yield* cache.cached(`organisation:${orgId}`, get(orgId))
-          const limited = Option.exists(org, (o) => o.smsAllowance !== null || o.callAllowance !== null)
-          return yield* limited
-            ? cache.cachedValue(`allowance-usage:${orgId}:${period}`, usageOf(orgId, period))
-            : usageOf(orgId, period)
-        })),
+      // Read each time (one primary-key read), not from the settings cache: usage moves with every text sent,
+      // and a settings version that followed it emptied the whole cache — keys, numbers, the organisation —
+      // after every send (migration 0045).
+      usage: (orgId, period) => storage("organisations.usage")(usageOf(orgId, period)),
       upsertNumber: (n) =>
         storage("organisations.upsertNumber")(sql`INSERT INTO numbers ${
           sql.insert({

@@ -808,6 +808,23 @@ const hubspot = Effect.gen(function*() {
   })
 })
 
+/**
+ * Allowance usage leaves the settings version (issue 36): 0021's triggers moved it with every text an
+ * organisation with a finite allowance sent, which emptied the SQLite settings cache (keys, numbers,
+ * organisations) after every send. Usage is read by its primary key where it is needed instead.
+ */
+const allowanceUsageUncached = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.gen(function*() {
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS allowance_usage_inserted`)
+        yield* sql.unsafe(`DROP TRIGGER IF EXISTS allowance_usage_updated`)
+      }),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -836,5 +853,6 @@ export const migrations = {
   "0040_hubspot": hubspot,
   "0042_admin_roles": adminRoles,
   "0043_audit_log": auditLog,
-  "0044_console_pages": consolePages
+  "0044_console_pages": consolePages,
+  "0045_allowance_usage_uncached": allowanceUsageUncached
 }
