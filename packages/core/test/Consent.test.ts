@@ -167,13 +167,19 @@ describe("Keyword replies (core, embedded dispatch)", () => {
     expect(Consent.keywordReply({ name: "Acme Dental" }, "opt_out")).toBeNull()
   })
 
-  it.effect("a STOP queues one confirmation with the inbound message, sent past the opt-out, the allowance and the sending hours; a retry queues none", () =>
+  it.effect("a STOP queues one confirmation with the inbound message, sent past the opt-out, the allowance, the sending hours and the recipient's hours; a retry queues none", () =>
     Effect.gen(function*() {
       const { demo, reply } = yield* setup
       const line = demo.numbers[0]!.phoneNumber
-      // Closed now (the test clock starts on a Thursday), and no allowance left.
+      // Closed now on both clocks (the test clock starts on a Thursday), and no allowance left.
       yield* Effect.flatMap(Organisations.Organisations, (o) =>
-        o.update(demo.orgId, { keywordReplies: "parley", smsAllowance: 0, sendingHours: "Sun 03:00-03:01", timezone: "Pacific/Kiritimati" }))
+        o.update(demo.orgId, {
+          keywordReplies: "parley",
+          smsAllowance: 0,
+          sendingHours: "Sun 03:00-03:01",
+          recipientHours: "Sun 03:00-03:01",
+          timezone: "Pacific/Kiritimati"
+        }))
       yield* reply("STOP", "SMkeyword1")
       yield* reply("STOP", "SMkeyword1")
       const [queued, ...others] = yield* confirmations(demo.orgId, line)

@@ -79,10 +79,10 @@ describe("keyword replies and opt-out events", () => {
     }, { timeoutMs: 60_000, what: `${count} answer(s) to ${to} delivered` })
   const atTwilio = (to: string) => twilio.messages.filter((m) => m.to === to).map((m) => m.body)
 
-  it("parley: one confirmation of a STOP at Twilio, past the opt-out, the sending hours and an empty allowance; none for a retry", async () => {
+  it("parley: one confirmation of a STOP at Twilio, past the opt-out, the sending hours, the recipient's hours and an empty allowance; none for a retry", async () => {
     await server.adminJson([
       "orgs", "update", demo.orgId, "--keyword-replies", "parley", "--sms-allowance", "0",
-      "--sending-hours", "Sun 03:00-03:01", "--timezone", "Pacific/Kiritimati"
+      "--sending-hours", "Sun 03:00-03:01", "--recipient-hours", "Sun 03:00-03:01", "--timezone", "Pacific/Kiritimati"
     ])
     const customer = "+14155550141"
     const sid = await inbound(customer, "Stop.")
@@ -105,7 +105,7 @@ describe("keyword replies and opt-out events", () => {
     // Twilio retries the webhook (it thought the first failed): the message is stored once and answered once.
     await inbound(customer, "Stop.", sid)
     expect(await outboundTo(customer)).toHaveLength(1)
-    await server.adminJson(["orgs", "update", demo.orgId, "--sms-allowance", "unlimited", "--sending-hours", "always"])
+    await server.adminJson(["orgs", "update", demo.orgId, "--sms-allowance", "unlimited", "--sending-hours", "always", "--recipient-hours", "off"])
   })
 
   it("parley: HELP gets the organisation's own text, START the default, each once", async () => {
