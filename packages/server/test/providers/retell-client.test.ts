@@ -197,7 +197,7 @@ describe("creating a call", () => {
     expect(await failure(request(), account, 300)).toMatchObject({ reason: "unknown_outcome", status: null })
   })
 
-  it("over the concurrency limit Retell makes the call and ends it concurrency_limit_reached: Failed, never connected", async () => {
+  it("over the concurrency limit Retell makes the call and ends it concurrency_limit_reached: not placed (to be placed again; Failed once the attempts run out)", async () => {
     fake.failNextWithConcurrencyLimit()
     const call = await created(request())
     await fake.settled()
@@ -206,7 +206,8 @@ describe("creating a call", () => {
       status: "Failed",
       providerStatus: "concurrency_limit_reached",
       sid: call.id,
-      errorMessage: "concurrency_limit_reached"
+      errorMessage: "concurrency_limit_reached",
+      notPlaced: true
     })
   })
 })
