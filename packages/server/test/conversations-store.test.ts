@@ -160,7 +160,7 @@ describe("conversation pages in the store", () => {
       owner_id: "crm_user_a", owner_name: "A", record_module: "Leads", record_id: "lead_1", record_name: "Lead",
       linked_records: `[{"module":"Leads","id":"lead_1","name":"Lead","more":1}]`, sid: null, audio_file_id: null,
       error_message: null, sent_by: "API key key_1", modified: "2026-01-01T00:00:00.000Z", api_key_id: "key_1",
-      crm_id: "5725767000000412345"
+      crm_id: "5725767000000412345", keyword_reply_to: null
     }
     const values = columns.map((c) => row[c])
     const decoded = Schema.decodeUnknownSync(SqlActionStore.ActionRow)(row)

@@ -95,7 +95,8 @@ export const toAction = (r: ActionRowType): ActionStore.Action => ({
   modified: r.modified,
   apiKeyId: r.api_key_id,
   crmId: r.crm_id,
-  keywordReplyTo: r.keyword_reply_to
+  // Only a keyword's answer has one (the field is optional on every other action, as the memory store keeps it).
+  ...(r.keyword_reply_to === null ? {} : { keywordReplyTo: r.keyword_reply_to })
 })
 
 export const fromAction = (a: ActionStore.NewAction) => ({

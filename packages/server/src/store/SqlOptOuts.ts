@@ -1,12 +1,14 @@
 /**
  * The opt-out list in SQL (the core's OptOuts port): `opt_outs` holds each number's current entry,
- * `opt_out_history` every entry recorded or removed. Every creation and every dispatch asks it: on both stores
- * each question is one primary-key read (see below why not the settings cache).
+ * `opt_out_history` every entry recorded or removed. Every creation asks it, so on SQLite an organisation's
+ * list is served from the settings cache (its changes bump the settings version: migration 0035); on
+ * Postgres each question is one primary-key read.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { OptOutChannel, OptOuts, OptOutSource } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
 import { DbInt, NullableString, storage } from "./rows.js"
+import { SettingsCache } from "./SettingsCache.js"
 
 /** Channels as stored: comma-separated, in the contract's order. */
 const Channels = Schema.split(",").pipe(Schema.compose(Schema.Array(OptOutChannel)))
@@ -50,7 +52,13 @@ export const layer = Layer.effect(
   OptOuts.OptOuts,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const cache = yield* SettingsCache
     const columns = sql.literal(COLUMNS)
+    const all = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: EntryRow,
+      execute: (orgId) => sql`SELECT ${columns} FROM opt_outs WHERE org_id = ${orgId}`
+    })
     const one = SqlSchema.findOne({
       Request: Schema.Struct({ orgId: Schema.String, phone: Schema.String }),
       Result: EntryRow,
@@ -68,10 +76,11 @@ export const layer = Layer.effect(
       execute: ({ orgId, phone }) =>
         sql`SELECT * FROM opt_out_history WHERE org_id = ${orgId} AND phone = ${phone} ORDER BY id DESC`
     })
-    // One indexed read per number on both stores, rather than the organisation's whole list cached with the
-    // settings: on SQLite every text of an organisation with a finite allowance moves the settings version, and
-    // reloading a list of 10,000 numbers after each one more than doubled the CPU of a POST /messages
-    // (docs/benchmarks.md, "The opt-out check on the write path").
+    /** The organisation's whole list by phone, cached with the settings where the store caches them (SQLite). */
+    const listOf = (orgId: string) =>
+      cache.cachedValue(`opt-outs ${orgId}`, Effect.map(all(orgId), (rows) => new Map(rows.map((r) => [r.phone, toEntry(r)]))))
+    const cached = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
+
     const log = (
       entry: Pick<OptOuts.OptOutEntry, "orgId" | "phone" | "channels" | "source" | "reason" | "cause">,
       change: "added" | "removed",
@@ -82,11 +91,22 @@ export const layer = Layer.effect(
                   ${entry.reason}, ${entry.cause}, ${at})`
 
     return OptOuts.OptOuts.of({
-      find: (orgId, phone) => storage("optOuts.find")(Effect.map(one({ orgId, phone }), Option.map(toEntry))),
+      find: (orgId, phone) =>
+        storage("optOuts.find")(
+          cached
+            ? Effect.map(listOf(orgId), (entries) => Option.fromNullable(entries.get(phone)))
+            : Effect.map(one({ orgId, phone }), Option.map(toEntry))
+        ),
       findMany: (orgId, phones) =>
         storage("optOuts.findMany")(
           phones.length === 0
             ? Effect.succeed(new Map())
+            : cached
+            ? Effect.map(listOf(orgId), (entries) =>
+              new Map(phones.flatMap((phone) => {
+                const entry = entries.get(phone)
+                return entry === undefined ? [] : [[phone, entry] as const]
+              })))
             : Effect.map(some({ orgId, phones: [...new Set(phones)] }), (rows) => new Map(rows.map((r) => [r.phone, toEntry(r)])))
         ),
       record: (entry) =>
