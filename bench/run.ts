@@ -80,6 +80,12 @@ const timed = async <A>(name: string, f: () => Promise<A>): Promise<A> => {
 
 const resultsDir = join(BENCH, "results")
 const logsDir = join(resultsDir, "logs")
+/** A scenario server's log file, emptied for this run. */
+const freshLog = (name: string): string => {
+  const file = join(logsDir, `${name}.log`)
+  writeFileSync(file, "")
+  return file
+}
 mkdirSync(logsDir, { recursive: true })
 const workDir = mkdtempSync(join(tmpdir(), "parley-bench-"))
 const dataDir = (name: string) => join(workDir, name)
@@ -559,11 +565,7 @@ const replicaScenario = async () => {
       warmupSeconds: Math.min(profile.warmupSeconds, 1),
       serverEnv,
       dataDir,
-      logFile: (name) => {
-        const file = join(logsDir, `${name}.log`)
-        writeFileSync(file, "")
-        return file
-      },
+      logFile: freshLog,
       step
     }))
   rows.push(...measured)
@@ -605,11 +607,7 @@ const main = async () => {
           step,
           note: (line) => notes.push(line),
           dataDir,
-          logFile: (name) => {
-            const file = join(logsDir, `${name}.log`)
-            writeFileSync(file, "")
-            return file
-          },
+          logFile: freshLog,
           record: (row) => rows.push(row)
         }))
     const optOuts = () =>
@@ -618,11 +616,7 @@ const main = async () => {
           step,
           note: (line) => notes.push(line),
           dataDir,
-          logFile: (name) => {
-            const file = join(logsDir, `${name}.log`)
-            writeFileSync(file, "")
-            return file
-          },
+          logFile: freshLog,
           loadSpec,
           measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf)
         }))
@@ -632,11 +626,7 @@ const main = async () => {
           step,
           note: (line) => notes.push(line),
           dataDir,
-          logFile: (name) => {
-            const file = join(logsDir, `${name}.log`)
-            writeFileSync(file, "")
-            return file
-          },
+          logFile: freshLog,
           record: (row) => rows.push(row),
           durationSeconds: quick ? 3 : profile.durationSeconds
         }))
@@ -654,11 +644,7 @@ const main = async () => {
         step,
         note: (line) => notes.push(line),
         dataDir,
-        logFile: (name) => {
-          const file = join(logsDir, `${name}.log`)
-          writeFileSync(file, "")
-          return file
-        },
+        logFile: freshLog,
         loadSpec,
         measure: (id, name, target, spec, baselineOf) => measure(id, name, "parley", target, spec, baselineOf),
         record: (row) => rows.push(row)
