@@ -509,11 +509,12 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
     met: r?.peakRssMb === null || r === undefined ? null : r.peakRssMb <= 200
   })
   return [
-    ratioTarget("Read path: GET /numbers", "read.numbers", 0.5),
-    ratioTarget("Read path: GET /messages/{id}", "read.message", 0.5),
+    // The goal since two waves (issue 36): the same work done by hand, within 0.8×.
+    ratioTarget("Read path: GET /numbers", "read.numbers", 0.8),
+    ratioTarget("Read path: GET /messages/{id}", "read.message", 0.8),
     referenceRatio("Read path: GET /numbers against HTTP alone", "read.numbers", "read.constant"),
     referenceRatio("Read path: GET /messages/{id} against HTTP alone", "read.message", "read.constant"),
-    ratioTarget("Write path: POST /messages", "write", 0.5),
+    ratioTarget("Write path: POST /messages", "write", 0.8),
     referenceRatio("Write path: POST /messages against two inserts alone", "write", "write.inserts"),
     p95Target(`Conversations: first page, 10 connections${datasetNote}`, "conversations.first"),
     p95Target(`Conversations: deep cursor, 10 connections${datasetNote}`, "conversations.deep"),
@@ -535,6 +536,13 @@ const evaluateTargets = (idleRssMb: number | null): Array<Target> => {
     },
     dispatcherRss(burstNote, dispatch),
     dispatcherRss(steadyNote, steady),
+    // The console's pages at a year's history, one administrator (issue 33): p95 under 50 ms each.
+    ...rows.filter((r) => r.id.startsWith("console.") && r.name.startsWith("console (1 administrator)")).map((r): Target => ({
+      name: r.name.replace("console (1 administrator): ", "Console page: "),
+      target: "p95 ≤ 50 ms",
+      measured: r.p95 === null ? "—" : `${fmtMs(r.p95)} ms`,
+      met: r.p95 === null ? null : r.p95 <= 50
+    })),
     {
       name: "Memory: idle RSS after start",
       target: "≤ 150 MB",
@@ -712,13 +720,17 @@ const main = async () => {
   log("")
   log(`idle RSS right after start: ${fmtNumber(idleRssMb, 1)} MB; boot to /healthz: ${bootMs.map((b) => `${(b / 1000).toFixed(1)} s`).join(", ")}`)
   log("")
-  for (const t of report.targets) log(`${t.met === null ? "  n/a" : t.met ? "  met" : "  MISS"}  ${t.name}: ${t.measured} (target ${t.target})`)
+  const single = callbacksOnly || zohoOnly || optOutsOnly || consoleOnly
+  // One scenario alone measures only its own targets: the others would print as "n/a".
+  for (const t of report.targets.filter((t) => !single || t.measured !== "—")) {
+    log(`${t.met === null ? "  n/a" : t.met ? "  met" : "  MISS"}  ${t.name}: ${t.measured} (target ${t.target})`)
+  }
   if (notes.length > 0) {
     log("")
     for (const n of notes) log(`note: ${n}`)
   }
 
-  if (callbacksOnly || zohoOnly || optOutsOnly || consoleOnly) {
+  if (single) {
     // One scenario alone is not a run to summarise in docs/benchmarks.md.
     const name = callbacksOnly ? "callbacks" : zohoOnly ? "zoho-capped" : optOutsOnly ? "optouts" : "console-pages"
     writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`)

@@ -1,6 +1,7 @@
 /**
- * The console's pages at a real organisation's history (issue 33, items 8 and 9): 10,000 messages, 50,000 events
- * and 100,000 deliveries to two endpoints (one in ten failed, with its reason), seeded into the SQLite file. One
+ * The console's pages at a real organisation's history (issue 33, items 8–10 and 6): 10,000 messages, 50,000 events
+ * and 100,000 deliveries to two endpoints (one in ten failed, with its reason), 120 API keys and 1,000 audit
+ * entries from five administrators, seeded into the SQLite file. One
  * administrator (one connection, as a person loads pages) loads each page for the load's duration; the rows
  * give each page's latency percentiles (target: p95 under 50 ms). `pnpm bench --console` runs it alone.
  */
@@ -14,6 +15,10 @@ import { join } from "node:path"
 export const CONSOLE_MESSAGES = 10_000
 export const CONSOLE_EVENTS_PER_MESSAGE = 5
 export const CONSOLE_ENDPOINTS = 2
+export const CONSOLE_KEYS = 120
+export const CONSOLE_AUDIT_ENTRIES = 1_000
+const AUDIT_ACTORS = ["ana@console.example", "ben@console.example", "chloe@console.example", "dev@console.example", "eve@console.example"]
+const AUDIT_KINDS = ["admin.signed-in", "key.created", "key.revoked", "provider.set", "admin.role-changed", "key.changed"] as const
 const EVENT_TYPES = ["message.queued", "message.sent", "message.delivered", "message.sent", "message.delivered"] as const
 
 export interface ConsolePagesHarness {
@@ -53,6 +58,38 @@ const seedEvents = (file: string, orgId: string, webhookIds: ReadonlyArray<strin
   }
 }
 
+/**
+ * API keys (revoked and live, as an organisation that has rolled keys for a year has) and audit entries, one a
+ * quarter of an hour apart, newest last; answers the cursor of the entry in the middle (the page after it).
+ */
+const seedKeysAndAudit = (file: string, orgId: string) => {
+  const db = open(file)
+  try {
+    const key = db.prepare(`INSERT INTO api_keys (id, org_id, name, mode, hash, prefix, scopes, number_sids, bot_ids,
+      created_at, expires_at, revoked_at) VALUES (?, ?, ?, 'live', ?, ?, '["messages:read","messages:write"]', '[]', '[]', ?, NULL, ?)`)
+    const entry = db.prepare(`INSERT INTO audit_log (id, org_id, at, actor, kind, subject, detail, address)
+      VALUES (?, ?, ?, ?, ?, ?, ?, '192.0.2.10')`)
+    const start = Date.now() - CONSOLE_AUDIT_ENTRIES * 15 * 60_000
+    let middle = ""
+    db.transaction(() => {
+      for (let i = 0; i < CONSOLE_KEYS; i++) {
+        const created = new Date(start + i * 3_600_000).toISOString()
+        key.run(`key_bench_${String(i).padStart(4, "0")}`, orgId, `Integration ${i}`, `bench-hash-${i}`, `pk_live_b${i}`, created, i % 3 === 0 ? created : null)
+      }
+      for (let i = 0; i < CONSOLE_AUDIT_ENTRIES; i++) {
+        const id = `aud_bench_${String(i).padStart(6, "0")}`
+        const at = start + i * 15 * 60_000
+        if (i === Math.floor(CONSOLE_AUDIT_ENTRIES / 2)) middle = `${at}.${id}`
+        entry.run(id, orgId, at, AUDIT_ACTORS[i % AUDIT_ACTORS.length], AUDIT_KINDS[i % AUDIT_KINDS.length], `subject ${i}`, null)
+      }
+    })()
+    db.pragma("wal_checkpoint(TRUNCATE)")
+    return { middleAudit: middle }
+  } finally {
+    db.close()
+  }
+}
+
 export const consolePagesScenario = async (h: ConsolePagesHarness): Promise<void> => {
   const dir = h.dataDir("console-pages")
   const env = BENCH_SERVER_ENV
@@ -75,6 +112,8 @@ export const consolePagesScenario = async (h: ConsolePagesHarness): Promise<void
   seedConversations(file, orgContext(dir, demo), CONSOLE_MESSAGES, 1_000, h.step)
   const seeded = seedEvents(file, demo.orgId, webhookIds)
   h.step(`  ${seeded.events.toLocaleString("en-US")} events, ${(seeded.events * CONSOLE_ENDPOINTS).toLocaleString("en-US")} deliveries`)
+  const { middleAudit } = seedKeysAndAudit(file, demo.orgId)
+  h.step(`  ${CONSOLE_KEYS} API keys, ${CONSOLE_AUDIT_ENTRIES.toLocaleString("en-US")} audit entries`)
 
   server = await ParleyServer.start({ dataDir: dir, env, logFile: h.logFile("console-pages-2") })
   try {
@@ -103,7 +142,11 @@ export const consolePagesScenario = async (h: ConsolePagesHarness): Promise<void
       ["console.activity.filters", "Activity: status, channel and a date range", "/admin/activity?status=Delivered&channel=SMS&from=2000-01-01&to=2100-01-01"],
       ["console.record", "Activity: the oldest record and its events", `/admin/activity/record?kind=message&id=${oldest}`],
       ["console.events", "Events: 2 endpoints, 10 deliveries each", "/admin/events"],
-      ["console.deliveries", "Events: 25 deliveries from the middle of 50,000", `/admin/events/deliveries?id=${first ?? ""}&before=${middleSeq}`]
+      ["console.deliveries", "Events: 25 deliveries from the middle of 50,000", `/admin/events/deliveries?id=${first ?? ""}&before=${middleSeq}`],
+      ["console.keys", `Developer access: ${CONSOLE_KEYS} keys`, "/admin/keys"],
+      ["console.audit", `Audit log: newest of ${CONSOLE_AUDIT_ENTRIES.toLocaleString("en-US")}`, "/admin/audit"],
+      ["console.audit.deep", "Audit log: the page after the middle entry", `/admin/audit?after=${encodeURIComponent(middleAudit)}`],
+      ["console.audit.actor", "Audit log: one administrator's entries", `/admin/audit?actor=${encodeURIComponent(AUDIT_ACTORS[2] ?? "")}`]
     ]
     for (const [id, name, path] of pages) {
       const probe = await fetch(`${server.baseUrl}${path}`, { headers: { cookie } })
