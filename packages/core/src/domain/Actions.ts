@@ -19,10 +19,11 @@ import {
   InvalidRequest,
   NotFound,
   OutsideSendingHours,
-  type RecipientOptedOut,
+  RecipientOptedOut,
   type ResourceDenied
 } from "../contract/Errors.js"
 import type { CreateAiCallRequest, CreateMessageRequest, RecordLink } from "../contract/Requests.js"
+import type { OptOutChannel } from "../contract/OptOuts.js"
 import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Resources.js"
 import { Crm, type CrmError, type CrmRecord } from "../ports/Crm.js"
 import { ActionStore, type ActionKind, type Action, isCancellable, type NewAction, publicId } from "../ports/ActionStore.js"
@@ -33,7 +34,7 @@ import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { toActionRecord } from "./ActionRecords.js"
 import * as AllowancePeriods from "./AllowancePeriods.js"
 import type { CallerInfo } from "./Caller.js"
-import { Consent } from "./Consent.js"
+import { Consent, refusal as optOutRefusal } from "./Consent.js"
 import { newId } from "./Crypto.js"
 import { refusal, rulesOf } from "./Destinations.js"
 import { Directory } from "./Directory.js"
@@ -161,6 +162,25 @@ export const layer: Layer.Layer<
           return yield* new InvalidRequest({ message: `record.id: no ${link.module} record ${link.id}.` })
         }
         return found.value
+      })
+
+    /**
+     * A linked record its CRM marks opted out of the channel (an administrator ticked its box there) is refused
+     * like a listed number; a live key also puts the number on the list (Consent.fromCrm), so the next send to
+     * it is refused even unlinked. A test key hears the same refusal and changes nothing.
+     */
+    const refuseMarkedRecord = (caller: CallerInfo, record: CrmRecord | null, to: string, channel: OptOutChannel) =>
+      Effect.gen(function*() {
+        if (record === null || record.optedOut === undefined || !record.optedOut.includes(channel)) return
+        const marked = {
+          channels: record.optedOut,
+          record: `${record.module} record ${record.id}`,
+          at: new Date(yield* Clock.currentTimeMillis).toISOString()
+        }
+        const entry = caller.mode === "live"
+          ? yield* consent.fromCrm(caller.orgId, to, marked)
+          : { orgId: caller.orgId, phone: to, channels: marked.channels, source: "crm" as const, reason: null, cause: marked.record, createdAt: marked.at }
+        return yield* new RecipientOptedOut({ message: `record: ${optOutRefusal(entry, channel) ?? ""}` })
       })
 
     const baseAction = (caller: CallerInfo, record: CrmRecord | null, now: string) => ({
@@ -294,6 +314,7 @@ export const layer: Layer.Layer<
             } else {
               record = yield* linkedRecord(caller, request.record)
             }
+            yield* refuseMarkedRecord(caller, record, request.to, request.channel === "WhatsApp" ? "WhatsApp" : "SMS")
             if (request.channel === "WhatsApp" && request.whatsAppContentSid === undefined) {
               const last = yield* store.lastInboundWhatsApp(caller.orgId, number.phoneNumber, request.to)
               if (!isSessionOpen(Option.getOrNull(last), yield* Clock.currentTimeMillis)) {
@@ -370,6 +391,7 @@ export const layer: Layer.Layer<
             yield* consent.check(caller.orgId, request.to, "Call")
             const bot = yield* directory.resolveBot(caller, request.botId)
             const record = yield* linkedRecord(caller, request.record)
+            yield* refuseMarkedRecord(caller, record, request.to, "Call")
             const callsLeft = yield* allowanceLeft(caller, "call")
             if (callsLeft !== null && callsLeft <= 0) {
               return yield* new AllowanceExhausted({

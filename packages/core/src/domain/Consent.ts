@@ -139,6 +139,16 @@ export interface ConsentService {
     phone: string,
     refused: { readonly actionId: string; readonly channel: OptOutChannel; readonly message: string; readonly at: string }
   ) => Effect.Effect<void, StorageError>
+  /**
+   * The CRM record a send links says its person opted out (a hosted CRM's opt-out checkbox, ticked by an
+   * administrator there): the number is opted out of those channels (added to what it had), source `crm`,
+   * caused by the record.
+   */
+  readonly fromCrm: (
+    orgId: string,
+    phone: string,
+    marked: { readonly channels: ReadonlyArray<OptOutChannel>; readonly record: string; readonly at: string }
+  ) => Effect.Effect<OptOutEntry, StorageError>
   readonly fromInbound: (
     organisation: Organisation,
     message: { readonly from: string; readonly body: string; readonly messageId: string; readonly at: string }
@@ -222,6 +232,23 @@ export const layer: Layer.Layer<Consent, never, OptOuts | EventOutbox | UnitOfWo
             cause: `action ${refused.actionId}`,
             createdAt: refused.at
           })
+        }),
+      fromCrm: (orgId, phone, marked) =>
+        Effect.gen(function*() {
+          const current = Option.getOrUndefined(yield* optOuts.find(orgId, phone))
+          const covered = new Set<OptOutChannel>([...(current?.channels ?? []), ...marked.channels])
+          const entry: OptOutEntry = {
+            orgId,
+            phone,
+            channels: ALL_OPT_OUT_CHANNELS.filter((channel) => covered.has(channel)),
+            source: "crm",
+            reason: null,
+            cause: marked.record,
+            createdAt: marked.at
+          }
+          if (current !== undefined && current.channels.join(",") === entry.channels.join(",")) return current
+          yield* optOuts.record(entry)
+          return entry
         }),
       fromInbound: (organisation, message) =>
         Effect.gen(function*() {

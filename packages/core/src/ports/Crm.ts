@@ -10,6 +10,7 @@
  * answers.
  */
 import { Context, Data, Effect, Layer, Option, Ref } from "effect"
+import type { OptOutChannel } from "../contract/OptOuts.js"
 import type { CrmModule } from "../contract/Primitives.js"
 import type { StorageError } from "./StorageError.js"
 
@@ -120,6 +121,12 @@ export interface CrmRecord {
    * merges as an empty string. Otherwise (the embedded CRM) an empty field is refused like an unknown one.
    */
   readonly emptyMergesAsBlank?: boolean
+  /**
+   * The channels the CRM's own record says its person may not be reached on (a hosted CRM's opt-out
+   * checkboxes, read with the record); absent where the CRM keeps no such thing. A send linked to the record
+   * on one of them is refused, and the number is put on the opt-out list (Actions, Consent.fromCrm).
+   */
+  readonly optedOut?: ReadonlyArray<OptOutChannel>
 }
 
 /**

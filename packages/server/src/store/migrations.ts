@@ -8,6 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { autoIncrementKey } from "./Dialect.js"
+import { zohoOptOutSync } from "./ZohoOptOutSyncMigration.js"
 import { zohoCallSlots, zohoOutbox } from "./ZohoOutboxMigration.js"
 
 const autoId = Effect.map(SqlClient.SqlClient, autoIncrementKey)
@@ -854,5 +855,6 @@ export const migrations = {
   "0042_admin_roles": adminRoles,
   "0043_audit_log": auditLog,
   "0044_console_pages": consolePages,
-  "0045_allowance_usage_uncached": allowanceUsageUncached
+  "0045_allowance_usage_uncached": allowanceUsageUncached,
+  "0047_zoho_opt_out_sync": zohoOptOutSync
 }

@@ -1,6 +1,11 @@
-/** `parley records add | list`: records of the embedded CRM's Leads, Contacts, Vendors and Deals. */
+/**
+ * `parley records add | list`: records of the embedded CRM's Leads, Contacts, Vendors and Deals. The list
+ * shows each record's opt-out state (the channels its number is opted out of), as a hosted CRM shows it in
+ * its own checkboxes.
+ */
 import { Command, Options } from "@effect/cli"
 import { Crm } from "@parley/core/domain"
+import { OptOuts } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import { e164, fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
 import { listCommand } from "../ListCommand.js"
@@ -15,6 +20,24 @@ const view = (r: Crm.CrmRecord) => ({
   ownerId: r.ownerId,
   fields: r.fields
 })
+
+/** A listed record and the channels its number is opted out of (empty: it may be texted and called). */
+interface ListedRecord {
+  readonly record: Crm.CrmRecord
+  readonly optedOut: ReadonlyArray<string>
+}
+
+/** The organisation's records, each with its number's opt-out entry (one read for all the numbers). */
+const withOptOuts = (orgId: string) =>
+  Effect.gen(function*() {
+    const records = yield* Effect.flatMap(Crm.Crm, (crm) => crm.listRecords(orgId))
+    const phones = records.flatMap((r) => (r.phone === null ? [] : [r.phone]))
+    const entries = yield* Effect.flatMap(OptOuts.OptOuts, (optOuts) => optOuts.findMany(orgId, phones))
+    return records.map((record): ListedRecord => ({
+      record,
+      optedOut: record.phone === null ? [] : entries.get(record.phone)?.channels ?? []
+    }))
+  })
 
 const parseFields = (items: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -63,15 +86,16 @@ const add = Command.make(
 
 const list = listCommand({
   description: "List an organisation's CRM records",
-  load: (orgId) => Effect.flatMap(Crm.Crm, (crm) => crm.listRecords(orgId)),
-  view,
+  load: withOptOuts,
+  view: (row) => ({ ...view(row.record), optedOut: row.optedOut }),
   empty: (orgId) => `No CRM records for ${orgId}: add one with \`parley records add --org ${orgId} …\`.`,
-  columns: ["MODULE", "ID", "NAME", "PHONE", "OWNER", "FIELDS"],
-  cells: (r) => [
+  columns: ["MODULE", "ID", "NAME", "PHONE", "OPT-OUT", "OWNER", "FIELDS"],
+  cells: ({ optedOut, record: r }) => [
     r.module,
     r.id,
     r.name,
     orNone(r.phone),
+    optedOut.length === 0 ? "-" : optedOut.join(","),
     orNone(r.ownerId),
     Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join("; ")
   ]

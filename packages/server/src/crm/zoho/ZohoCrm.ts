@@ -10,11 +10,13 @@
  *   be sent by its `templateUuid`; while Zoho is down or throttling, the last
  *   list read (its age in the `Age` header), read again in the background;
  * - records (links and merge fields): read from Zoho at each creation, only
- *   the fields the template needs; field labels map to API names through
- *   `/settings/fields`, cached 10 minutes per organisation and module;
+ *   the fields the template needs, and a Lead's or Contact's opt-out
+ *   checkboxes (ZohoSchema.OPT_OUT_FIELDS); field labels map to API names
+ *   through `/settings/fields`, cached 10 minutes per organisation and module;
  * - every live action: an upsert into `Parley_Messages` on `Parley_Key`,
  *   whose id becomes the action's id.
  */
+import { SqlClient } from "@effect/sql"
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
@@ -27,7 +29,16 @@ import { ZohoConfig } from "./ZohoConfig.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
 import { makeSingleFlight } from "../SingleFlight.js"
-import { KEY_FIELD, MESSAGES_MODULE, messageRecord, TEMPLATES_MODULE, templateUuid } from "./ZohoSchema.js"
+import {
+  KEY_FIELD,
+  MESSAGES_MODULE,
+  messageRecord,
+  OPT_OUT_FIELDS,
+  OPT_OUT_MODULES,
+  optedOutOf,
+  TEMPLATES_MODULE,
+  templateUuid
+} from "./ZohoSchema.js"
 import * as ZohoOwners from "./ZohoOwners.js"
 import * as ZohoSession from "./ZohoSession.js"
 import * as ZohoWorkflows from "./ZohoWorkflows.js"
@@ -93,6 +104,7 @@ export const make = (embedded: Crm.CrmService) =>
     const senders = new Map<string, Cached<Readonly<Record<string, unknown>>>>()
 
     const settings = yield* SettingsCache
+    const sql = yield* SqlClient.SqlClient
     // How long a template list is served from memory (PARLEY_ZOHO_TEMPLATE_CACHE_MS; a test shortens it).
     const templateCacheMs = (yield* ZohoConfig).zohoTemplateCacheMs
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
@@ -214,6 +226,11 @@ export const make = (embedded: Crm.CrmService) =>
         const senderLabels = (fieldLabels ?? []).filter((label) => label.startsWith(SENDER_PREFIX))
         const map = yield* fieldMap(orgId, module)
         const wanted = new Set([NAME_FIELD[module], "Phone", "Owner"])
+        // The opt-out checkboxes, where `crm setup` made them (asking Zoho for a field it lacks is an error).
+        const existing = new Set(map.values())
+        const boxes = OPT_OUT_MODULES.some((m) => m === module) ? OPT_OUT_FIELDS.filter((f) => existing.has(f.api_name)) : []
+        for (const box of boxes) wanted.add(box.api_name)
+        if (boxes.length > 0 && existing.has("Mobile")) wanted.add("Mobile")
         for (const label of labels) {
           const api = map.get(label)
           if (api !== undefined) wanted.add(api)
@@ -237,7 +254,12 @@ export const make = (embedded: Crm.CrmService) =>
         }
         const ownerId = ZohoOwners.ownerIdOf(record)
         yield* owners.remember(orgId, module, id, ownerId)
+        const ticked = optedOutOf(record)
+        // A box Parley itself is about to change (the number's list entry changed and ZohoOptOutSync has not
+        // written it yet) is Parley's own stale write, not an administrator's: the list, checked first, decides.
+        const optedOut = ticked.length > 0 && (yield* syncPending(orgId, [text(record, "Phone"), text(record, "Mobile")])) ? [] : ticked
         return Option.some<Crm.CrmRecord>({
+          ...(boxes.length === 0 ? {} : { optedOut }),
           orgId,
           module,
           id,
@@ -247,6 +269,22 @@ export const make = (embedded: Crm.CrmService) =>
           fields,
           emptyMergesAsBlank: true
         })
+      })
+
+    /** Whether a change of the list for any of these numbers (as Zoho shows them) waits in ZohoOptOutSync's outbox. */
+    const syncPending = (orgId: string, shown: ReadonlyArray<string | undefined>) =>
+      Effect.gen(function*() {
+        const numbers = shown.flatMap((value) => {
+          if (value === undefined || value.trim() === "") return []
+          const digits = value.replace(/\D/g, "")
+          return digits === "" ? [value.trim()] : [value.trim(), `+${digits}`]
+        })
+        if (numbers.length === 0) return false
+        const rows = yield* Effect.mapError(
+          sql`SELECT 1 AS pending FROM zoho_optout_syncs WHERE org_id = ${orgId} AND ${sql.in("phone", numbers)} LIMIT 1`,
+          (cause) => new Crm.CrmError({ operation: "zoho.optOutSyncPending", cause, reason: "unavailable" })
+        )
+        return rows.length > 0
       })
 
     const recordAction = (draft: Crm.CrmActionDraft) =>

@@ -1,8 +1,8 @@
 /**
  * Zoho CRM as the registry knows it (crm/Crm.ts): its wording, its configuration and connections table,
  * and the running CRM over them — records and creations (ZohoCrm), connecting (ZohoConnect, the callback
- * route), `crm setup` (ZohoSetup), the workflow-rules setting (ZohoWorkflows) and the two outboxes
- * `serve` runs (ZohoWriteBack, ZohoInboundRecords). Every call goes through one session per process
+ * route), `crm setup` (ZohoSetup), the workflow-rules setting (ZohoWorkflows) and the three outboxes
+ * `serve` runs (ZohoWriteBack, ZohoInboundRecords, ZohoOptOutSync: the opt-out checkboxes). Every call goes through one session per process
  * (ZohoSession within ZohoCallSlots' concurrency cap).
  */
 import { SqlClient } from "@effect/sql"
@@ -15,7 +15,9 @@ import * as ZohoConnect from "./ZohoConnect.js"
 import * as ZohoConnections from "./ZohoConnections.js"
 import * as ZohoCrm from "./ZohoCrm.js"
 import { ZohoInboundRecordsLive } from "./ZohoInboundRecords.js"
+import { ZohoOptOutSyncLive } from "./ZohoOptOutSync.js"
 import { ZohoSession } from "./ZohoSession.js"
+import { SMS_OPT_OUT_FIELD } from "./ZohoSchema.js"
 import { setup } from "./ZohoSetup.js"
 import * as ZohoWorkflows from "./ZohoWorkflows.js"
 import { ZohoWriteBackLive } from "./ZohoWriteBack.js"
@@ -43,6 +45,7 @@ export const zohoCrm = defineCrm<ZohoConfig | ZohoConnections.ZohoConnections>({
   accountKey: "zohoOrg",
   variables: ZOHO_VARIABLES,
   connectHint: "prints Zoho's consent URL",
+  optOutField: SMS_OPT_OUT_FIELD,
   toggles: [{
     flag: WORKFLOWS,
     description:
@@ -89,7 +92,7 @@ export const zohoCrm = defineCrm<ZohoConfig | ZohoConnections.ZohoConnections>({
           set: (orgId, on) => (flag === WORKFLOWS ? workflows.set(orgId, on) : Effect.void)
         }),
         routes: Effect.provide(zohoCallbackRoutes, context),
-        workers: Layer.mergeAll(ZohoWriteBackLive, ZohoInboundRecordsLive).pipe(Layer.provide(Layer.succeedContext(context)))
+        workers: Layer.mergeAll(ZohoWriteBackLive, ZohoInboundRecordsLive, ZohoOptOutSyncLive).pipe(Layer.provide(Layer.succeedContext(context)))
       }
       return parts
     }),

@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto"
 import type { Crm } from "@parley/core/domain"
+import type { OptOutChannel } from "@parley/core/internal"
 
 export const TEMPLATES_MODULE = "Parley_Templates"
 export const MESSAGES_MODULE = "Parley_Messages"
@@ -64,6 +65,27 @@ export const MESSAGE_FIELDS: ReadonlyArray<FieldSpec> = [
   { api_name: "Status_Changed_At", field_label: "Status Changed At", data_type: "datetime" },
   ...LOOKUPS.map((l): FieldSpec => ({ api_name: l.field, field_label: l.field, data_type: "lookup", lookup: { module: { api_name: l.module } } }))
 ]
+
+/**
+ * The checkboxes `crm setup` adds to Leads and Contacts (Zoho's checkbox is the field type `boolean`): ticked
+ * on every record of a number while Parley's opt-out list stops that channel to it (ZohoOptOutSync), and read
+ * when an action links a record (ZohoCrm.findRecord): an administrator's tick stops sends to the record.
+ * WhatsApp has no box: a WhatsApp-only opt-out is Parley's list alone (docs/crm.md).
+ */
+export const OPT_OUT_MODULES: ReadonlyArray<"Leads" | "Contacts"> = ["Leads", "Contacts"]
+export const SMS_OPT_OUT_FIELD = "Parley_SMS_Opt_Out"
+export const OPT_OUT_FIELDS: ReadonlyArray<FieldSpec & { readonly channel: OptOutChannel }> = [
+  { api_name: SMS_OPT_OUT_FIELD, field_label: "Parley SMS Opt Out", data_type: "boolean", channel: "SMS" },
+  { api_name: "Parley_Call_Opt_Out", field_label: "Parley Call Opt Out", data_type: "boolean", channel: "Call" }
+]
+
+/** The boxes' values for an opt-out entry's channels (none: every box cleared). */
+export const optOutBoxes = (channels: ReadonlyArray<OptOutChannel>): Record<string, boolean> =>
+  Object.fromEntries(OPT_OUT_FIELDS.map((f) => [f.api_name, channels.includes(f.channel)]))
+
+/** The channels a record's ticked boxes stop (only the boxes the record was read with). */
+export const optedOutOf = (record: Readonly<Record<string, unknown>>): ReadonlyArray<OptOutChannel> =>
+  OPT_OUT_FIELDS.filter((f) => record[f.api_name] === true).map((f) => f.channel)
 
 /** Zoho's datetime format: ISO 8601 to the second with an offset (no milliseconds). */
 export const zohoTime = (iso: string): string => iso.replace(/\.\d+Z$/, "Z").replace(/Z$/, "+00:00")

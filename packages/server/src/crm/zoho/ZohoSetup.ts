@@ -1,15 +1,26 @@
 /**
  * `parley crm setup ORG`: creates in the connected Zoho organisation what
  * Parley needs (the `Parley_Templates` and `Parley_Messages` modules and their
- * fields) through Zoho's metadata API. Idempotent: it reads what exists first
+ * fields, the opt-out checkboxes on Leads and Contacts) through Zoho's metadata API. Idempotent: it reads what exists first
  * and creates only what is missing. Where Zoho refuses (edition, permission)
  * it returns exactly what an administrator must create by hand.
  */
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { isRecord, listOf, text } from "./ZohoApi.js"
-import { type FieldSpec, KEY_FIELD, LARGE_TEXTAREA_LENGTH, MESSAGE_FIELDS, MESSAGES_MODULE, TEMPLATE_FIELDS, TEMPLATES_MODULE } from "./ZohoSchema.js"
+import {
+  type FieldSpec,
+  KEY_FIELD,
+  LARGE_TEXTAREA_LENGTH,
+  MESSAGE_FIELDS,
+  MESSAGES_MODULE,
+  OPT_OUT_FIELDS,
+  OPT_OUT_MODULES,
+  TEMPLATE_FIELDS,
+  TEMPLATES_MODULE
+} from "./ZohoSchema.js"
 import * as ZohoProfiles from "./ZohoProfiles.js"
-import { ZohoSession } from "./ZohoSession.js"
+import { ZohoSession, type ZohoSessionService } from "./ZohoSession.js"
 
 export interface SetupReport {
   readonly created: ReadonlyArray<string>
@@ -33,6 +44,51 @@ const describeField = (f: FieldSpec) =>
 const succeeded = (status: number, json: unknown, name: string) =>
   status >= 200 && status < 300 && isRecord(json) && Array.isArray(json[name]) &&
   json[name].every((item) => isRecord(item) && item["status"] === "success")
+
+/**
+ * The opt-out checkboxes on Leads and Contacts (ZohoSchema.OPT_OUT_FIELDS), and then every number already on
+ * the organisation's opt-out list queued for ZohoOptOutSync, so the boxes show the list from the start.
+ */
+const optOutBoxes = (
+  session: ZohoSessionService,
+  orgId: string,
+  report: { readonly created: Array<string>; readonly existing: Array<string>; readonly byHand: Array<string> }
+) =>
+  Effect.gen(function*() {
+    let ready = false
+    for (const module of OPT_OUT_MODULES) {
+      const fields = listOf(yield* session.call(orgId, "GET", `/settings/fields?module=${module}`), "fields")
+      const missing: Array<FieldSpec> = []
+      for (const box of OPT_OUT_FIELDS) {
+        const found = fields.find((f) => text(f, "api_name") === box.api_name)
+        if (found === undefined) {
+          missing.push({ api_name: box.api_name, field_label: box.field_label, data_type: box.data_type })
+        } else if (text(found, "data_type") !== box.data_type) {
+          report.byHand.push(
+            `In module ${module}, the field ${box.api_name} is a ${text(found, "data_type") ?? "field"} and not a checkbox: ` +
+              `rename it, then run \`parley crm setup ${orgId}\` again (Parley writes true or false into it).`
+          )
+        } else {
+          report.existing.push(`field ${module}.${box.api_name}`)
+          ready = true
+        }
+      }
+      if (missing.length === 0) continue
+      const answer = yield* Effect.either(session.call(orgId, "POST", `/settings/fields?module=${module}`, { fields: missing }))
+      if (answer._tag === "Right" && succeeded(answer.right.status, answer.right.json, "fields")) {
+        for (const f of missing) report.created.push(`field ${module}.${f.api_name}`)
+        ready = true
+      } else {
+        report.byHand.push(`In module ${module}, create the checkboxes ${missing.map(describeField).join("; ")}.`)
+      }
+    }
+    if (ready) {
+      const sql = yield* SqlClient.SqlClient
+      yield* Effect.orDie(sql`INSERT INTO zoho_optout_syncs (org_id, phone, version, due_at, attempts, lease_until)
+        SELECT org_id, phone, 1, 0, 0, 0 FROM opt_outs WHERE org_id = ${orgId}
+        ON CONFLICT (org_id, phone) DO NOTHING`)
+    }
+  })
 
 export const setup = (orgId: string) =>
   Effect.gen(function*() {
@@ -97,6 +153,7 @@ export const setup = (orgId: string) =>
           (missing.some((f) => f.api_name === KEY_FIELD) ? ` (${KEY_FIELD} must be marked "Do not allow duplicate values")` : "") + ".")
       }
     }
+    yield* optOutBoxes(session, orgId, { created, existing, byHand })
     if (access === undefined) {
       byHand.push(ZohoProfiles.unlistedInstruction(ready))
     } else if (ready.length > 0) {

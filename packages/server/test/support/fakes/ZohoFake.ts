@@ -31,6 +31,10 @@
  *   `DUPLICATE_DATA` items; ids are 19-digit strings;
  * - `NO_PERMISSION` (403) for modules the user may not view or create, and
  *   for records the test denies.
+ * - checkboxes (`data_type` "boolean", created with /settings/fields like any custom field): a value other
+ *   than true or false is a per-record `INVALID_DATA` with `expected_data_type`; on the standard modules a
+ *   write naming a field the module does not have (a checkbox `crm setup` never made) is `INVALID_DATA`
+ *   naming it;
  * - field lengths (`length` in /settings/fields): a longer value is a per-record
  *   `INVALID_DATA` with `details.maximum_length`, as zoho/crm-oas's examples show;
  *   a new custom-module record without its Name is `MANDATORY_NOT_FOUND`;
@@ -130,6 +134,9 @@ const noContent = (response: ServerResponse): void => {
 }
 
 type CrmFault = "429" | "500" | "drop"
+
+/** Keys of a record that are not fields of its module's layout (the record's id and Zoho's own audit fields). */
+const SYSTEM_KEYS: ReadonlyArray<string> = ["id", "Owner", "Created_Time", "Modified_Time", "Created_By", "Modified_By"]
 
 /** The values of a write's `trigger` array (Zoho's automations an API write may run). */
 const TRIGGERS: ReadonlyArray<string> = ["workflow", "approval", "blueprint", "pathfinder", "orchestration"]
@@ -776,9 +783,20 @@ export class ZohoFake {
     const invalidOwner = { code: "INVALID_DATA", details: { api_name: "Owner", expected_data_type: "lookup" }, message: "invalid data", status: "error" }
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, "+00:00")
     const by = { name: user.full_name, id: user.id }
+    // A picklist value it does not list, or a checkbox (`boolean`) given anything but true or false.
     const fieldOk = (record: Record<string, unknown>): ZohoFakeField | undefined =>
-      module.fields.find((f) => f.data_type === "picklist" && record[f.api_name] !== undefined && record[f.api_name] !== null &&
-        !(f.pick_list_values ?? []).some((v) => v.actual_value === record[f.api_name]))
+      module.fields.find((f) =>
+        record[f.api_name] !== undefined && record[f.api_name] !== null && (
+          (f.data_type === "picklist" && !(f.pick_list_values ?? []).some((v) => v.actual_value === record[f.api_name])) ||
+          (f.data_type === "boolean" && typeof record[f.api_name] !== "boolean")
+        ))
+    // A field the module does not have (a checkbox `crm setup` has not created): INVALID_DATA naming it. Only on the
+    // standard modules, where Parley writes nothing but its own fields (the fake's custom modules carry no system fields).
+    const unknownField = (record: Record<string, unknown>) =>
+      module.generated_type !== "default" ? undefined : Object.keys(record).find((key) =>
+        !SYSTEM_KEYS.includes(key) && !module.fields.some((f) => f.api_name === key))
+    const notAField = (key: string) =>
+      ({ code: "INVALID_DATA", details: { api_name: key }, message: "invalid data", status: "error" })
     const uniqueClash = (record: Record<string, unknown>, self: string | undefined) =>
       module.fields.find((f) => f.unique === true && record[f.api_name] !== undefined &&
         [...store.values()].some((r) => r.id !== self && r[f.api_name] === record[f.api_name]))
@@ -817,6 +835,8 @@ export class ZohoFake {
         ? (Array.isArray(json()["duplicate_check_fields"]) ? json()["duplicate_check_fields"] as Array<string> : module.fields.filter((f) => f.unique === true).map((f) => f.api_name))
         : []
       answers = data.map((record, index) => {
+        const unknown = unknownField(record)
+        if (unknown !== undefined) return notAField(unknown)
         const bad = fieldOk(record)
         if (bad !== undefined) return invalid(bad)
         const long = tooLong(record, index)
@@ -847,6 +867,8 @@ export class ZohoFake {
         const id = typeof record["id"] === "string" ? record["id"] : ""
         const existing = store.get(id)
         if (existing === undefined) return { code: "INVALID_DATA", details: { api_name: "id" }, message: "the related id given seems to be invalid", status: "error" }
+        const unknown = unknownField(record)
+        if (unknown !== undefined) return notAField(unknown)
         const bad = fieldOk(record)
         if (bad !== undefined) return invalid(bad)
         const long = tooLong(record, index)
