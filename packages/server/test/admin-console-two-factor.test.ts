@@ -8,7 +8,9 @@
  * `parley admins reset-2fa` and `require-2fa`; every event in the audit log and no secret in it. The
  * browser scenario is admin-console-two-factor-browser.test.ts.
  */
+import { createHash, randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { consoleGet, consolePost, type ConsoleSession, csrfOf, postSignIn, signIn } from "./support/console.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
@@ -349,6 +351,22 @@ describe("two-factor sign-in", { timeout: 240_000 }, () => {
     expect((await password("olga@t.example")).session).toBeDefined()
     expect(await db.query("SELECT code_hash FROM admin_recovery_codes WHERE admin_id = (SELECT id FROM admins WHERE email = ?)", ["olga@t.example"]))
       .toEqual([])
+  })
+
+  it("a new secret key reseals the TOTP secrets at start, and codes still sign in", async () => {
+    await server.stop()
+    const previous = db.env["PARLEY_SECRET_KEY"] ?? readFileSync(join(db.dataDir, "secret.key"), "utf8").trim()
+    const next = randomBytes(32)
+    const nextId = createHash("sha256").update(next).digest("hex").slice(0, 8)
+    server = await TestServer.start({
+      database: db,
+      env: { PARLEY_SECRET_KEY: next.toString("base64"), PARLEY_PREVIOUS_SECRET_KEYS: previous }
+    })
+    const [row] = await db.query<{ s: string }>("SELECT totp_secret AS s FROM admins WHERE email = ?", ["vera@t.example"])
+    expect(row?.s.startsWith(`enc:v1:${nextId}:`)).toBe(true)
+    const { step } = await password("vera@t.example", "a brand new passphrase")
+    const signedIn = await postCode(step!, await apps["vera@t.example"]!.nextCode())
+    expect(signedIn.headers.get("location")).toBe("/admin/keys")
   })
 
   it("every two-factor event is in the audit log, and no secret, code or password is", async () => {
