@@ -35,7 +35,16 @@ export const AUDIT_KINDS = {
   "webhook.enabled": "Webhook endpoint enabled",
   "webhook.deleted": "Webhook endpoint deleted",
   "opt-out.added": "Opt-out added",
-  "opt-out.removed": "Opt-out removed"
+  "opt-out.removed": "Opt-out removed",
+  "admin.two-factor-enrolled": "Two-factor sign-in set up",
+  "admin.two-factor-disabled": "Two-factor sign-in turned off",
+  "admin.two-factor-failed": "Two-factor code wrong",
+  "admin.two-factor-reset": "Two-factor sign-in reset",
+  "admin.recovery-codes-regenerated": "Recovery codes regenerated",
+  "admin.recovery-code-used": "Recovery code used",
+  "admin.password-changed": "Password changed",
+  "admin.password-change-failed": "Password change failed (wrong current password)",
+  "admin.two-factor-policy-changed": "Two-factor requirement changed"
 } as const
 
 export type AuditKind = keyof typeof AUDIT_KINDS

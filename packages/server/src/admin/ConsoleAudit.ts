@@ -45,7 +45,13 @@ export const AUDITED_FORMS: Readonly<Record<string, Audited>> = {
   "/admin/opt-outs/remove": { kind: "opt-out.removed", subject: "phone", fields: ["channels"] },
   "/admin/admins/add": { kind: "admin.added", subject: "email", fields: ["role"] },
   "/admin/admins/role": { kind: "admin.role-changed", subject: "email", fields: ["role"] },
-  "/admin/admins/remove": { kind: "admin.removed", subject: "email" }
+  "/admin/admins/remove": { kind: "admin.removed", subject: "email" },
+  // The Security page: none of its fields is kept (codes and passwords are all it has), but the policy's.
+  "/admin/security/enrol": { kind: "admin.two-factor-enrolled" },
+  "/admin/security/recovery-codes": { kind: "admin.recovery-codes-regenerated" },
+  "/admin/security/disable": { kind: "admin.two-factor-disabled" },
+  "/admin/security/password": { kind: "admin.password-changed" },
+  "/admin/security/policy": { kind: "admin.two-factor-policy-changed", fields: ["require"] }
 }
 
 const FALLBACK: Omit<Audited, "kind"> = { subject: "id", fields: ["name"] }

@@ -61,6 +61,18 @@ import { consoleEntry } from "./ConsoleAudit.js"
 import { mayChange, mayManageAdmins } from "./Roles.js"
 import { addAdmin, adminsPage, changeRole, confirmRemoveAdmin, removeAdmin } from "./pages/AdminsPage.js"
 import { auditPage } from "./pages/AuditPage.js"
+import { codePage, confirmForcedEnrolment, forcedEnrolPage, submitCode } from "./pages/SecondStepPage.js"
+import {
+  changePassword,
+  confirmEnrolment,
+  disableTwoFactor,
+  enrolPage,
+  regenerateCodes,
+  securityPage,
+  setPolicy
+} from "./pages/SecurityPage.js"
+import { layer as TwoFactorStoreLive, TwoFactorStore } from "./TwoFactorStore.js"
+import type { SecretBox } from "../store/SecretBox.js"
 
 /** What the console's pages read and change: the same services and stores as the API and the CLI. */
 export type ConsoleServices =
@@ -87,6 +99,9 @@ export type ConsoleServices =
   | AuditLog
   // The Activity search reads the actions as the organisation's administrator (no key's restrictions).
   | ActionStore.ActionStore
+  // Two-factor sign-in: the secrets are sealed (TwoFactorStore), the Security page and the second step.
+  | TwoFactorStore
+  | SecretBox
 
 type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices>
 type SignedInHandler = (request: ConsoleRequest, session: Session) => Answer
@@ -118,10 +133,14 @@ const failed = page(
   { status: 500 }
 )
 
-export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Exclude<ConsoleServices, AdminStore | AuditLog>> = Effect.gen(
+export const consoleRoutes: Effect.Effect<
+  ReadonlyArray<PlainRoute>,
+  never,
+  Exclude<ConsoleServices, AdminStore | AuditLog | TwoFactorStore>
+> = Effect.gen(
   function*() {
     const context = yield* Effect.context<ConsoleServices>()
-    const guards = { throttle: new SignInThrottle(), devices: new DeviceCookies() }
+    const guards = { throttle: new SignInThrottle(), codes: new SignInThrottle(), devices: new DeviceCookies() }
 
     const run = (
       answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices | HttpServerRequest.HttpServerRequest>
@@ -181,6 +200,9 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
     const action = (path: string, handler: SignedInHandler) => post(path, signedIn(handler, { post: true, path }))
     const ownerAction = (path: string, handler: SignedInHandler) =>
       post(path, signedIn(handler, { post: true, path, owners: true }))
+    // One's own sign-in (two-factor, password): every role, a viewer too.
+    const ownAction = (path: string, handler: SignedInHandler) =>
+      post(path, signedIn(handler, { post: true, path, viewers: true }))
 
     return [
       get("/admin", Effect.succeed(redirect("/admin/keys"))),
@@ -190,6 +212,10 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       post("/admin/sign-in", open(signIn(guards), { post: true })),
       get("/admin/set-password", open(setPasswordPage, { post: false })),
       post("/admin/set-password", open(setPassword, { post: true })),
+      get("/admin/sign-in/code", open(codePage, { post: false })),
+      post("/admin/sign-in/code", open(submitCode(guards), { post: true })),
+      get("/admin/sign-in/enrol", open(forcedEnrolPage, { post: false })),
+      post("/admin/sign-in/enrol", open(confirmForcedEnrolment(guards), { post: true })),
       post("/admin/sign-out", signedIn((request) => signOut(request), { post: true, path: "/admin/sign-out", viewers: true })),
       page_("/admin/keys", keysPage),
       page_("/admin/keys/new", newKeyPage),
@@ -230,7 +256,14 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       page_("/admin/events/deliveries", endpointDeliveries),
       page_("/admin/events/event", eventDetail),
       action("/admin/events/resend", resendEvent),
-      action("/admin/events/test", testEvent)
+      action("/admin/events/test", testEvent),
+      page_("/admin/security", securityPage),
+      page_("/admin/security/enrol", enrolPage),
+      ownAction("/admin/security/enrol", confirmEnrolment(guards)),
+      ownAction("/admin/security/recovery-codes", regenerateCodes(guards)),
+      ownAction("/admin/security/disable", disableTwoFactor(guards)),
+      ownAction("/admin/security/password", changePassword(guards)),
+      ownerAction("/admin/security/policy", setPolicy)
     ]
   }
-).pipe(Effect.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive)))
+).pipe(Effect.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive, TwoFactorStoreLive)))

@@ -16,7 +16,8 @@ export const SECTIONS = [
   { path: "/admin/opt-outs", name: "Opt-outs" },
   { path: "/admin/activity", name: "Activity" },
   { path: "/admin/audit", name: "Audit log" },
-  { path: "/admin/admins", name: "Administrators" }
+  { path: "/admin/admins", name: "Administrators" },
+  { path: "/admin/security", name: "Security" }
 ] as const
 
 export type SectionPath = typeof SECTIONS[number]["path"]

@@ -188,6 +188,16 @@ export const resealSecrets = Effect.gen(function*() {
     yield* sql`UPDATE provider_accounts SET secrets = ${sealed}
       WHERE org_id = ${row.org_id} AND kind = ${row.kind} AND secrets = ${row.secrets}`
   }
+  // Administrators' TOTP secrets (two-factor sign-in), confirmed and being set up.
+  for (const column of ["totp_secret", "totp_pending_secret"] as const) {
+    const admins = yield* sql<{ readonly id: string; readonly value: string }>`
+      SELECT id, ${sql(column)} AS value FROM admins WHERE ${sql(column)} IS NOT NULL`
+    for (const row of admins) {
+      if (box.isCurrent(row.value)) continue
+      const sealed = box.seal(yield* box.open(row.value))
+      yield* sql`UPDATE admins SET ${sql(column)} = ${sealed} WHERE id = ${row.id} AND ${sql(column)} = ${row.value}`
+    }
+  }
   // Each CRM's tokens are resealed by the CRM (crm/Registry.ts's resealCrmSecrets, run by serve after this).
   const settings = yield* sql<{ readonly name: string; readonly value: string }>`
     SELECT name, value FROM settings WHERE name IN ${sql.in(SEALED_SETTINGS)}`

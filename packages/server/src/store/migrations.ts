@@ -826,6 +826,39 @@ const allowanceUsageUncached = Effect.gen(function*() {
   })
 })
 
+/**
+ * Two-factor sign-in for the console (issue 33, admin/TwoFactorStore.ts): each administrator's TOTP secret
+ * (sealed with SecretBox; a second column holds one being set up, not yet confirmed) and the last time step
+ * used (a code is accepted once); their recovery codes, hashed, each used once; the sign-ins waiting for
+ * their second step (a token of their own, never a session); and each organisation's policy requiring it.
+ */
+const twoFactor = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE admins ADD COLUMN totp_secret TEXT`
+  yield* sql`ALTER TABLE admins ADD COLUMN totp_pending_secret TEXT`
+  yield* sql`ALTER TABLE admins ADD COLUMN totp_enrolled_at TEXT`
+  yield* sql`ALTER TABLE admins ADD COLUMN totp_last_step BIGINT`
+  yield* sql`CREATE TABLE admin_recovery_codes (
+    admin_id TEXT NOT NULL,
+    code_hash TEXT NOT NULL,
+    used_at BIGINT,
+    PRIMARY KEY (admin_id, code_hash)
+  )`
+  yield* sql`CREATE TABLE admin_sign_in_steps (
+    token_hash TEXT PRIMARY KEY,
+    admin_id TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    expires_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX admin_sign_in_steps_by_admin ON admin_sign_in_steps (admin_id)`
+  yield* sql`CREATE TABLE admin_policies (
+    org_id TEXT PRIMARY KEY REFERENCES organisations(id),
+    require_two_factor INTEGER NOT NULL,
+    changed_at TEXT NOT NULL
+  )`
+})
+
 export const migrations = {
   "0001_initial": initial,
   "0002_dispatch": dispatch,
@@ -856,5 +889,6 @@ export const migrations = {
   "0043_audit_log": auditLog,
   "0044_console_pages": consolePages,
   "0045_allowance_usage_uncached": allowanceUsageUncached,
-  "0047_zoho_opt_out_sync": zohoOptOutSync
+  "0047_zoho_opt_out_sync": zohoOptOutSync,
+  "0048_two_factor": twoFactor
 }

@@ -23,9 +23,11 @@ import { html } from "../Html.js"
 import { type FieldErrors, layout, textField } from "../Layout.js"
 import { decoyHash, hashPassword, inHashingTurn, MIN_PASSWORD_LENGTH, passwordProblem, verifyPassword } from "../Passwords.js"
 import type { SignInThrottle } from "../SignInThrottle.js"
+import { secondStepFor } from "./SecondStepPage.js"
 
 const NOTICES: Readonly<Record<string, string>> = {
   "signed-out": "You are signed out.",
+  "step-expired": "That sign-in took too long or was cancelled: sign in again.",
   "password-set": "Your password is set: sign in with it."
 }
 
@@ -55,9 +57,13 @@ ${textField({ name: "password", label: "Password", type: "password", errors, aut
 export const signInPage = (request: ConsoleRequest) =>
   Effect.succeed(signInForm("", {}, null, NOTICES[request.query.get("done") ?? ""]))
 
-/** The throttle and the device cookies of one process's console. */
+/**
+ * The throttles and the device cookies of one process's console: `throttle` counts wrong passwords, `codes`
+ * wrong two-factor codes (apart, so that the right password does not clear a count of wrong codes).
+ */
 export interface SignInGuards {
   readonly throttle: SignInThrottle
+  readonly codes: SignInThrottle
   readonly devices: DeviceCookies
 }
 
@@ -112,6 +118,9 @@ export const signIn = ({ devices, throttle }: SignInGuards) => (request: Console
     }
     admission.succeeded()
     const admin = checked.admin.value
+    // With two-factor on (or required and not yet set up), the right password opens only the second step.
+    const step = yield* secondStepFor(admin)
+    if (step !== null) return step
     yield* log.record({ orgId: admin.orgId, actor: email, kind: "admin.signed-in", address: request.address })
     const token = yield* store.openSession(admin)
     return withCookies(redirect("/admin/keys"), [

@@ -1,6 +1,7 @@
 /**
- * `parley admins create | list | remove | set-role`: who may sign in to the admin console (/admin) of an
- * organisation, and with which role (owner, admin, viewer: admin/Roles.ts). A password comes from standard
+ * `parley admins create | list | remove | set-role | reset-2fa | require-2fa`: who may sign in to the admin
+ * console (/admin) of an organisation, with which role (owner, admin, viewer: admin/Roles.ts), and their
+ * two-factor sign-in (admin/TwoFactorStore.ts). A password comes from standard
  * input (never an argument: arguments show in `ps` and shell history); without one, a one-time link to set
  * it is printed, valid 24 hours. Each change is written to the organisation's audit log, by `cli`.
  */
@@ -22,6 +23,7 @@ import { hashPassword, passwordProblem } from "../../admin/Passwords.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { fail, nowIso, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
+import { layer as TwoFactorStoreLive, TwoFactorStore } from "../../admin/TwoFactorStore.js"
 
 const org = Args.text({ name: "ORG" }).pipe(Args.withDescription("Organisation id (org_…)"))
 const email = Options.text("email").pipe(Options.withDescription("The administrator's email, used to sign in"))
@@ -150,8 +152,52 @@ const setRole = Command.make("set-role", { json, org, email, role: roleOption },
       `${address} is now ${input.role} of ${input.org}; it applies from their next page.`)
   })).pipe(Command.withDescription("Give an administrator another role (owner, admin or viewer)"))
 
+/** For an administrator who lost their authenticator and their recovery codes. */
+const resetTwoFactor = Command.make("reset-2fa", { json, org, email }, (input) =>
+  Effect.gen(function*() {
+    yield* requireOrg(input.org)
+    const address = normalEmail(input.email)
+    if (!(yield* (yield* TwoFactorStore).reset(input.org, address))) {
+      return yield* fail(`${address} is not an administrator of ${input.org}.`)
+    }
+    yield* Effect.flatMap(AuditLog, (log) =>
+      log.record({ orgId: input.org, actor: CLI_ACTOR, kind: "admin.two-factor-reset", subject: address }))
+    const required = yield* (yield* TwoFactorStore).isRequired(input.org)
+    yield* print(input.json, { email: address, twoFactor: false, required }, () =>
+      `Two-factor sign-in is off for ${address}; their sessions ended and their recovery codes no longer work. ` +
+      (required
+        ? "Their organisation requires it: they set it up again at their next sign-in."
+        : "They sign in with their password and may set it up again on the Security page."))
+  })).pipe(Command.withDescription("Turn off an administrator's two-factor sign-in (lost authenticator and recovery codes)"))
+
+const requireTwoFactor = Command.make(
+  "require-2fa",
+  {
+    json,
+    org,
+    off: Options.boolean("off").pipe(Options.withDescription("Make two-factor sign-in optional again"))
+  },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const required = !input.off
+      yield* (yield* TwoFactorStore).setRequired(input.org, required)
+      yield* Effect.flatMap(AuditLog, (log) =>
+        log.record({
+          orgId: input.org,
+          actor: CLI_ACTOR,
+          kind: "admin.two-factor-policy-changed",
+          details: [["require", required ? "on" : "off"]]
+        }))
+      yield* print(input.json, { orgId: input.org, required }, () =>
+        required
+          ? `Two-factor sign-in is required in ${input.org}: administrators without it were signed out and set it up at their next sign-in.`
+          : `Two-factor sign-in is optional in ${input.org}.`)
+    })
+).pipe(Command.withDescription("Require two-factor sign-in of every administrator of the organisation (--off: optional)"))
+
 export const admins = Command.make("admins").pipe(
   Command.withDescription("Administrators of the admin console (/admin)"),
-  Command.withSubcommands([create, list, remove, setRole]),
-  Command.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive))
+  Command.withSubcommands([create, list, remove, setRole, resetTwoFactor, requireTwoFactor]),
+  Command.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive, TwoFactorStoreLive))
 )
