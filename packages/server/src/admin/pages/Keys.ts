@@ -327,7 +327,7 @@ ${row("State", key.revokedAt === null ? state : `revoked at ${key.revokedAt}`)}
 </table>
 <p><a href="/admin/activity?key=${encodeURIComponent(key.id)}">Messages sent with this key</a></p></section>
 ${
-        !usable ? html`<p>A ${state} key cannot be renamed or rolled.</p>` : html`<section aria-labelledby="k-name"><h2 id="k-name">Name</h2>
+        !usable ? html`<p>A ${state} key cannot be renamed or rolled.</p>` : html`<section aria-labelledby="k-name"><h2 id="k-name">Rename</h2>
 <form class="card" method="post" action="/admin/keys/edit" novalidate>
 ${csrfField(session)}<input type="hidden" name="id" value="${key.id}">
 ${textField({ name: "name", label: "Name", value: nameValue ?? key.name, errors, hint: `At most ${MAX_KEY_NAME} characters.` })}
