@@ -153,8 +153,10 @@ describe("console roles and audit log", () => {
       scopes: "messages:read",
       mode: "live"
     })
-    expect(created.status).toBe(200)
-    const token = /(parley_live_\w+)/.exec(await created.text())?.[1] ?? ""
+    // Answered with a redirect to the page that shows the secret once (POST-redirect-GET).
+    expect(created.status).toBe(303)
+    const shown = await consoleGet(server.baseUrl, owner, created.headers.get("location") ?? "")
+    const token = /(parley_live_\w+)/.exec(await shown.text())?.[1] ?? ""
     expect(token).not.toBe("")
     const provider = await server.cli(
       ["providers", "set", "--org", demo.orgId, "--kind", "twilio", "--account-sid", `AC${"1".repeat(32)}`, "--auth-token-stdin"],

@@ -21,6 +21,8 @@ const PAGES = [
   "/admin/keys",
   "/admin/keys/new",
   "/admin/keys/revoke",
+  "/admin/keys/key",
+  "/admin/keys/created",
   "/admin/crm",
   "/admin/providers",
   "/admin/rules",
@@ -34,6 +36,8 @@ const PAGES = [
 const FORMS = [
   "/admin/keys/new",
   "/admin/keys/revoke",
+  "/admin/keys/edit",
+  "/admin/keys/roll",
   "/admin/crm/connect",
   "/admin/crm/zoho",
   "/admin/providers/set",
@@ -46,7 +50,7 @@ const FORMS = [
   "/admin/events/delete",
   "/admin/set-password"
 ] as const
-const NAMES = ["kind", "id", "status", "number", "cursor", "token", "name", "scopes", "mode", "url", "provider", "email"] as const
+const NAMES = ["kind", "id", "status", "number", "cursor", "token", "name", "scopes", "mode", "url", "provider", "email", "q", "after", "overlap", "ticket"] as const
 
 /** Values that have broken a store or a parser somewhere: ids that are not ids, numbers past BIGINT, junk. */
 const junk = fc.oneof(

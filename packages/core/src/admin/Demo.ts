@@ -3,11 +3,14 @@
  * a connected CRM account, an open pilot, always-open sending hours, AI calls
  * on, two SMS+voice numbers and a WhatsApp-connected one, two active bots and
  * an inactive one, templates (one with `${Leads.First Name}`) and records in
- * each module. Seeding is idempotent; every call mints a fresh test and live key.
+ * each module. Seeding is idempotent; every call mints a fresh test and live key. A key's secret is never
+ * kept, so the previous demo keys cannot be printed again: `replacePrevious` (what `serve --demo`, run by
+ * `pnpm start` on every start, asks for) revokes them, so that restarts do not pile up full-scope keys.
  */
 import { Clock, Effect, Option } from "effect"
 import { ALL_SCOPES } from "../contract/Primitives.js"
 import { ApiKeys } from "../domain/ApiKeys.js"
+import { ApiKeyStore } from "../ports/ApiKeyStore.js"
 import { Crm, type CrmRecord, FULL_PERMISSIONS, type TemplateRow } from "../ports/Crm.js"
 import { type BotRow, type NumberRow, Organisations } from "../ports/Organisations.js"
 
@@ -63,9 +66,13 @@ export interface DemoSummary {
   readonly templates: ReadonlyArray<{ readonly id: string; readonly name: string }>
   readonly records: ReadonlyArray<{ readonly module: string; readonly id: string; readonly name: string }>
   readonly keys: { readonly live: string; readonly test: string }
+  /** With `replacePrevious`: how many earlier demo keys were revoked. */
+  readonly revokedKeys?: number
 }
 
-export const seedDemo = (orgId: string = DEMO_ORG_ID) =>
+const demoKeyName = (mode: "test" | "live") => `demo ${mode} key`
+
+export const seedDemo = (orgId: string = DEMO_ORG_ID, options: { readonly replacePrevious?: boolean } = {}) =>
   Effect.gen(function*() {
     const organisations = yield* Organisations
     const crm = yield* Crm
@@ -103,7 +110,7 @@ export const seedDemo = (orgId: string = DEMO_ORG_ID) =>
     const mint = (mode: "test" | "live") =>
       apiKeys.create({
         orgId,
-        name: `demo ${mode} key`,
+        name: demoKeyName(mode),
         mode,
         scopes: ALL_SCOPES,
         numberSids: [],
@@ -112,6 +119,17 @@ export const seedDemo = (orgId: string = DEMO_ORG_ID) =>
       })
     const test = yield* mint("test")
     const live = yield* mint("live")
+    let revokedKeys = 0
+    if (options.replacePrevious === true) {
+      const store = yield* ApiKeyStore
+      const now = yield* Clock.currentTimeMillis
+      const at = new Date(now).toISOString()
+      const previous = (yield* store.list(orgId)).filter((k) =>
+        k.revokedAt === null && (k.name === demoKeyName("test") || k.name === demoKeyName("live")) &&
+        k.id !== test.key.id && k.id !== live.key.id
+      )
+      for (const key of previous) if (yield* store.revoke(key.id, at)) revokedKeys++
+    }
     const summary: DemoSummary = {
       orgId,
       numbers: (yield* organisations.listNumbers(orgId)).map((n) => ({
@@ -122,7 +140,8 @@ export const seedDemo = (orgId: string = DEMO_ORG_ID) =>
       bots: (yield* organisations.listBots(orgId)).map((b) => ({ id: b.id, name: b.name, active: b.active })),
       templates: (yield* crm.listTemplates(orgId, 200)).map((t) => ({ id: t.id, name: t.name })),
       records: (yield* crm.listRecords(orgId)).map((r) => ({ module: r.module, id: r.id, name: r.name })),
-      keys: { live: live.token, test: test.token }
+      keys: { live: live.token, test: test.token },
+      ...(options.replacePrevious === true ? { revokedKeys } : {})
     }
     return summary
   })

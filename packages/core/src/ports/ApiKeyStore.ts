@@ -49,7 +49,43 @@ export interface ApiKeyStoreService {
   readonly list: (orgId: string) => Effect.Effect<ReadonlyArray<ApiKeyRow>, StorageError>
   /** Marks the key revoked; false when there is no such key or it was already revoked. */
   readonly revoke: (id: string, at: string) => Effect.Effect<boolean, StorageError>
+  /** Renames a key; false when there is no such key. */
+  readonly rename: (id: string, name: string) => Effect.Effect<boolean, StorageError>
+  /**
+   * Brings a key's expiry forward to `at` (a roll's overlap ends then); a key that already expires sooner
+   * keeps its expiry. False when there is no such key or it is revoked.
+   */
+  readonly expireBy: (id: string, at: string) => Effect.Effect<boolean, StorageError>
+  /** The organisation's keys newest first, a page at a time, optionally those whose name or prefix contains `search`. */
+  readonly page: (orgId: string, query: KeyPageQuery) => Effect.Effect<KeyPage, StorageError>
 }
+
+export interface KeyPageQuery {
+  /** Matched case-insensitively against the name and the prefix; empty for every key. */
+  readonly search: string
+  /** `next` of the previous page. */
+  readonly after: string | null
+  readonly limit: number
+}
+
+export interface KeyPage {
+  readonly keys: ReadonlyArray<ApiKeyRow>
+  /** The cursor of the next (older) page; null on the last one. */
+  readonly next: string | null
+}
+
+/** `createdAt|id` of a key: where keyset paging continues after it (newest first). */
+export const keyCursor = (key: ApiKeyRow): string => `${key.createdAt}|${key.id}`
+
+export const parseKeyCursor = (cursor: string): Option.Option<{ readonly createdAt: string; readonly id: string }> => {
+  const bar = cursor.indexOf("|")
+  return bar > 0 ? Option.some({ createdAt: cursor.slice(0, bar), id: cursor.slice(bar + 1) }) : Option.none()
+}
+
+/** Whether a key matches a search of the keys page (the memory store's LIKE). */
+const matches = (key: ApiKeyRow, search: string) =>
+  search === "" || key.name.toLowerCase().includes(search.toLowerCase()) ||
+  key.prefix.toLowerCase().includes(search.toLowerCase())
 
 export class ApiKeyStore extends Context.Tag("@parley/core/ports/ApiKeyStore")<ApiKeyStore, ApiKeyStoreService>() {}
 
@@ -70,6 +106,32 @@ export const layerMemory: Layer.Layer<ApiKeyStore> = Layer.effect(
           const key = m.get(id)
           if (key === undefined || key.revokedAt !== null) return [false, m]
           return [true, new Map(m).set(id, { ...key, revokedAt: at })]
+        }),
+      rename: (id, name) =>
+        Ref.modify(keys, (m) => {
+          const key = m.get(id)
+          return key === undefined ? [false, m] : [true, new Map(m).set(id, { ...key, name })]
+        }),
+      expireBy: (id, at) =>
+        Ref.modify(keys, (m) => {
+          const key = m.get(id)
+          if (key === undefined || key.revokedAt !== null) return [false, m]
+          if (key.expiresAt !== null && key.expiresAt <= at) return [true, m]
+          return [true, new Map(m).set(id, { ...key, expiresAt: at })]
+        }),
+      page: (orgId, query) =>
+        Effect.map(Ref.get(keys), (m) => {
+          const after = query.after === null ? Option.none() : parseKeyCursor(query.after)
+          const found = [...m.values()]
+            .filter((k) => k.orgId === orgId && matches(k, query.search))
+            .filter((k) =>
+              Option.isNone(after) || k.createdAt < after.value.createdAt ||
+              (k.createdAt === after.value.createdAt && k.id < after.value.id)
+            )
+            .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id))
+          const keys = found.slice(0, query.limit)
+          const last = keys[keys.length - 1]
+          return { keys, next: found.length > query.limit && last !== undefined ? keyCursor(last) : null }
         })
     })
   })

@@ -49,7 +49,18 @@ import {
   rotateWebhook,
   testEvent
 } from "./pages/EventsPage.js"
-import { confirmRevokePage, createKey, keysPage, newKeyPage, revokeKey } from "./pages/Keys.js"
+import {
+  confirmRevokePage,
+  createdKeyPage,
+  createKey,
+  keyDetailPage,
+  keysPage,
+  newKeyPage,
+  renameKeyAction,
+  revokeKey,
+  rollKeyAction
+} from "./pages/Keys.js"
+import { ShownOnce } from "./ShownOnce.js"
 import { addOptOut, confirmRemoveOptOut, optOutsPage, removeOptOut } from "./pages/OptOutsPage.js"
 import { clearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
 import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
@@ -141,6 +152,8 @@ export const consoleRoutes: Effect.Effect<
   function*() {
     const context = yield* Effect.context<ConsoleServices>()
     const guards = { throttle: new SignInThrottle(), codes: new SignInThrottle(), devices: new DeviceCookies() }
+    // New keys' secrets between the form and the page that shows them once (POST-redirect-GET).
+    const shown = new ShownOnce()
 
     const run = (
       answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, ConsoleServices | HttpServerRequest.HttpServerRequest>
@@ -219,7 +232,11 @@ export const consoleRoutes: Effect.Effect<
       post("/admin/sign-out", signedIn((request) => signOut(request), { post: true, path: "/admin/sign-out", viewers: true })),
       page_("/admin/keys", keysPage),
       page_("/admin/keys/new", newKeyPage),
-      action("/admin/keys/new", createKey),
+      action("/admin/keys/new", createKey(shown)),
+      page_("/admin/keys/created", createdKeyPage(shown)),
+      page_("/admin/keys/key", keyDetailPage),
+      action("/admin/keys/edit", renameKeyAction),
+      action("/admin/keys/roll", rollKeyAction(shown)),
       page_("/admin/keys/revoke", confirmRevokePage),
       action("/admin/keys/revoke", revokeKey),
       page_("/admin/crm", crmOverview),

@@ -4,11 +4,12 @@
  * a name, known scopes, restrictions among the organisation's own numbers and bots, an expiry in the
  * future. A refusal names the field it is about, so each caller shows it where its user gave the value
  * (a flag, a form field). The key itself is made by the core's ApiKeys service, as for everyone.
+ * Rolling (a new secret, the old one kept for an overlap) and renaming follow the same rules for both.
  */
-import { ALL_SCOPES, ApiKeys, Crm, type KeyMode, OffsetTimestamp, Organisations, type Scope } from "@parley/core/internal"
-import { Clock, Data, Effect, Either, Schema } from "effect"
+import { ALL_SCOPES, ApiKeys, ApiKeyStore, Crm, type KeyMode, OffsetTimestamp, Organisations, type Scope } from "@parley/core/internal"
+import { Clock, Data, Duration, Effect, Either, Option, Schema } from "effect"
 
-export type KeyField = "crm" | "name" | "scopes" | "numbers" | "bots" | "expiresAt"
+export type KeyField = "crm" | "name" | "scopes" | "numbers" | "bots" | "expiresAt" | "key" | "overlap"
 
 export class KeyRefused extends Data.TaggedError("KeyRefused")<{ readonly field: KeyField; readonly message: string }> {}
 
@@ -28,6 +29,17 @@ const decodeTimestamp = Schema.decodeUnknownEither(OffsetTimestamp)
 
 const refuse = (field: KeyField, message: string) => Effect.fail(new KeyRefused({ field, message }))
 
+/** Longest key name: enough to name an integration, short enough for a table cell and an audit entry. */
+export const MAX_KEY_NAME = 100
+
+/** A name as kept (trimmed), or why it cannot be one. */
+const checkName = (given: string) => {
+  const name = given.trim()
+  if (name === "") return refuse("name", "Give the key a name to tell it apart.")
+  if (name.length > MAX_KEY_NAME) return refuse("name", `A key name has at most ${MAX_KEY_NAME} characters (this one has ${name.length}).`)
+  return Effect.succeed(name)
+}
+
 const unknownOf = (items: ReadonlyArray<string>, allowed: ReadonlyArray<string>) => items.find((i) => !allowed.includes(i))
 
 export const issueKey = Effect.fn("KeyIssuing.issueKey")(function*(request: KeyRequest) {
@@ -38,8 +50,7 @@ export const issueKey = Effect.fn("KeyIssuing.issueKey")(function*(request: KeyR
   if (connection.state === "identity_changed") {
     return yield* refuse("crm", "The CRM account changed identity: reconnect it first.")
   }
-  const name = request.name.trim()
-  if (name === "") return yield* refuse("name", "Give the key a name to tell it apart.")
+  const name = yield* checkName(request.name)
   if (request.scopes.length === 0) return yield* refuse("scopes", `Choose at least one scope (${ALL_SCOPES.join(", ")}).`)
   const unknownScope = unknownOf(request.scopes, ALL_SCOPES)
   if (unknownScope !== undefined) {
@@ -82,4 +93,64 @@ export const issueKey = Effect.fn("KeyIssuing.issueKey")(function*(request: KeyR
     botIds: request.botIds,
     expiresAt
   })
+})
+
+/**
+ * How long a rolled key's old secret keeps working, as Stripe offers them: at once, or long enough to deploy
+ * the new one everywhere. The names are what the console's form and `parley keys roll --overlap` take.
+ */
+export const ROLL_OVERLAPS = [
+  { name: "now", label: "Now", duration: Duration.zero },
+  { name: "1h", label: "In 1 hour", duration: Duration.hours(1) },
+  { name: "24h", label: "In 24 hours", duration: Duration.hours(24) },
+  { name: "7d", label: "In 7 days", duration: Duration.days(7) }
+] as const
+
+export type RollOverlap = typeof ROLL_OVERLAPS[number]["name"]
+
+/** The organisation's key that can still be used (not revoked, not expired), or a refusal naming it. */
+const usableKey = (orgId: string, keyId: string) =>
+  Effect.gen(function*() {
+    const found = Option.filter(yield* (yield* ApiKeyStore.ApiKeyStore).get(keyId), (k) => k.orgId === orgId)
+    if (Option.isNone(found)) return yield* refuse("key", `"${keyId}" is not a key of this organisation.`)
+    const key = found.value
+    if (key.revokedAt !== null) return yield* refuse("key", `The key "${key.name}" was revoked: it cannot be rolled or changed.`)
+    if (key.expiresAt !== null && Date.parse(key.expiresAt) <= (yield* Clock.currentTimeMillis)) {
+      return yield* refuse("key", `The key "${key.name}" has expired: create a new one instead.`)
+    }
+    return key
+  })
+
+/**
+ * Rolls a key: a new secret with the same name, mode, scopes, restrictions and expiry, and the old secret
+ * expiring after the overlap (never later than it already would). Not refused when the CRM is disconnected:
+ * rolling is what an administrator does when a secret leaks, and must never be blocked.
+ */
+export const rollKey = Effect.fn("KeyIssuing.rollKey")(function*(orgId: string, keyId: string, overlapName: string) {
+  const overlap = ROLL_OVERLAPS.find((o) => o.name === overlapName)
+  if (overlap === undefined) {
+    return yield* refuse("overlap", `Unknown overlap "${overlapName}"; expected ${ROLL_OVERLAPS.map((o) => o.name).join(", ")}.`)
+  }
+  const old = yield* usableKey(orgId, keyId)
+  const created = yield* (yield* ApiKeys.ApiKeys).create({
+    orgId,
+    name: old.name,
+    mode: old.mode,
+    scopes: old.scopes,
+    numberSids: old.numberSids,
+    botIds: old.botIds,
+    expiresAt: old.expiresAt
+  })
+  const oldExpiresAt = new Date((yield* Clock.currentTimeMillis) + Duration.toMillis(overlap.duration)).toISOString()
+  yield* (yield* ApiKeyStore.ApiKeyStore).expireBy(old.id, oldExpiresAt)
+  const after = yield* (yield* ApiKeyStore.ApiKeyStore).get(old.id)
+  return { ...created, old: Option.getOrElse(after, () => old) }
+})
+
+/** Renames a usable key of the organisation. */
+export const renameKey = Effect.fn("KeyIssuing.renameKey")(function*(orgId: string, keyId: string, given: string) {
+  const key = yield* usableKey(orgId, keyId)
+  const name = yield* checkName(given)
+  yield* (yield* ApiKeyStore.ApiKeyStore).rename(key.id, name)
+  return { ...key, name, previousName: key.name }
 })

@@ -100,6 +100,28 @@ export const layer = Layer.effect(
       Result: KeyRow,
       execute: (id) => sql`SELECT * FROM api_keys WHERE id = ${id}`
     })
+    const PageRequest = Schema.Struct({
+      orgId: Schema.String,
+      pattern: Schema.NullOr(Schema.String),
+      createdAt: Schema.NullOr(Schema.String),
+      id: Schema.String,
+      limit: Schema.Number
+    })
+    // Newest first, continuing after a (created_at, id) keyset on the index by organisation and creation time.
+    const pageOf = SqlSchema.findAll({
+      Request: PageRequest,
+      Result: KeyRow,
+      execute: (q) => {
+        const conditions = [
+          sql`org_id = ${q.orgId}`,
+          ...(q.pattern === null
+            ? []
+            : [sql`(lower(name) LIKE ${q.pattern} ESCAPE '!' OR lower(prefix) LIKE ${q.pattern} ESCAPE '!')`]),
+          ...(q.createdAt === null ? [] : [sql`(created_at < ${q.createdAt} OR (created_at = ${q.createdAt} AND id < ${q.id}))`])
+        ]
+        return sql`SELECT * FROM api_keys WHERE ${sql.and(conditions)} ORDER BY created_at DESC, id DESC LIMIT ${q.limit}`
+      }
+    })
     const byOrg = SqlSchema.findAll({
       Request: Schema.String,
       Result: KeyRow,
@@ -132,7 +154,36 @@ export const layer = Layer.effect(
             sql`UPDATE api_keys SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING id`,
             (rows) => rows.length > 0
           )
-        )
+        ),
+      rename: (id, name) =>
+        storage("apiKeys.rename")(
+          Effect.map(sql`UPDATE api_keys SET name = ${name} WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)
+        ),
+      // ISO 8601 times in UTC compare as text; the update bumps the settings version like any change to keys.
+      expireBy: (id, at) =>
+        storage("apiKeys.expireBy")(
+          Effect.map(
+            sql`UPDATE api_keys SET expires_at = CASE WHEN expires_at IS NOT NULL AND expires_at <= ${at} THEN expires_at ELSE ${at} END
+                WHERE id = ${id} AND revoked_at IS NULL RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        ),
+      // A search's `%` and `_` are matched as themselves (escaped with `!`), not as wildcards.
+      page: (orgId, query) =>
+        storage("apiKeys.page")(Effect.gen(function*() {
+          const after = query.after === null ? Option.none() : ApiKeyStore.parseKeyCursor(query.after)
+          const search = query.search.toLowerCase()
+          const rows = yield* pageOf({
+            orgId,
+            pattern: search === "" ? null : `%${search.replace(/[!%_]/g, (c) => `!${c}`)}%`,
+            createdAt: Option.isSome(after) ? after.value.createdAt : null,
+            id: Option.isSome(after) ? after.value.id : "",
+            limit: query.limit + 1
+          })
+          const keys = rows.slice(0, query.limit).map(toKey)
+          const last = keys[keys.length - 1]
+          return { keys, next: rows.length > query.limit && last !== undefined ? ApiKeyStore.keyCursor(last) : null }
+        }))
     })
   })
 )

@@ -221,7 +221,9 @@ ${input("to", "Created until", "date", "Last day, UTC, included.")}
           const keyId = rows[i]?.apiKeyId ?? null
           return html`<tr><td><a href="/admin/activity/record?kind=${kind}&amp;id=${r.id}">${r.id}</a></td><td>${r.status}</td><td>${r.type}</td><td>${r.direction}</td><td>${r.from}</td><td>${r.to}</td><td>${
             (r.body ?? "").length > 80 ? `${(r.body ?? "").slice(0, 80)}…` : r.body ?? ""
-          }</td><td>${keyId === null ? "—" : keyNames.get(keyId) ?? keyId}</td><td>${r.at}</td></tr>`
+          }</td><td>${
+            keyId === null ? "—" : html`<a href="/admin/keys/key?id=${encodeURIComponent(keyId)}">${keyNames.get(keyId) ?? keyId}</a>`
+          }</td><td>${r.at}</td></tr>`
         })
       }</tbody></table>
 <nav aria-label="Pages of records" class="pages">${before === null ? "" : html`<a href="${searchHref(form, null)}">Newest</a> `}${
@@ -240,6 +242,14 @@ ${input("to", "Created until", "date", "Last day, UTC, included.")}
     }), { status: Object.keys(errors).length === 0 ? 200 : 400 })
   })
 
+/** The organisation's key a record's `sentBy` names (`API key key_…`, as Actions writes it), to link to its page. */
+const sentByKey = (session: Session, sentBy: string | undefined) =>
+  Effect.gen(function*() {
+    const id = /^API key (key_\w+)$/.exec(sentBy ?? "")?.[1]
+    if (id === undefined) return Option.none<ApiKeyStore.ApiKeyRow>()
+    return Option.filter(yield* (yield* ApiKeyStore.ApiKeyStore).get(id), (key) => key.orgId === session.orgId)
+  })
+
 export const recordPage = (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
     const caller = yield* administrator(session)
@@ -254,11 +264,15 @@ export const recordPage = (request: ConsoleRequest, session: Session) =>
     }
     // By the id its events carry (the API's id: a hosted CRM's record id where there is one), however old.
     const events = yield* recordEvents(session.orgId, found.right.id)
+    const sender = yield* sentByKey(session, found.right.sentBy)
     return page(layout({
       title: `${kind === "message" ? "Message" : "AI call"} ${id}`,
       session,
       current: "/admin/activity",
       body: html`<section aria-labelledby="r-record"><h2 id="r-record">Record</h2>
+${
+        Option.isNone(sender) ? "" : html`<p>Sent by: <a href="/admin/keys/key?id=${encodeURIComponent(sender.value.id)}">${sender.value.name} (${sender.value.prefix}…)</a></p>`
+      }
 <pre>${JSON.stringify(found.right, null, 2)}</pre></section>
 <section aria-labelledby="r-events"><h2 id="r-events">Events</h2>
 <table><thead><tr><th scope="col">Event</th><th scope="col">At</th></tr></thead>

@@ -1,13 +1,13 @@
 /**
- * `parley keys create | list | revoke`: the organisation's API keys. The token
- * is printed once, at creation; only its hash is stored. Revocation is read on
+ * `parley keys create | list | revoke | roll | rename`: the organisation's API keys. The token
+ * is printed once, at creation (or roll); only its hash is stored. Revocation is read on
  * every request, so a running server refuses the key on its next request.
  */
 import { audited, AuditLogLive } from "../Audit.js"
 import { Args, Command, Options } from "@effect/cli"
 import { ALL_SCOPES, ApiKeyStore } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
-import { issueKey, type KeyField, type KeyRefused } from "../../admin/KeyIssuing.js"
+import { issueKey, type KeyField, type KeyRefused, renameKey, ROLL_OVERLAPS, rollKey } from "../../admin/KeyIssuing.js"
 import { csv, fail, fields, nowIso, orNone, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
@@ -38,7 +38,9 @@ const FLAGS: Readonly<Record<KeyField, string>> = {
   scopes: "--scopes",
   numbers: "--numbers",
   bots: "--bots",
-  expiresAt: "--expires-at"
+  expiresAt: "--expires-at",
+  key: "--key",
+  overlap: "--overlap"
 }
 
 const refusalLine = (orgId: string, refusal: KeyRefused): string =>
@@ -171,9 +173,62 @@ const revoke = Command.make(
     })
 ).pipe(Command.withDescription("Revoke an API key; it fails with 401 from the next request"))
 
+const keyOption = Options.text("key").pipe(Options.withDescription("API key id (key_…)"))
+
+const roll = Command.make(
+  "roll",
+  {
+    json,
+    org: orgOption,
+    key: keyOption,
+    overlap: Options.choice("overlap", ROLL_OVERLAPS.map((o) => o.name)).pipe(
+      Options.withDescription("How long the old secret keeps working: now, 1h, 24h or 7d"),
+      Options.withDefault("24h")
+    )
+  },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const { key, old, token } = yield* rollKey(input.org, input.key, input.overlap).pipe(
+        Effect.catchTag("KeyRefused", (refusal) => fail(refusalLine(input.org, refusal)))
+      )
+      yield* audited(key.orgId, "key.rolled", old.id, [["name", key.name], ["new", key.id], ["overlap", input.overlap]])
+      const rolled = { id: key.id, key: token, orgId: key.orgId, name: key.name, mode: key.mode, replaces: old.id, oldExpiresAt: old.expiresAt }
+      yield* print(input.json, rolled, () =>
+        [
+          `Rolled ${old.id} (${key.name}): the new key is ${key.id}`,
+          "",
+          `  ${token}`,
+          "",
+          "This is the only time the key is shown: store it on your server, never in frontend code.",
+          `The old key works until ${orNone(old.expiresAt, "never")}, then fails with 401.`
+        ].join("\n"))
+    })
+).pipe(Command.withDescription("Roll an API key: print a new secret once; the old one works for the overlap"))
+
+const rename = Command.make(
+  "rename",
+  {
+    json,
+    org: orgOption,
+    key: keyOption,
+    name: Options.text("name").pipe(Options.withDescription("The key's new name"))
+  },
+  (input) =>
+    Effect.gen(function*() {
+      yield* requireOrg(input.org)
+      const key = yield* renameKey(input.org, input.key, input.name).pipe(
+        Effect.catchTag("KeyRefused", (refusal) => fail(refusalLine(input.org, refusal)))
+      )
+      yield* audited(key.orgId, "key.changed", key.id, [["name", key.name], ["was", key.previousName]])
+      const now = yield* Clock.currentTimeMillis
+      yield* print(input.json, summary(key, now), () => `Renamed ${key.id} from "${key.previousName}" to "${key.name}".`)
+    })
+).pipe(Command.withDescription("Rename an API key"))
+
 export const keys = Command.make("keys").pipe(
   Command.withDescription("API keys"),
-  Command.withSubcommands([create, list, revoke]),
+  Command.withSubcommands([create, list, revoke, roll, rename]),
   // Each change is written to the organisation's audit log (../Audit.ts).
   Command.provide(AuditLogLive)
 )

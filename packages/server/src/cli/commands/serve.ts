@@ -31,7 +31,6 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // current one: after a rotation, the old key is needed only until this has run on one server.
     yield* SecretBox.resealSecrets
     yield* resealCrmSecrets
-    const summary = demo ? Option.some(yield* Demo.seedDemo()) : Option.none()
     // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
     // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
     const http = demo && Option.isNone(config.host)
@@ -50,8 +49,17 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     return yield* Effect.scoped(Effect.gen(function*() {
       // Built first: the keys are printed only by a server that listens (a port in use prints none).
       yield* Layer.build(server)
-      if (Option.isSome(summary)) {
-        yield* Console.log(describeDemo(summary.value, `http://localhost:${config.port}`))
+      if (demo) {
+        // Seeded once the server listens, so a start that fails (a port in use) neither revokes the running
+        // server's demo keys nor leaves new ones nobody saw. The previous start's keys are revoked: their
+        // secrets were printed once and are not kept, and every restart would otherwise add two full-scope keys.
+        const summary = yield* Demo.seedDemo(Demo.DEMO_ORG_ID, { replacePrevious: true })
+        yield* Console.log(describeDemo(summary, `http://localhost:${config.port}`))
+        if ((summary.revokedKeys ?? 0) > 0) {
+          yield* Console.log(
+            `\nThe previous demo keys (${summary.revokedKeys}) were revoked: only the two keys above work now.`
+          )
+        }
         yield* Console.log(
           `\nDocs: http://localhost:${config.port}/docs   OpenAPI: http://localhost:${config.port}/api/v1/openapi.json\n`
         )
