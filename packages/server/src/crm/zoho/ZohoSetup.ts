@@ -57,7 +57,13 @@ const optOutBoxes = (
   Effect.gen(function*() {
     let ready = false
     for (const module of OPT_OUT_MODULES) {
-      const fields = listOf(yield* session.call(orgId, "GET", `/settings/fields?module=${module}`), "fields")
+      // A module the connected user may not read: the boxes are an administrator's to make, the rest goes on.
+      const read = yield* Effect.either(session.call(orgId, "GET", `/settings/fields?module=${module}`))
+      if (read._tag === "Left") {
+        report.byHand.push(`In module ${module}, create the checkboxes ${OPT_OUT_FIELDS.map(describeField).join("; ")}.`)
+        continue
+      }
+      const fields = listOf(read.right, "fields")
       const missing: Array<FieldSpec> = []
       for (const box of OPT_OUT_FIELDS) {
         const found = fields.find((f) => text(f, "api_name") === box.api_name)
