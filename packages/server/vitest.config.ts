@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { configDefaults, defineConfig } from "vitest/config"
 import { announceAtEnd, isCi, planPostgres, unavailableNotice } from "./test/support/postgres.js"
 
@@ -6,6 +7,21 @@ import { announceAtEnd, isCi, planPostgres, unavailableNotice } from "./test/sup
 // where none can be had it is skipped with one loud line, except under CI.
 // PARLEY_TEST_SOAK=1 (`test:soak`) runs only the files with long soaks, at full size (test/support/soak.ts).
 const SOAK_FILES = ["test/crash-*.test.ts", "test/fuzz.test.ts", "test/replicas.test.ts"]
+
+/**
+ * Files run at a time: twice the cores, 4 to 6 (PARLEY_TEST_WORKERS sets it). A black-box file spends most
+ * of its wall time waiting — on its server, a simulated carrier's steps, a lease to lapse, a scheduled
+ * text's 30 seconds, a provider's Retry-After — with at most one of its processes on a core at a time, so
+ * two files on two cores left the machine idle most of the run: the SQLite pass takes about 200 s of CPU
+ * against 343 s of wall on 2 cores (docs/benchmarks.md). The cap bounds memory (a worker holds about
+ * 450 MB, each of its servers 230) and the Postgres pass's connections (the three-replica file alone
+ * peaks at about 30, against a default PostgreSQL's 100).
+ */
+const workers = (): number => {
+  const configured = Number(process.env["PARLEY_TEST_WORKERS"])
+  if (Number.isInteger(configured) && configured > 0) return configured
+  return Math.min(6, Math.max(4, 2 * availableParallelism()))
+}
 
 export default defineConfig(async () => {
   const postgresPass = process.env["PARLEY_TEST_STORE"] === "postgres"
@@ -30,10 +46,9 @@ export default defineConfig(async () => {
       // Black-box tests start real server processes; give them room on 2 cores.
       testTimeout: 60_000,
       hookTimeout: 60_000,
-      // Two files at a time: much of a black-box test is waiting (a scheduled text's 30 seconds, a
-      // lease lapsing, a provider's Retry-After), and each file has servers and databases of its own.
+      // Several files at a time (see workers above); each file has servers and databases of its own.
       fileParallelism: true,
-      maxWorkers: 2,
+      maxWorkers: workers(),
       minWorkers: 1,
       // Each worker loads the server's modules (for the in-process admin CLI, test/support/admin.ts)
       // once, not once per file; no test changes global state another file could see.
