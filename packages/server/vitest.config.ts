@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os"
 import { configDefaults, defineConfig } from "vitest/config"
 import { announceAtEnd, isCi, planPostgres, unavailableNotice } from "./test/support/postgres.js"
+import LongWaitsFirst from "./test/support/long-waits-first.js"
 
 // The server suite runs twice: on SQLite, then with PARLEY_TEST_STORE=postgres.
 // The Postgres pass needs a PostgreSQL (found or started by test/support/postgres-setup.ts);
@@ -15,7 +16,7 @@ const SOAK_FILES = ["test/crash-*.test.ts", "test/fuzz.test.ts", "test/replicas.
  * two files on two cores left the machine idle most of the run: the SQLite pass takes about 200 s of CPU
  * against 343 s of wall on 2 cores (docs/benchmarks.md). The cap bounds memory (a worker holds about
  * 450 MB, each of its servers 230) and the Postgres pass's connections (the three-replica file alone
- * peaks at about 30, against a default PostgreSQL's 100).
+ * peaks at about 30, one with a single server at about 5, against a default PostgreSQL's 100).
  */
 const workers = (): number => {
   const configured = Number(process.env["PARLEY_TEST_WORKERS"])
@@ -34,6 +35,8 @@ export default defineConfig(async () => {
       include: soak ? SOAK_FILES : ["test/**/*.test.ts"],
       // The ten slowest files of the pass, printed at the end (or by the root `pnpm test`).
       reporters: ["default", "./test/support/slowest-files.ts"],
+      // Files known to wait long start first on a fresh clone (test/support/long-waits-first.ts).
+      sequence: { sequencer: LongWaitsFirst },
       exclude: skipped ? ["**/*"] : configDefaults.exclude,
       passWithNoTests: skipped,
       globalSetup: [
