@@ -10,13 +10,13 @@ import LongWaitsFirst from "./test/support/long-waits-first.js"
 const SOAK_FILES = ["test/crash-*.test.ts", "test/fuzz.test.ts", "test/replicas.test.ts"]
 
 /**
- * Files run at a time: twice the cores, 4 to 6 (PARLEY_TEST_WORKERS sets it). A black-box file spends most
- * of its wall time waiting — on its server, a simulated carrier's steps, a lease to lapse, a scheduled
- * text's 30 seconds, a provider's Retry-After — with at most one of its processes on a core at a time, so
- * two files on two cores left the machine idle most of the run: the SQLite pass takes about 200 s of CPU
- * against 343 s of wall on 2 cores (docs/benchmarks.md). The cap bounds memory (a worker holds about
- * 450 MB, each of its servers 230) and the Postgres pass's connections (the three-replica file alone
- * peaks at about 30, one with a single server at about 5, against a default PostgreSQL's 100).
+ * Files run at a time: twice the cores, 4 to 6 (PARLEY_TEST_WORKERS sets it). A black-box file is a chain
+ * of waits — on its server, a simulated carrier's steps, a lease to lapse, a scheduled text's 30 seconds,
+ * a provider's Retry-After — with at most one of its processes on a core at a time, so with two files on
+ * two cores a core stood idle whenever both waited; the explicit waits alone add up to minutes a pass
+ * (docs/benchmarks.md). The cap bounds memory (a worker holds about 450 MB, each of its servers 230) and
+ * the Postgres pass's connections (a file with three replicas peaks at about 30, one with a single server
+ * at about 5, against a default PostgreSQL's 100).
  */
 const workers = (): number => {
   const configured = Number(process.env["PARLEY_TEST_WORKERS"])
