@@ -80,7 +80,7 @@ describe("admin console security", () => {
     const session = await signIn(server.baseUrl, "ada@a.example", PASSWORD_A)
     const row = async () => {
       const page = await (await consoleGet(server.baseUrl, session, "/admin/keys")).text()
-      return /<tr>\s*<td>Usage probe<\/td>(?:<td>.*?<\/td>\s*){6}<td>(.*?)<\/td>/s.exec(page)?.[1]
+      return /<tr>\s*<td><a [^>]*>Usage probe<\/a><\/td>(?:<td>.*?<\/td>\s*){6}<td>(.*?)<\/td>/s.exec(page)?.[1]
     }
     expect(await row()).toBe("never")
     const before = new Date().toISOString()
