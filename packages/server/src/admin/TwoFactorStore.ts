@@ -51,7 +51,8 @@ export interface TwoFactorStoreService {
   readonly pendingSecret: (adminId: string) => Effect.Effect<string, Failure>
   /**
    * Confirms the secret being set up (its code's step is the last used) and stores the recovery codes'
-   * hashes in place of any earlier ones. False when nothing was being set up.
+   * hashes in place of any earlier ones. False when nothing was being set up, or two-factor is on already
+   * (replacing an authenticator takes turning it off first, with a current code).
    */
   readonly activate: (adminId: string, step: number, recoveryHashes: ReadonlyArray<string>) => Effect.Effect<boolean, StorageError>
   /** The confirmed secret, when two-factor is on. */
@@ -163,7 +164,7 @@ const make = Effect.gen(function*() {
         const at = new Date(yield* Clock.currentTimeMillis).toISOString()
         const rows = yield* sql<{ id: string }>`UPDATE admins SET totp_secret = totp_pending_secret,
           totp_pending_secret = NULL, totp_enrolled_at = ${at}, totp_last_step = ${step}
-          WHERE id = ${adminId} AND totp_pending_secret IS NOT NULL RETURNING id`
+          WHERE id = ${adminId} AND totp_pending_secret IS NOT NULL AND totp_secret IS NULL RETURNING id`
         if (rows.length === 0) return false
         yield* insertCodes(adminId, hashes)
         return true

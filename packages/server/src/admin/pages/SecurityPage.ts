@@ -193,6 +193,10 @@ export const waiting = (answer: HttpServerResponse.HttpServerResponse, seconds: 
 export const confirmEnrolment = (guards: SignInGuards) => (request: ConsoleRequest, session: Session) =>
   Effect.gen(function*() {
     const store = yield* TwoFactorStore
+    // On already: a stolen session must not swap in its own authenticator without a current code.
+    // (Not a redirect: an answer below 400 would be audited as set up.)
+    const onAlready = view(session, { alert: "Two-factor sign-in is on already: turn it off first to use another app.", status: 409 })
+    if ((yield* store.status(session.adminId, session.orgId)).enrolledAt !== null) return yield* onAlready
     const secret = yield* store.pendingSecret(session.adminId)
     const checked = yield* checkCode(guards.codes, answerer(request, session), request.form.get("code") ?? "", {
       secret,
@@ -206,7 +210,7 @@ export const confirmEnrolment = (guards: SignInGuards) => (request: ConsoleReque
     }
     if (checked._tag === "Wrong" || checked.step === null) return yield* enrolView(session, secret, { code: WRONG_CODE }, 400, alert)
     const codes = newRecoveryCodes()
-    if (!(yield* store.activate(session.adminId, checked.step, codes.map(recoveryCodeHash)))) return redirect("/admin/security")
+    if (!(yield* store.activate(session.adminId, checked.step, codes.map(recoveryCodeHash)))) return yield* onAlready
     return codesPage(session, "Two-factor sign-in is on", codes)
   })
 
