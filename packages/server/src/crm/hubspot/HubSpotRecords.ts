@@ -20,6 +20,10 @@ import type { HubSpotSessionService } from "./HubSpotSession.js"
 
 /** The property `crm setup` creates on calls and communications: Parley's key of each object it created. */
 export const KEY_PROPERTY = "parley_key"
+/** Parley's status of a text, on communications (HubSpot's communications have no status of their own). */
+export const STATUS_PROPERTY = "parley_status"
+/** Why an action failed, on calls and communications; empty while it has not. */
+export const ERROR_PROPERTY = "parley_error"
 /** The contact property the consent work reads and sets: set, the contact receives no texts. */
 export const OPT_OUT_PROPERTY = "parley_sms_opt_out"
 /** HubSpot's batch endpoints take at most this many inputs. */
@@ -80,20 +84,45 @@ const resultsOf = (answer: CrmAnswer): ReadonlyArray<Readonly<Record<string, unk
 const propertiesOf = (object: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> =>
   isRecord(object["properties"]) ? object["properties"] : {}
 
-/** A missing `parley_key` property means `crm setup` has not run: SETUP_REQUIRED, not a refusal of the record. */
-const setupAware = (error: Crm.CrmError): Crm.CrmError =>
-  error.reason === "rejected" && error.field === KEY_PROPERTY
-    ? new Crm.CrmError({ operation: error.operation, cause: error.cause, reason: "setup_required", code: error.code ?? "PROPERTY_DOESNT_EXIST", field: KEY_PROPERTY })
+/**
+ * A refusal naming one of the properties `crm setup` creates (`parley_…`) means setup has not run since Parley
+ * needed it: SETUP_REQUIRED (retried by the outboxes), not a refusal of the record.
+ */
+export const setupAware = (error: Crm.CrmError): Crm.CrmError =>
+  error.reason === "rejected" && error.field !== undefined && error.field.startsWith("parley_")
+    ? new Crm.CrmError({ operation: error.operation, cause: error.cause, reason: "setup_required", code: error.code ?? "PROPERTY_DOESNT_EXIST", field: error.field })
     : error
 
+/** What a write-back carries of an action to its HubSpot object (HubSpotWriteBack reads it from the action). */
 export interface WriteBackChange {
   readonly kind: "message" | "ai_call"
   readonly crmId: string
   readonly status: string
   readonly body: string
+  readonly errorMessage?: string | null
   readonly recordingUrl: string | null
   readonly durationMs: number | null
 }
+
+/** The engagement type an action's object is. */
+export const engagementType = (kind: "message" | "ai_call"): "communications" | "calls" => (kind === "ai_call" ? "calls" : "communications")
+
+/**
+ * The properties a write-back sets. A call: HubSpot's own status, the transcript (`hs_call_body`), the
+ * recording's URL and the duration in milliseconds once known. A communication has no status of its own in
+ * HubSpot: Parley's (`parley_status`, created by `crm setup`) — its text never changes after creation. Both
+ * carry the reason of a failure in `parley_error` (empty once there is none).
+ */
+export const writeBackProperties = (change: WriteBackChange): Record<string, string> =>
+  change.kind === "ai_call"
+    ? {
+      hs_call_status: CALL_STATUS[change.status] ?? "QUEUED",
+      hs_call_body: change.body,
+      [ERROR_PROPERTY]: change.errorMessage ?? "",
+      ...(change.recordingUrl === null ? {} : { hs_call_recording_url: change.recordingUrl }),
+      ...(change.durationMs === null ? {} : { hs_call_duration: String(change.durationMs) })
+    }
+    : { [STATUS_PROPERTY]: change.status, [ERROR_PROPERTY]: change.errorMessage ?? "" }
 
 export const make = (session: HubSpotSessionService) => {
   const labels = new Map<string, ReadonlyMap<string, string>>()
@@ -290,23 +319,16 @@ export const make = (session: HubSpotSessionService) => {
       }))
     })
 
-  /** Writes changes back in `/batch/update` calls of at most BATCH_LIMIT objects each. */
+  /** Writes changes back in `/batch/update` calls of at most BATCH_LIMIT objects each (HubSpotWriteBack's calls, without its outbox). */
   const writeBack = (orgId: string, changes: ReadonlyArray<WriteBackChange>) =>
     Effect.gen(function*() {
       for (const type of ["communications", "calls"] as const) {
-        const inputs = changes.filter((c) => (c.kind === "ai_call") === (type === "calls")).map((c) => ({
-          id: c.crmId,
-          properties: type === "calls"
-            ? {
-              hs_call_status: CALL_STATUS[c.status] ?? "QUEUED",
-              hs_call_body: c.body,
-              ...(c.recordingUrl === null ? {} : { hs_call_recording_url: c.recordingUrl }),
-              ...(c.durationMs === null ? {} : { hs_call_duration: String(c.durationMs) })
-            }
-            : { hs_communication_body: c.body }
-        }))
+        const inputs = changes.filter((c) => engagementType(c.kind) === type).map((c) => ({ id: c.crmId, properties: writeBackProperties(c) }))
         for (let i = 0; i < inputs.length; i += BATCH_LIMIT) {
-          yield* session.call(orgId, "POST", `/crm/v3/objects/${type}/batch/update`, { inputs: inputs.slice(i, i + BATCH_LIMIT) })
+          yield* Effect.mapError(
+            session.call(orgId, "POST", `/crm/v3/objects/${type}/batch/update`, { inputs: inputs.slice(i, i + BATCH_LIMIT) }),
+            setupAware
+          )
         }
       }
     })
