@@ -263,6 +263,8 @@ export class HubSpotFake {
   /** Calls one app may make per rolling ten seconds (undefined: no budget). */
   tenSecondlyLimit: number | undefined = undefined
   latencyMs = 0
+  /** Called once an object create has been answered (201 sent): the kill -9 tests kill Parley here. */
+  onCreateAnswered: ((type: HubSpotObjectType, id: string) => void) | undefined = undefined
   /** Refresh grants answered (successful or not), and authorization codes exchanged. */
   refreshes = 0
   codeExchanges = 0
@@ -683,7 +685,9 @@ export class HubSpotFake {
         this.faults.shift()
         return void response.socket?.destroy()
       }
-      return ok(201, this.wire(created, Object.keys(input.properties)))
+      ok(201, this.wire(created, Object.keys(input.properties)))
+      this.onCreateAnswered?.(type, created.id)
+      return
     }
 
     if (method === "POST" && second === "batch" && third === "update") {
@@ -691,6 +695,13 @@ export class HubSpotFake {
       const input = parsed as Partial<BatchInputSimplePublicObjectBatchInput> | undefined
       if (!Array.isArray(input?.inputs)) return invalid("inputs is required")
       if (input.inputs.length > 100) return invalid(`Batch input too large: ${input.inputs.length} inputs, at most 100 are allowed`)
+      // The OpenAPI file's SimplePublicObjectBatchInput: `id` and `properties` are required.
+      if (input.inputs.some((one) => typeof one?.id !== "string" || typeof one.properties !== "object" || one.properties === null)) {
+        return invalid("Each input needs an id (string) and properties (object)")
+      }
+      const ids = input.inputs.map((one) => one.id)
+      const duplicates = [...new Set(ids.filter((id, i) => ids.indexOf(id) !== i))]
+      if (duplicates.length > 0) return invalid(`Duplicate IDs found in batch input: [${duplicates.join(", ")}]. IDs must be unique`)
       for (const one of input.inputs) {
         const problems = this.validate(type, one.properties, false)
         if (problems.length > 0) return invalid(validationMessage(problems), { errors: problems.map(problemDetail) })
