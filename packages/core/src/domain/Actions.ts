@@ -19,9 +19,10 @@ import {
   InvalidRequest,
   NotFound,
   OutsideSendingHours,
-  type RecipientOptedOut,
+  RecipientOptedOut,
   type ResourceDenied
 } from "../contract/Errors.js"
+import type { OptOutChannel } from "../contract/OptOuts.js"
 import type { CreateAiCallRequest, CreateMessageRequest, RecordLink } from "../contract/Requests.js"
 import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Resources.js"
 import { Crm, type CrmError, type CrmRecord } from "../ports/Crm.js"
@@ -163,6 +164,14 @@ export const layer: Layer.Layer<
         return found.value
       })
 
+    /** A linked record its CRM marks opted out of the channel stops the send, as the opt-out list does. */
+    const notOptedOutRecord = (record: CrmRecord | null, channel: OptOutChannel) =>
+      record !== null && record.optedOutOf?.includes(channel) === true
+        ? Effect.fail(new RecipientOptedOut({
+          message: `record: ${record.module} record ${record.id} is marked opted out of ${channel === "Call" ? "AI calls" : `${channel} texts`} in the CRM; nothing was queued.`
+        }))
+        : Effect.void
+
     const baseAction = (caller: CallerInfo, record: CrmRecord | null, now: string) => ({
       orgId: caller.orgId,
       direction: "Outbound" as const,
@@ -294,6 +303,7 @@ export const layer: Layer.Layer<
             } else {
               record = yield* linkedRecord(caller, request.record)
             }
+            yield* notOptedOutRecord(record, request.channel === "WhatsApp" ? "WhatsApp" : "SMS")
             if (request.channel === "WhatsApp" && request.whatsAppContentSid === undefined) {
               const last = yield* store.lastInboundWhatsApp(caller.orgId, number.phoneNumber, request.to)
               if (!isSessionOpen(Option.getOrNull(last), yield* Clock.currentTimeMillis)) {
@@ -370,6 +380,7 @@ export const layer: Layer.Layer<
             yield* consent.check(caller.orgId, request.to, "Call")
             const bot = yield* directory.resolveBot(caller, request.botId)
             const record = yield* linkedRecord(caller, request.record)
+            yield* notOptedOutRecord(record, "Call")
             const callsLeft = yield* allowanceLeft(caller, "call")
             if (callsLeft !== null && callsLeft <= 0) {
               return yield* new AllowanceExhausted({

@@ -10,6 +10,7 @@
  * answers.
  */
 import { Context, Data, Effect, Layer, Option, Ref } from "effect"
+import type { OptOutChannel } from "../contract/OptOuts.js"
 import type { CrmModule } from "../contract/Primitives.js"
 import type { StorageError } from "./StorageError.js"
 
@@ -120,6 +121,12 @@ export interface CrmRecord {
    * merges as an empty string. Otherwise (the embedded CRM) an empty field is refused like an unknown one.
    */
   readonly emptyMergesAsBlank?: boolean
+  /**
+   * The channels the CRM record itself says its person opted out of (a CRM's own opt-out field, ticked there by
+   * an administrator or by Parley): a send that links the record on one of them is refused as an opted-out
+   * number's is. Absent: the CRM keeps no such field.
+   */
+  readonly optedOutOf?: ReadonlyArray<OptOutChannel>
 }
 
 /**

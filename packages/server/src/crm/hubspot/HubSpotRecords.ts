@@ -26,6 +26,8 @@ export const STATUS_PROPERTY = "parley_status"
 export const ERROR_PROPERTY = "parley_error"
 /** The contact property the consent work reads and sets: set, the contact receives no texts. */
 export const OPT_OUT_PROPERTY = "parley_sms_opt_out"
+/** What `parley_sms_opt_out` covers: texts, SMS and WhatsApp (not AI calls: it is a texting opt-out). */
+export const TEXT_CHANNELS: ReadonlyArray<"SMS" | "WhatsApp"> = ["SMS", "WhatsApp"]
 /** HubSpot's batch endpoints take at most this many inputs. */
 export const BATCH_LIMIT = 100
 
@@ -187,7 +189,9 @@ export const make = (session: HubSpotSessionService) => {
       ownerId: text(props, "hubspot_owner_id") ?? null,
       fields,
       // HubSpot leaves an empty property out of nothing: a known but empty field merges as blank.
-      emptyMergesAsBlank: true
+      emptyMergesAsBlank: true,
+      // A contact whose `parley_sms_opt_out` is ticked (by Parley's opt-out sync or in HubSpot) gets no texts.
+      ...(type === "contacts" ? { optedOutOf: text(props, OPT_OUT_PROPERTY) === "true" ? TEXT_CHANNELS : [] } : {})
     }
   }
 
@@ -201,7 +205,14 @@ export const make = (session: HubSpotSessionService) => {
         const name = byLabel.get(label)
         return name === undefined ? [] : [[label, name] as const]
       })
-      const names = [...new Set([...NAME_PROPERTIES[type], "phone", "mobilephone", "hubspot_owner_id", ...wanted.map(([, n]) => n)])]
+      const names = [...new Set([
+        ...NAME_PROPERTIES[type],
+        "phone",
+        "mobilephone",
+        "hubspot_owner_id",
+        ...(type === "contacts" ? [OPT_OUT_PROPERTY] : []),
+        ...wanted.map(([, n]) => n)
+      ])]
       const answer = yield* session.call(orgId, "GET", `/crm/v3/objects/${type}/${id}?properties=${names.map(encodeURIComponent).join(",")}`)
       if (answer.status === 404 || !isRecord(answer.json)) return Option.none<Crm.CrmRecord>()
       const props = propertiesOf(answer.json)
