@@ -1,8 +1,8 @@
 /**
  * HubSpot as the registry knows it (crm/Crm.ts): its wording, its configuration and connections table, and
  * the running CRM over them — records and creations (HubSpotRecords), connecting (HubSpotConnect, the
- * callback route), `crm setup` (HubSpotSetup) and the outboxes `serve` drains (HubSpotWriteBack, the shared
- * crm/InboundRecords over `hubspot_inbound`). Every call goes through one session per process
+ * callback route), `crm setup` (HubSpotSetup) and the outboxes `serve` drains (HubSpotWriteBack, HubSpotOptOutSync,
+ * the shared crm/InboundRecords over `hubspot_inbound`). Every call goes through one session per process
  * (HubSpotSession: single-flight token refresh across replicas). Templates for HubSpot organisations live in
  * Parley (HubSpot has no SMS template object on every tier): they are the built-in CRM's, merged with fields
  * read from HubSpot.
@@ -19,6 +19,7 @@ import * as HubSpotConnections from "./HubSpotConnections.js"
 import * as HubSpotRecords from "./HubSpotRecords.js"
 import * as HubSpotSession from "./HubSpotSession.js"
 import * as HubSpotSetup from "./HubSpotSetup.js"
+import * as HubSpotOptOutSync from "./HubSpotOptOutSync.js"
 import * as HubSpotWriteBack from "./HubSpotWriteBack.js"
 import * as InboundRecords from "../InboundRecords.js"
 
@@ -87,9 +88,10 @@ export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnect
         setup: (orgId) => HubSpotSetup.setup(session, orgId),
         toggle: () => ({ enabled: () => Effect.succeed(false), set: () => Effect.void }),
         routes: Effect.provide(callbackRoutes, context),
-        // The outboxes `serve` drains (migration 0041): write-back, inbound texts' communications.
+        // The outboxes `serve` drains (migration 0041): write-back, inbound texts' communications, opt-outs.
         workers: Layer.mergeAll(
           HubSpotWriteBack.layer(session),
+          HubSpotOptOutSync.layer(session),
           InboundRecords.layer("hubspot_inbound", HubSpotConnections.refusing(connections), { concurrency: 4 })
         ).pipe(Layer.provide(Layer.succeedContext(context)))
       }
