@@ -7,7 +7,10 @@
  * - a write-back is never dropped for an outage, however long; a reconnect sends it at once; one HubSpot
  *   refuses for good (its object deleted) is given up and shown in `crm status`;
  * - an inbound text that arrives while HubSpot is down is answered 200 and stored; its communication, associated
- *   with the contact whose phone matches, follows from the outbox, and the text's first id still finds it.
+ *   with the contact whose phone matches, follows from the outbox, and the text's first id still finds it;
+ * - opt-outs: a contact whose `parley_sms_opt_out` is ticked in HubSpot blocks a send that links it (403
+ *   RECIPIENT_OPTED_OUT, nothing created); an opt-out recorded in Parley ticks it on every contact with the
+ *   phone, and lifting it clears it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { HubSpotFake } from "./support/fakes/HubSpotFake.js"
@@ -213,5 +216,41 @@ describe("HubSpot write-back and inbound texts through the shared outbox", () =>
     })
     expect(retry.status).toBe(200)
     expect(hubspot.all("communications").filter((c) => c.properties["hs_communication_body"] === "Reply while HubSpot is down")).toHaveLength(1)
+  }, HEAVY)
+
+  it("opt-outs: a contact ticked in HubSpot blocks a linked send; an opt-out recorded or lifted in Parley ticks or clears it on the contacts with that phone", async () => {
+    const optedOutPhone = "+14155550177"
+    const ticked = hubspot.addObject("contacts", { firstname: "Ticked", lastname: "InHubSpot", phone: optedOutPhone, parley_sms_opt_out: "true" })
+    const before = hubspot.all("communications").length
+    const refused = await server.fetch("/api/v1/messages", {
+      key: demo.keys.live,
+      method: "POST",
+      headers: { "idempotency-key": idem() },
+      body: JSON.stringify({ to: optedOutPhone, fromNumberSid: PN1, body: "should not go", record: { module: "Contacts", id: ticked } })
+    })
+    const text = await refused.text()
+    expect(refused.status, text).toBe(403)
+    expect((JSON.parse(text) as { error: { code: string; message: string } }).error).toMatchObject({ code: "RECIPIENT_OPTED_OUT" })
+    expect(hubspot.all("communications").length).toBe(before)
+    const queued = await server.db.query<{ n: number | string }>("SELECT COUNT(*) AS n FROM actions WHERE body = ?", ["should not go"])
+    expect(Number(queued[0]?.n)).toBe(0)
+
+    // Parley → HubSpot: two contacts share a number (one by mobile phone); both are ticked, then cleared.
+    const phone = "+14155550188"
+    const home = hubspot.addObject("contacts", { firstname: "Home", phone })
+    const mobile = hubspot.addObject("contacts", { firstname: "Mobile", mobilephone: phone })
+    const put = await server.fetch(`/api/v1/opt-outs/${encodeURIComponent(phone)}`, {
+      key: demo.keys.live,
+      method: "PUT",
+      body: JSON.stringify({ channels: ["SMS"], reason: "asked by phone" })
+    })
+    expect(put.status, await put.text()).toBe(200)
+    const box = (id: string) => hubspot.object("contacts", id)?.properties["parley_sms_opt_out"]
+    await until(async () => (box(home) === "true" && box(mobile) === "true" ? true : undefined), { timeoutMs: 30_000, what: "the boxes ticked" })
+    const removed = await server.fetch(`/api/v1/opt-outs/${encodeURIComponent(phone)}`, { key: demo.keys.live, method: "DELETE" })
+    expect(removed.status, await removed.text()).toBe(204)
+    await until(async () => (box(home) === "false" && box(mobile) === "false" ? true : undefined), { timeoutMs: 30_000, what: "the boxes cleared" })
+    // A linked send to the cleared contact goes again.
+    expect((await send("/api/v1/messages", { body: "welcome back", record: { module: "Contacts", id: home } })).length).toBeGreaterThan(0)
   }, HEAVY)
 })
