@@ -8,6 +8,8 @@
  *   refuses for good (its object deleted) is given up and shown in `crm status`;
  * - an inbound text that arrives while HubSpot is down is answered 200 and stored; its communication, associated
  *   with the contact whose phone matches, follows from the outbox, and the text's first id still finds it;
+ * - associations: the linked contact, deal or lead (a lead's association type read from HubSpot's associations
+ *   API) and the contact whose phone matches;
  * - opt-outs: a contact whose `parley_sms_opt_out` is ticked in HubSpot blocks a send that links it (403
  *   RECIPIENT_OPTED_OUT, nothing created); an opt-out recorded in Parley ticks it on every contact with the
  *   phone, and lifting it clears it.
@@ -252,5 +254,20 @@ describe("HubSpot write-back and inbound texts through the shared outbox", () =>
     await until(async () => (box(home) === "false" && box(mobile) === "false" ? true : undefined), { timeoutMs: 30_000, what: "the boxes cleared" })
     // A linked send to the cleared contact goes again.
     expect((await send("/api/v1/messages", { body: "welcome back", record: { module: "Contacts", id: home } })).length).toBeGreaterThan(0)
+  }, HEAVY)
+
+  it("associations: a text linked to a lead is on the lead (its association type read from HubSpot) and on the contact with the phone", async () => {
+    const leadId = hubspot.addObject("leads", { hs_lead_name: "Grace's lead" })
+    const id = await send("/api/v1/messages", { body: "about your lead", record: { module: "Leads", id: leadId } })
+    expect(hubspot.object("communications", id)?.associations).toEqual([
+      { to: "leads", id: leadId, typeId: 9_001 },
+      { to: "contacts", id: contactId, typeId: 81 }
+    ])
+    const dealId = hubspot.addObject("deals", { dealname: "Compilers" })
+    const callId = await send("/api/v1/ai-calls", { botId: "bot_sales", mode: "deliver_specific_message", purposeMessage: "About the deal", record: { module: "Deals", id: dealId } })
+    expect(hubspot.object("calls", callId)?.associations).toEqual([
+      { to: "deals", id: dealId, typeId: 206 },
+      { to: "contacts", id: contactId, typeId: 194 }
+    ])
   }, HEAVY)
 })

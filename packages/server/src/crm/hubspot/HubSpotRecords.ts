@@ -48,8 +48,8 @@ const NAME_PROPERTIES: Readonly<Record<ObjectType, ReadonlyArray<string>>> = {
 }
 
 /**
- * HUBSPOT_DEFINED association types from an engagement to a record (HubSpot's association type ids). Leads
- * are reached through their contact: the lead's own engagement association is left to HubSpot's workspace.
+ * HUBSPOT_DEFINED association types from an engagement to a record (HubSpot's published association type ids).
+ * Leads have no published id: theirs is read from the associations API (`definedAssociation`).
  */
 const ASSOCIATION: Readonly<Record<"communications" | "calls", Partial<Record<ObjectType, number>>>> = {
   communications: { contacts: 81, deals: 85 },
@@ -280,6 +280,28 @@ export const make = (session: HubSpotSessionService) => {
     }
   }
 
+  /**
+   * HubSpot's own association type from an engagement to an object without a published id (leads), read from
+   * the associations API once per organisation. A failed read leaves that one association out rather than the
+   * activity unmade (the linked contact and the phone's contact are still associated).
+   */
+  const associationTypes = new Map<string, number | undefined>()
+  const definedAssociation = (orgId: string, from: "communications" | "calls", to: ObjectType) =>
+    Effect.suspend(() => {
+      const key = `${orgId}\u0000${from}\u0000${to}`
+      if (associationTypes.has(key)) return Effect.succeed(associationTypes.get(key))
+      return session.call(orgId, "GET", `/crm/v4/associations/${from}/${to}/labels`).pipe(
+        Effect.map((answer) => {
+          const found = resultsOf(answer).find((r) => text(r, "category") === "HUBSPOT_DEFINED")
+          const typeId = found === undefined ? undefined : Number(text(found, "typeId"))
+          const known = typeId !== undefined && Number.isInteger(typeId) ? typeId : undefined
+          associationTypes.set(key, known)
+          return known
+        }),
+        Effect.orElseSucceed(() => undefined)
+      )
+    })
+
   const findByKey = (orgId: string, type: "communications" | "calls", key: string) =>
     Effect.map(
       Effect.mapError(
@@ -309,10 +331,11 @@ export const make = (session: HubSpotSessionService) => {
           const objectType = OBJECT_OF[record.module]
           if (objectType !== undefined) targets.set(`${objectType}:${record.id}`, { type: objectType, id: record.id })
         }
-        const associations = [...targets.values()].flatMap((target) => {
-          const typeId = ASSOCIATION[type][target.type]
-          return typeId === undefined ? [] : [{ to: { id: target.id }, types: [{ associationCategory: "HUBSPOT_DEFINED", associationTypeId: typeId }] }]
-        })
+        const associations: Array<{ readonly to: { readonly id: string }; readonly types: ReadonlyArray<{ readonly associationCategory: string; readonly associationTypeId: number }> }> = []
+        for (const target of targets.values()) {
+          const typeId = ASSOCIATION[type][target.type] ?? (yield* definedAssociation(draft.orgId, type, target.type))
+          if (typeId !== undefined) associations.push({ to: { id: target.id }, types: [{ associationCategory: "HUBSPOT_DEFINED", associationTypeId: typeId }] })
+        }
         // Owned by the linked record's owner, else the matching contact's (HubSpot fills the connected user otherwise).
         const owner = [...Option.toArray(linked), ...Option.toArray(contact)].find((r) => r.ownerId !== null)?.ownerId ?? null
         const answer = yield* Effect.mapError(
