@@ -110,9 +110,9 @@ describe("HubSpot client against the fake", () => {
     expect(Either.isLeft(early) && early.left).toMatchObject({ reason: "setup_required", field: "parley_key" })
     expect(fake.all("communications")).toEqual([])
     const first = await attempt(HubSpotSetup.setup(session, ORG))
-    expect(Either.getOrThrow(first).created).toEqual(["calls.parley_key", "communications.parley_key", "contacts.parley_sms_opt_out"])
+    expect(Either.getOrThrow(first).created).toEqual(["calls.parley_key", "communications.parley_key", "communications.parley_status", "calls.parley_error", "communications.parley_error", "contacts.parley_sms_opt_out"])
     const second = await attempt(HubSpotSetup.setup(session, ORG))
-    expect(Either.getOrThrow(second)).toMatchObject({ created: [], existing: ["calls.parley_key", "communications.parley_key", "contacts.parley_sms_opt_out"] })
+    expect(Either.getOrThrow(second)).toMatchObject({ created: [], existing: ["calls.parley_key", "communications.parley_key", "communications.parley_status", "calls.parley_error", "communications.parley_error", "contacts.parley_sms_opt_out"] })
   })
 
   it("reads records with fields by label, the owner by name; Vendors is refused naming the module", async () => {
