@@ -69,7 +69,7 @@ describe("HubSpot client against the fake", () => {
     runtime = ManagedRuntime.make(layer)
     await run(Effect.flatMap(Organisations.Organisations, (o) => o.insert(openOrganisation(ORG, "HubSpot org"))))
     session = await run(Effect.flatMap(Crm.Crm, (builtIn) => HubSpotSession.make(builtIn)))
-    records = HubSpotRecords.make(session)
+    records = HubSpotRecords.make(session, () => Effect.succeed(false))
     contactId = fake.addObject("contacts", { firstname: "Grace", lastname: "Hopper", phone: "+14155550123", hubspot_owner_id: "71001001" })
     dealId = fake.addObject("deals", { dealname: "Compilers", amount: "1200" })
   }, 60_000)
@@ -110,9 +110,9 @@ describe("HubSpot client against the fake", () => {
     expect(Either.isLeft(early) && early.left).toMatchObject({ reason: "setup_required", field: "parley_key" })
     expect(fake.all("communications")).toEqual([])
     const first = await attempt(HubSpotSetup.setup(session, ORG))
-    expect(Either.getOrThrow(first).created).toEqual(["calls.parley_key", "communications.parley_key", "contacts.parley_sms_opt_out"])
+    expect(Either.getOrThrow(first).created).toEqual(["calls.parley_key", "communications.parley_key", "communications.parley_status", "calls.parley_error", "communications.parley_error", "contacts.parley_sms_opt_out"])
     const second = await attempt(HubSpotSetup.setup(session, ORG))
-    expect(Either.getOrThrow(second)).toMatchObject({ created: [], existing: ["calls.parley_key", "communications.parley_key", "contacts.parley_sms_opt_out"] })
+    expect(Either.getOrThrow(second)).toMatchObject({ created: [], existing: ["calls.parley_key", "communications.parley_key", "communications.parley_status", "calls.parley_error", "communications.parley_error", "contacts.parley_sms_opt_out"] })
   })
 
   it("reads records with fields by label, the owner by name; Vendors is refused naming the module", async () => {

@@ -74,14 +74,15 @@ export interface RefusingCrm {
 /** Records a record Parley gave up on (see the module's comment). */
 export const recordRefusal = (
   crm: RefusingCrm,
-  outbox: "writeback" | "inbound",
+  outbox: "writeback" | "inbound" | "optout",
   orgId: string,
+  /** The action's id; for the opt-out outbox, the number whose opt-out the CRM refused. */
   actionId: string,
   refusal: { readonly code: string; readonly field?: string | undefined },
   now: number
 ) =>
   Effect.gen(function*() {
-    const what = outbox === "writeback" ? "a write-back of action" : "the record of inbound text"
+    const what = outbox === "writeback" ? "a write-back of action" : outbox === "inbound" ? "the record of inbound text" : "the opt-out of"
     const field = refusal.field === undefined ? "" : ` on field ${refusal.field}`
     yield* Effect.ignore(crm.recordError(
       orgId,
@@ -90,9 +91,11 @@ export const recordRefusal = (
     ))
     const metrics = yield* Effect.serviceOption(Metrics)
     if (Option.isSome(metrics)) metrics.value.crmRefused(crm.name, outbox, refusal.code)
-    // Where an integration hears of it: the action's own record as the event's data.
-    const action = yield* ActionStore.ActionStore.pipe(Effect.flatMap((store) => store.findAction(orgId, actionId)))
-    if (Option.isSome(action)) yield* Effect.ignore(Events.emit("crm.record_refused", action.value))
+    // Where an integration hears of it: the action's own record as the event's data (an opt-out has none).
+    if (outbox !== "optout") {
+      const action = yield* ActionStore.ActionStore.pipe(Effect.flatMap((store) => store.findAction(orgId, actionId)))
+      if (Option.isSome(action)) yield* Effect.ignore(Events.emit("crm.record_refused", action.value))
+    }
     yield* Effect.annotateLogs(Effect.logWarning(`${crm.name} refused a record for good`), {
       outbox,
       orgId,

@@ -127,13 +127,13 @@ export const makeMetrics = () => {
   // One counter per CRM of the registry, named after it (parley_<name>_refused_total).
   const crmRefused = new Map(CRMS.map((crm) => [crm.name, new Prom.Counter({
     name: `parley_${crm.name}_refused_total`,
-    help: `${crm.vendor} records Parley gave up on because ${crm.vendor} refused them for good (a write-back or an inbound text's record), by outbox and ${crm.vendor}'s code.`,
+    help: `${crm.vendor} records Parley gave up on because ${crm.vendor} refused them for good (a write-back, an inbound text's record or an opt-out), by outbox and ${crm.vendor}'s code.`,
     labelNames: ["outbox", "code"] as const,
     registers
   })]))
   return {
     registry,
-    crmRefused: (crm: string, outbox: "writeback" | "inbound", code: string) => crmRefused.get(crm)?.inc({ outbox, code }),
+    crmRefused: (crm: string, outbox: "writeback" | "inbound" | "optout", code: string) => crmRefused.get(crm)?.inc({ outbox, code }),
     request: (route: string, method: string, status: number, seconds: number) => {
       httpRequests.inc({ route, method, status })
       httpDuration.observe({ route, method, status: statusClass(status) }, seconds)

@@ -303,18 +303,23 @@ export const layer = Layer.effect(
       // The creating request's span is kept with the action while traces are exported (TraceLinks).
       insertAction: (a) => Effect.tap(insert(a), (stored) => links.recordAction(stored.id)),
       findAction: (orgId, id) => storage("crm.findAction")(Effect.map(action({ orgId, id }), Option.map(toAction))),
-      findByPublicId: (orgId, id) =>
-        storage("crm.findByPublicId")(
+      findByPublicId: (orgId, id) => {
+        const byCrmId = Effect.map(
+          Effect.flatMap(direct.values(actionByCrmId, [orgId, id]), readActions),
+          (rows) => Option.map(Option.fromNullable(rows[0]), toAction)
+        )
+        return storage("crm.findByPublicId")(
           ActionStore.isCrmRecordId(id)
-            ? Effect.map(
-              Effect.flatMap(direct.values(actionByCrmId, [orgId, id]), readActions),
-              (rows) => Option.map(Option.fromNullable(rows[0]), toAction)
-            )
+            ? byCrmId
             // A short id is Parley's own, which the API shows only for actions without a CRM record — and which an
-            // inbound text stored before its CRM record (a CRM's inbound-records outbox) was announced by.
-            : Effect.map(action({ orgId, id }), (found) =>
-              Option.filter(Option.map(found, toAction), (a) => a.crmId === null || a.direction === "Inbound"))
-        ),
+            // inbound text stored before its CRM record (a CRM's inbound-records outbox) was announced by. Failing
+            // that, it is a hosted CRM's shorter record id (some CRMs' ids have 11 or 12 digits, far past Parley's counter).
+            : Effect.flatMap(action({ orgId, id }), (found) => {
+              const own = Option.filter(Option.map(found, toAction), (a) => a.crmId === null || a.direction === "Inbound")
+              return Option.isSome(own) ? Effect.succeed(own) : byCrmId
+            })
+        )
+      },
       // The server dispatches with its own batched, leased claim (dispatch/Dispatcher.ts); this answers the port
       // for hosts that embed the core's Dispatch over this store.
       dueActions: (now, limit) =>

@@ -9,6 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { autoIncrementKey } from "./Dialect.js"
 import { zohoOptOutSync } from "./ZohoOptOutSyncMigration.js"
+import { hubspotOutboxes } from "./HubSpotOutboxMigration.js"
 import { zohoCallSlots, zohoOutbox } from "./ZohoOutboxMigration.js"
 
 const autoId = Effect.map(SqlClient.SqlClient, autoIncrementKey)
@@ -885,6 +886,7 @@ export const migrations = {
   "0037_recipient_hours": recipientHours,
   "0038_recheck_queue": recheckQueue,
   "0040_hubspot": hubspot,
+  "0041_hubspot_outboxes": hubspotOutboxes,
   "0042_admin_roles": adminRoles,
   "0043_audit_log": auditLog,
   "0044_console_pages": consolePages,

@@ -10,6 +10,7 @@ import type { StorageError } from "@parley/core/domain"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { DbInt, NullableString, storage } from "../../store/rows.js"
 import * as SecretBox from "../../store/SecretBox.js"
+import type { RefusingCrm } from "../Outbox.js"
 
 /** How long an install link works. */
 export const STATE_TTL_MS = 10 * 60 * 1000
@@ -175,3 +176,10 @@ export const layer: Layer.Layer<HubSpotConnections, never, SqlClient.SqlClient |
     })
   })
 )
+
+/** HubSpot as the shared outboxes' refusals name it (crm/Outbox.recordRefusal): the connection's last error. */
+export const refusing = (connections: HubSpotConnectionsService): RefusingCrm => ({
+  name: "hubspot",
+  vendor: "HubSpot",
+  recordError: (orgId, message, at) => connections.recordError(orgId, message, at, "RECORD_REFUSED")
+})

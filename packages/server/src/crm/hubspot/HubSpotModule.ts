@@ -1,12 +1,14 @@
 /**
  * HubSpot as the registry knows it (crm/Crm.ts): its wording, its configuration and connections table, and
  * the running CRM over them — records and creations (HubSpotRecords), connecting (HubSpotConnect, the
- * callback route) and `crm setup` (HubSpotSetup). Every call goes through one session per process
+ * callback route), `crm setup` (HubSpotSetup) and the outboxes `serve` drains (HubSpotWriteBack, HubSpotOptOutSync,
+ * the shared crm/InboundRecords over `hubspot_inbound`). Every call goes through one session per process
  * (HubSpotSession: single-flight token refresh across replicas). Templates for HubSpot organisations live in
  * Parley (HubSpot has no SMS template object on every tier): they are the built-in CRM's, merged with fields
  * read from HubSpot.
  */
 import { SqlClient } from "@effect/sql"
+import { Crm } from "@parley/core/domain"
 import { Effect, Layer, Option } from "effect"
 import * as SecretBox from "../../store/SecretBox.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
@@ -18,6 +20,9 @@ import * as HubSpotConnections from "./HubSpotConnections.js"
 import * as HubSpotRecords from "./HubSpotRecords.js"
 import * as HubSpotSession from "./HubSpotSession.js"
 import * as HubSpotSetup from "./HubSpotSetup.js"
+import * as HubSpotOptOutSync from "./HubSpotOptOutSync.js"
+import * as HubSpotWriteBack from "./HubSpotWriteBack.js"
+import * as InboundRecords from "../InboundRecords.js"
 
 /** HubSpot connections' tokens, resealed under the current key; a stale access token is simply refreshed. */
 const resealSecrets = Effect.gen(function*() {
@@ -50,7 +55,22 @@ export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnect
       const settings = yield* SettingsCache
       const context = yield* Effect.context<HubSpotConfig.HubSpotConfig | HubSpotConnections.HubSpotConnections | CrmHost>()
       const session = yield* HubSpotSession.make(builtIn)
-      const records = HubSpotRecords.make(session)
+      const sql = yield* SqlClient.SqlClient
+      const syncPending: HubSpotRecords.SyncPending = (orgId, shown) => {
+        const numbers = shown.flatMap((value) => {
+          if (value === undefined || value.trim() === "") return []
+          const digits = value.replace(/\D/g, "")
+          return digits === "" ? [value.trim()] : [value.trim(), `+${digits}`]
+        })
+        return numbers.length === 0 ? Effect.succeed(false) : Effect.mapError(
+          Effect.map(
+            sql`SELECT 1 AS pending FROM hubspot_opt_outs WHERE org_id = ${orgId} AND ${sql.in("phone", numbers)} LIMIT 1`,
+            (rows) => rows.length > 0
+          ),
+          (cause) => new Crm.CrmError({ operation: "hubspot.optOutSyncPending", cause, reason: "unavailable" })
+        )
+      }
+      const records = HubSpotRecords.make(session, syncPending)
       const status = (orgId: string) =>
         Effect.map(connections.get(orgId), Option.map((c): CrmStatus => ({
           user: { name: c.email === "" ? c.userId : c.email, email: c.email, userId: c.userId },
@@ -84,7 +104,12 @@ export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnect
         setup: (orgId) => HubSpotSetup.setup(session, orgId),
         toggle: () => ({ enabled: () => Effect.succeed(false), set: () => Effect.void }),
         routes: Effect.provide(callbackRoutes, context),
-        workers: Layer.empty
+        // The outboxes `serve` drains (migration 0041): write-back, inbound texts' communications, opt-outs.
+        workers: Layer.mergeAll(
+          HubSpotWriteBack.layer(session),
+          HubSpotOptOutSync.layer(session),
+          InboundRecords.layer("hubspot_inbound", HubSpotConnections.refusing(connections), { concurrency: 4 })
+        ).pipe(Layer.provide(Layer.succeedContext(context)))
       }
       return parts
     }),

@@ -20,8 +20,14 @@ import type { HubSpotSessionService } from "./HubSpotSession.js"
 
 /** The property `crm setup` creates on calls and communications: Parley's key of each object it created. */
 export const KEY_PROPERTY = "parley_key"
+/** Parley's status of a text, on communications (HubSpot's communications have no status of their own). */
+export const STATUS_PROPERTY = "parley_status"
+/** Why an action failed, on calls and communications; empty while it has not. */
+export const ERROR_PROPERTY = "parley_error"
 /** The contact property the consent work reads and sets: set, the contact receives no texts. */
 export const OPT_OUT_PROPERTY = "parley_sms_opt_out"
+/** What `parley_sms_opt_out` covers: texts, SMS and WhatsApp (not AI calls: it is a texting opt-out). */
+export const TEXT_CHANNELS: ReadonlyArray<"SMS" | "WhatsApp"> = ["SMS", "WhatsApp"]
 /** HubSpot's batch endpoints take at most this many inputs. */
 export const BATCH_LIMIT = 100
 
@@ -42,8 +48,8 @@ const NAME_PROPERTIES: Readonly<Record<ObjectType, ReadonlyArray<string>>> = {
 }
 
 /**
- * HUBSPOT_DEFINED association types from an engagement to a record (HubSpot's association type ids). Leads
- * are reached through their contact: the lead's own engagement association is left to HubSpot's workspace.
+ * HUBSPOT_DEFINED association types from an engagement to a record (HubSpot's published association type ids).
+ * Leads have no published id: theirs is read from the associations API (`definedAssociation`).
  */
 const ASSOCIATION: Readonly<Record<"communications" | "calls", Partial<Record<ObjectType, number>>>> = {
   communications: { contacts: 81, deals: 85 },
@@ -80,22 +86,53 @@ const resultsOf = (answer: CrmAnswer): ReadonlyArray<Readonly<Record<string, unk
 const propertiesOf = (object: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> =>
   isRecord(object["properties"]) ? object["properties"] : {}
 
-/** A missing `parley_key` property means `crm setup` has not run: SETUP_REQUIRED, not a refusal of the record. */
-const setupAware = (error: Crm.CrmError): Crm.CrmError =>
-  error.reason === "rejected" && error.field === KEY_PROPERTY
-    ? new Crm.CrmError({ operation: error.operation, cause: error.cause, reason: "setup_required", code: error.code ?? "PROPERTY_DOESNT_EXIST", field: KEY_PROPERTY })
+/**
+ * A refusal naming one of the properties `crm setup` creates (`parley_…`) means setup has not run since Parley
+ * needed it: SETUP_REQUIRED (retried by the outboxes), not a refusal of the record.
+ */
+export const setupAware = (error: Crm.CrmError): Crm.CrmError =>
+  error.reason === "rejected" && error.field !== undefined && error.field.startsWith("parley_")
+    ? new Crm.CrmError({ operation: error.operation, cause: error.cause, reason: "setup_required", code: error.code ?? "PROPERTY_DOESNT_EXIST", field: error.field })
     : error
 
+/** What a write-back carries of an action to its HubSpot object (HubSpotWriteBack reads it from the action). */
 export interface WriteBackChange {
   readonly kind: "message" | "ai_call"
   readonly crmId: string
   readonly status: string
   readonly body: string
+  readonly errorMessage?: string | null
   readonly recordingUrl: string | null
   readonly durationMs: number | null
 }
 
-export const make = (session: HubSpotSessionService) => {
+/** The engagement type an action's object is. */
+export const engagementType = (kind: "message" | "ai_call"): "communications" | "calls" => (kind === "ai_call" ? "calls" : "communications")
+
+/**
+ * The properties a write-back sets. A call: HubSpot's own status, the transcript (`hs_call_body`), the
+ * recording's URL and the duration in milliseconds once known. A communication has no status of its own in
+ * HubSpot: Parley's (`parley_status`, created by `crm setup`) — its text never changes after creation. Both
+ * carry the reason of a failure in `parley_error` (empty once there is none).
+ */
+export const writeBackProperties = (change: WriteBackChange): Record<string, string> =>
+  change.kind === "ai_call"
+    ? {
+      hs_call_status: CALL_STATUS[change.status] ?? "QUEUED",
+      hs_call_body: change.body,
+      [ERROR_PROPERTY]: change.errorMessage ?? "",
+      ...(change.recordingUrl === null ? {} : { hs_call_recording_url: change.recordingUrl }),
+      ...(change.durationMs === null ? {} : { hs_call_duration: String(change.durationMs) })
+    }
+    : { [STATUS_PROPERTY]: change.status, [ERROR_PROPERTY]: change.errorMessage ?? "" }
+
+/**
+ * Whether a change of the opt-out list for any of these numbers (as HubSpot shows them) still waits in
+ * HubSpotOptOutSync's outbox.
+ */
+export type SyncPending = (orgId: string, shown: ReadonlyArray<string | undefined>) => Effect.Effect<boolean, Crm.CrmError>
+
+export const make = (session: HubSpotSessionService, syncPending: SyncPending) => {
   const labels = new Map<string, ReadonlyMap<string, string>>()
   const owners = new Map<string, string>()
   // One lock per key while anyone holds or waits for it (a key per action: a map that only grew would leak).
@@ -158,7 +195,9 @@ export const make = (session: HubSpotSessionService) => {
       ownerId: text(props, "hubspot_owner_id") ?? null,
       fields,
       // HubSpot leaves an empty property out of nothing: a known but empty field merges as blank.
-      emptyMergesAsBlank: true
+      emptyMergesAsBlank: true,
+      // A contact whose `parley_sms_opt_out` is ticked (by Parley's opt-out sync or in HubSpot) gets no texts.
+      ...(type === "contacts" ? { optedOut: text(props, OPT_OUT_PROPERTY) === "true" ? TEXT_CHANNELS : [] } : {})
     }
   }
 
@@ -172,7 +211,14 @@ export const make = (session: HubSpotSessionService) => {
         const name = byLabel.get(label)
         return name === undefined ? [] : [[label, name] as const]
       })
-      const names = [...new Set([...NAME_PROPERTIES[type], "phone", "mobilephone", "hubspot_owner_id", ...wanted.map(([, n]) => n)])]
+      const names = [...new Set([
+        ...NAME_PROPERTIES[type],
+        "phone",
+        "mobilephone",
+        "hubspot_owner_id",
+        ...(type === "contacts" ? [OPT_OUT_PROPERTY] : []),
+        ...wanted.map(([, n]) => n)
+      ])]
       const answer = yield* session.call(orgId, "GET", `/crm/v3/objects/${type}/${id}?properties=${names.map(encodeURIComponent).join(",")}`)
       if (answer.status === 404 || !isRecord(answer.json)) return Option.none<Crm.CrmRecord>()
       const props = propertiesOf(answer.json)
@@ -187,7 +233,16 @@ export const make = (session: HubSpotSessionService) => {
           fields[label] = value
         }
       }
-      return Option.some(recordOf(orgId, module, type, answer.json, fields))
+      const record = recordOf(orgId, module, type, answer.json, fields)
+      // A box Parley itself is about to change (the number's list entry changed and HubSpotOptOutSync has not
+      // written it yet) is Parley's own stale write, not an administrator's: the list, checked first, decides.
+      if (record.optedOut !== undefined && record.optedOut.length > 0) {
+        const props = propertiesOf(answer.json)
+        if (yield* syncPending(orgId, [text(props, "phone"), text(props, "mobilephone")])) {
+          return Option.some<Crm.CrmRecord>({ ...record, optedOut: [] })
+        }
+      }
+      return Option.some(record)
     })
 
   /** The one contact with this phone (phone or mobile phone); none when nobody or several have it. */
@@ -240,6 +295,28 @@ export const make = (session: HubSpotSessionService) => {
     }
   }
 
+  /**
+   * HubSpot's own association type from an engagement to an object without a published id (leads), read from
+   * the associations API once per organisation. A failed read leaves that one association out rather than the
+   * activity unmade (the linked contact and the phone's contact are still associated).
+   */
+  const associationTypes = new Map<string, number | undefined>()
+  const definedAssociation = (orgId: string, from: "communications" | "calls", to: ObjectType) =>
+    Effect.suspend(() => {
+      const key = `${orgId}\u0000${from}\u0000${to}`
+      if (associationTypes.has(key)) return Effect.succeed(associationTypes.get(key))
+      return session.call(orgId, "GET", `/crm/v4/associations/${from}/${to}/labels`).pipe(
+        Effect.map((answer) => {
+          const found = resultsOf(answer).find((r) => text(r, "category") === "HUBSPOT_DEFINED")
+          const typeId = found === undefined ? undefined : Number(text(found, "typeId"))
+          const known = typeId !== undefined && Number.isInteger(typeId) ? typeId : undefined
+          associationTypes.set(key, known)
+          return known
+        }),
+        Effect.orElseSucceed(() => undefined)
+      )
+    })
+
   const findByKey = (orgId: string, type: "communications" | "calls", key: string) =>
     Effect.map(
       Effect.mapError(
@@ -269,10 +346,11 @@ export const make = (session: HubSpotSessionService) => {
           const objectType = OBJECT_OF[record.module]
           if (objectType !== undefined) targets.set(`${objectType}:${record.id}`, { type: objectType, id: record.id })
         }
-        const associations = [...targets.values()].flatMap((target) => {
-          const typeId = ASSOCIATION[type][target.type]
-          return typeId === undefined ? [] : [{ to: { id: target.id }, types: [{ associationCategory: "HUBSPOT_DEFINED", associationTypeId: typeId }] }]
-        })
+        const associations: Array<{ readonly to: { readonly id: string }; readonly types: ReadonlyArray<{ readonly associationCategory: string; readonly associationTypeId: number }> }> = []
+        for (const target of targets.values()) {
+          const typeId = ASSOCIATION[type][target.type] ?? (yield* definedAssociation(draft.orgId, type, target.type))
+          if (typeId !== undefined) associations.push({ to: { id: target.id }, types: [{ associationCategory: "HUBSPOT_DEFINED", associationTypeId: typeId }] })
+        }
         // Owned by the linked record's owner, else the matching contact's (HubSpot fills the connected user otherwise).
         const owner = [...Option.toArray(linked), ...Option.toArray(contact)].find((r) => r.ownerId !== null)?.ownerId ?? null
         const answer = yield* Effect.mapError(
@@ -290,23 +368,16 @@ export const make = (session: HubSpotSessionService) => {
       }))
     })
 
-  /** Writes changes back in `/batch/update` calls of at most BATCH_LIMIT objects each. */
+  /** Writes changes back in `/batch/update` calls of at most BATCH_LIMIT objects each (HubSpotWriteBack's calls, without its outbox). */
   const writeBack = (orgId: string, changes: ReadonlyArray<WriteBackChange>) =>
     Effect.gen(function*() {
       for (const type of ["communications", "calls"] as const) {
-        const inputs = changes.filter((c) => (c.kind === "ai_call") === (type === "calls")).map((c) => ({
-          id: c.crmId,
-          properties: type === "calls"
-            ? {
-              hs_call_status: CALL_STATUS[c.status] ?? "QUEUED",
-              hs_call_body: c.body,
-              ...(c.recordingUrl === null ? {} : { hs_call_recording_url: c.recordingUrl }),
-              ...(c.durationMs === null ? {} : { hs_call_duration: String(c.durationMs) })
-            }
-            : { hs_communication_body: c.body }
-        }))
+        const inputs = changes.filter((c) => engagementType(c.kind) === type).map((c) => ({ id: c.crmId, properties: writeBackProperties(c) }))
         for (let i = 0; i < inputs.length; i += BATCH_LIMIT) {
-          yield* session.call(orgId, "POST", `/crm/v3/objects/${type}/batch/update`, { inputs: inputs.slice(i, i + BATCH_LIMIT) })
+          yield* Effect.mapError(
+            session.call(orgId, "POST", `/crm/v3/objects/${type}/batch/update`, { inputs: inputs.slice(i, i + BATCH_LIMIT) }),
+            setupAware
+          )
         }
       }
     })

@@ -1,12 +1,13 @@
 /**
  * `parley crm setup ORG` for HubSpot: the properties Parley keeps in the portal — `parley_key` on calls and
- * communications (idempotent creation: the key each object was created under) and `parley_sms_opt_out` on
+ * communications (idempotent creation: the key each object was created under), `parley_error` on both and
+ * `parley_status` on communications (the write-back: HubSpot's communications have no status), and `parley_sms_opt_out` on
  * contacts (the consent work reads and sets it). An existing property is left as it is; a refusal (the grant
  * lacks the schema scope) is reported for an administrator to act on.
  */
 import type { Crm } from "@parley/core/domain"
 import { Effect } from "effect"
-import { KEY_PROPERTY, OPT_OUT_PROPERTY } from "./HubSpotRecords.js"
+import { ERROR_PROPERTY, KEY_PROPERTY, OPT_OUT_PROPERTY, STATUS_PROPERTY } from "./HubSpotRecords.js"
 import type { HubSpotSessionService } from "./HubSpotSession.js"
 
 const PROPERTIES: ReadonlyArray<{ readonly objectType: string; readonly body: Readonly<Record<string, unknown>> }> = [
@@ -20,6 +21,28 @@ const PROPERTIES: ReadonlyArray<{ readonly objectType: string; readonly body: Re
       type: "string",
       fieldType: "text",
       hidden: true
+    }
+  })),
+  {
+    objectType: "communications",
+    body: {
+      name: STATUS_PROPERTY,
+      label: "Parley status",
+      description: "Where the text is: Queued, Sending, Sent, Delivered, Undelivered, Failed, Cancelled or Received (Parley writes it back).",
+      groupName: "communicationinformation",
+      type: "string",
+      fieldType: "text"
+    }
+  },
+  ...["calls", "communications"].map((objectType) => ({
+    objectType,
+    body: {
+      name: ERROR_PROPERTY,
+      label: "Parley error",
+      description: "Why the text or call failed, as the carrier or the AI-call provider said; empty while it has not.",
+      groupName: `${objectType === "calls" ? "call" : "communication"}information`,
+      type: "string",
+      fieldType: "textarea"
     }
   })),
   {

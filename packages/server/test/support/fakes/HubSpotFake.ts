@@ -115,7 +115,11 @@ const ASSOCIATION_TYPES: ReadonlyArray<{ readonly from: HubSpotObjectType; reado
   { from: "communications", to: "contacts", id: 81 },
   { from: "communications", to: "deals", id: 85 },
   { from: "calls", to: "contacts", id: 194 },
-  { from: "calls", to: "deals", id: 206 }
+  { from: "calls", to: "deals", id: 206 },
+  // The fake's own ids for leads: HubSpot publishes no fixed table for them, so Parley reads them at run time
+  // (`GET /crm/v4/associations/{from}/{to}/labels`), as HubSpot advises.
+  { from: "communications", to: "leads", id: 9_001 },
+  { from: "calls", to: "leads", id: 9_002 }
 ]
 
 type PropertyType = "string" | "number" | "datetime" | "enumeration" | "bool"
@@ -263,6 +267,8 @@ export class HubSpotFake {
   /** Calls one app may make per rolling ten seconds (undefined: no budget). */
   tenSecondlyLimit: number | undefined = undefined
   latencyMs = 0
+  /** Called once an object create has been answered (201 sent): the kill -9 tests kill Parley here. */
+  onCreateAnswered: ((type: HubSpotObjectType, id: string) => void) | undefined = undefined
   /** Refresh grants answered (successful or not), and authorization codes exchanged. */
   refreshes = 0
   codeExchanges = 0
@@ -419,7 +425,7 @@ export class HubSpotFake {
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs))
     if (url.pathname === "/oauth/authorize") return this.authorize(url, response)
     if (url.pathname.startsWith("/oauth/2026-03/")) return this.oauth(request, url, body, response)
-    if (url.pathname.startsWith("/crm/v3/")) return this.crm(request, url, body, response)
+    if (url.pathname.startsWith("/crm/v3/") || url.pathname.startsWith("/crm/v4/associations/")) return this.crm(request, url, body, response)
     error(response, 404, "OBJECT_NOT_FOUND", `Unable to route ${request.method ?? "GET"} ${url.pathname}`)
   }
 
@@ -589,6 +595,15 @@ export class HubSpotFake {
       return false
     }
     const method = request.method ?? "GET"
+    // Associations v4: the association types between two objects (`GET …/{from}/{to}/labels`).
+    const labelsMatch = /^\/crm\/v4\/associations\/([^/]+)\/([^/]+)\/labels$/.exec(url.pathname)
+    if (labelsMatch !== null) {
+      const from = OBJECT_TYPE_IDS[labelsMatch[1] ?? ""]
+      const to = OBJECT_TYPE_IDS[labelsMatch[2] ?? ""]
+      if (method !== "GET" || from === undefined || to === undefined) return error(response, 404, "OBJECT_NOT_FOUND", `Unable to route ${method} ${url.pathname}`, {}, headers)
+      if (!need(OBJECT_SCOPES[from].read)) return
+      return sendJson(response, 200, { results: ASSOCIATION_TYPES.filter((a) => a.from === from && a.to === to).map((a) => ({ category: "HUBSPOT_DEFINED", typeId: a.id, label: null })) }, headers)
+    }
     const path = url.pathname.slice("/crm/v3".length)
     const ok = (status: number, payload: unknown) => sendJson(response, status, payload, headers)
     const invalid = (message: string, extra: Record<string, unknown> = {}) =>
@@ -683,7 +698,9 @@ export class HubSpotFake {
         this.faults.shift()
         return void response.socket?.destroy()
       }
-      return ok(201, this.wire(created, Object.keys(input.properties)))
+      ok(201, this.wire(created, Object.keys(input.properties)))
+      this.onCreateAnswered?.(type, created.id)
+      return
     }
 
     if (method === "POST" && second === "batch" && third === "update") {
@@ -691,6 +708,13 @@ export class HubSpotFake {
       const input = parsed as Partial<BatchInputSimplePublicObjectBatchInput> | undefined
       if (!Array.isArray(input?.inputs)) return invalid("inputs is required")
       if (input.inputs.length > 100) return invalid(`Batch input too large: ${input.inputs.length} inputs, at most 100 are allowed`)
+      // The OpenAPI file's SimplePublicObjectBatchInput: `id` and `properties` are required.
+      if (input.inputs.some((one) => typeof one?.id !== "string" || typeof one.properties !== "object" || one.properties === null)) {
+        return invalid("Each input needs an id (string) and properties (object)")
+      }
+      const ids = input.inputs.map((one) => one.id)
+      const duplicates = [...new Set(ids.filter((id, i) => ids.indexOf(id) !== i))]
+      if (duplicates.length > 0) return invalid(`Duplicate IDs found in batch input: [${duplicates.join(", ")}]. IDs must be unique`)
       for (const one of input.inputs) {
         const problems = this.validate(type, one.properties, false)
         if (problems.length > 0) return invalid(validationMessage(problems), { errors: problems.map(problemDetail) })
