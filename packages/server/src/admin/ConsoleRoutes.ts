@@ -61,6 +61,7 @@ import { consoleEntry } from "./ConsoleAudit.js"
 import { mayChange, mayManageAdmins } from "./Roles.js"
 import { addAdmin, adminsPage, changeRole, confirmRemoveAdmin, removeAdmin } from "./pages/AdminsPage.js"
 import { auditPage } from "./pages/AuditPage.js"
+import { usagePage } from "./pages/UsagePage.js"
 
 /** What the console's pages read and change: the same services and stores as the API and the CLI. */
 export type ConsoleServices =
@@ -227,6 +228,7 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       get("/admin/admins/remove", signedIn(confirmRemoveAdmin, { post: false, owners: true })),
       ownerAction("/admin/admins/remove", removeAdmin),
       page_("/admin/audit", auditPage),
+      page_("/admin/usage", usagePage),
       page_("/admin/events/deliveries", endpointDeliveries),
       page_("/admin/events/event", eventDetail),
       action("/admin/events/resend", resendEvent),
