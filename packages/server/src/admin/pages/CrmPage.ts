@@ -10,6 +10,7 @@ import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, contentSecurityPolicy, page, redirect } from "../ConsoleHttp.js"
 import { accountIdFor, connectAccount, connectionStatus, disconnectAccount } from "../CrmConnection.js"
 import { html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { actionButton, csrfField, type FieldErrors, layout, textField } from "../Layout.js"
 
 const NOTICES: Readonly<Record<string, string>> = {
@@ -36,13 +37,13 @@ const crmPage = (session: Session, errors: FieldErrors, notice: string | undefin
     const lastError = connected === undefined || connected.status.lastError === null
       ? ""
       : html`<dt>Last error from ${connected.crm.vendor}</dt><dd>${connected.status.lastError.code === null ? "" : html`<code>${connected.status.lastError.code}</code> `}${connected.status.lastError.message}${
-        connected.status.lastError.at === null ? "" : ` (${connected.status.lastError.at})`
+        connected.status.lastError.at === null ? "" : html` (${timeOf(connected.status.lastError.at, session.timezone)})`
       }</dd>`
     const external = connected === undefined
       ? undefined
       : html`<dt>CRM</dt><dd>${connected.crm.label} — ${connected.status.account.name} (<code>${connected.status.account.id}</code>)</dd>
 <dt>Connected as</dt><dd>${connected.status.user.name} (${connected.status.user.email}, ${connected.status.userRef.page} <code>${connected.status.userRef.value}</code>)</dd>
-<dt>Since</dt><dd>${connected.status.since ?? "unknown"}</dd>
+<dt>Since</dt><dd>${timeOf(connected.status.since, session.timezone, "unknown")}</dd>
 ${lastError}`
     // Each CRM's settings: the same as `parley crm update ORG --<flag> on|off`.
     const toggles = yield* Effect.forEach(crms.all, (crm) =>

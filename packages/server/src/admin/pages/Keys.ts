@@ -9,6 +9,7 @@ import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { KeyUsage } from "../../store/KeyUsage.js"
 import { html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { issueKey, type KeyField } from "../KeyIssuing.js"
 import { actionButton, choices, csrfField, emptyRow, type FieldErrors, layout, secretOnce, textField } from "../Layout.js"
 import { notFoundPage } from "./NotFound.js"
@@ -41,7 +42,7 @@ ${
           return html`<tr>
 <td>${key.name}</td><td><code>${key.prefix}…</code></td><td>${key.mode === "live" ? "Live" : "Test"}</td>
 <td>${key.scopes.join(", ")}</td><td>${restriction(key.numberSids)}</td><td>${restriction(key.botIds)}</td>
-<td>${key.createdAt}</td><td>${lastUsed.get(key.id) ?? "never"}</td><td>${key.expiresAt ?? "never"}</td><td>${state}</td>
+<td>${timeOf(key.createdAt, session.timezone)}</td><td>${timeOf(lastUsed.get(key.id), session.timezone, "never")}</td><td>${timeOf(key.expiresAt, session.timezone, "never")}</td><td>${state}</td>
 <td>${
             state === "revoked"
               ? ""

@@ -15,6 +15,7 @@ import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { actionButton, csrfField, emptyRow, type FieldErrors, layout, textField } from "../Layout.js"
 
 const capitalised = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
@@ -79,7 +80,7 @@ ${others.length === 0 ? "" : html`<p class="hint">Saving replaces ${others.join(
                 ? "Not set."
                 : "Not set: the simulator is used."
             }</td></tr>`
-            : html`<tr><td>${provider.label}</td><td>${capitalised(provider.serves)}</td><td>${account.accountId ?? "—"}</td><td>${account.apiBase}</td><td>set</td><td>${account.updatedAt}</td></tr>`
+            : html`<tr><td>${provider.label}</td><td>${capitalised(provider.serves)}</td><td>${account.accountId ?? "—"}</td><td>${account.apiBase}</td><td>set</td><td>${timeOf(account.updatedAt, session.timezone)}</td></tr>`
         })
       }</tbody></table>
 <p class="hint">Secrets are write-only: they are stored sealed and never shown again, here or anywhere.</p>
