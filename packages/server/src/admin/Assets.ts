@@ -25,7 +25,7 @@ fieldset label { display: inline-flex; gap: .4rem; align-items: center; font-wei
 input[type=text], input[type=email], input[type=password], input[type=url], select { font: inherit; padding: .4rem .5rem; border: 1px solid #8c959f; border-radius: 4px; min-width: 18rem; max-width: 100%; }
 button, .button { font: inherit; display: inline-block; padding: .4rem .9rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; text-decoration: none; margin-top: .75rem; }
 button.secondary, .button.secondary { background: #fff; color: var(--accent); }
-button.danger { background: var(--bad); border-color: var(--bad); }
+button.danger, .button.danger { background: var(--bad); border-color: var(--bad); color: #fff; }
 td button, td .button, header button { margin-top: 0; }
 :focus-visible { outline: 3px solid #f5a623; outline-offset: 2px; }
 .hint { color: var(--muted); font-size: .875rem; margin: .25rem 0 0; }

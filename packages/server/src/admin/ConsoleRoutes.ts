@@ -35,7 +35,7 @@ import { asset, type ConsoleRequest, cookieValue, page, readRequest, redirect, s
 import { html } from "./Html.js"
 import { layout } from "./Layout.js"
 import { activityPage, conversationPage, recordPage } from "./pages/ActivityPage.js"
-import { connectCrm, crmOverview, disconnectCrm, setCrmToggle, startExternalCrm } from "./pages/CrmPage.js"
+import { confirmDisconnectCrm, connectCrm, crmOverview, disconnectCrm, setCrmToggle, startExternalCrm } from "./pages/CrmPage.js"
 import {
   addWebhook,
   confirmDeleteWebhook,
@@ -51,7 +51,7 @@ import {
 } from "./pages/EventsPage.js"
 import { confirmRevokePage, createKey, keysPage, newKeyPage, revokeKey } from "./pages/Keys.js"
 import { addOptOut, confirmRemoveOptOut, optOutsPage, removeOptOut } from "./pages/OptOutsPage.js"
-import { clearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
+import { clearProvider, confirmClearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
 import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
 import { setPassword, setPasswordPage, signIn, signInPage, signOut } from "./pages/SignInPage.js"
 import { SignInThrottle } from "./SignInThrottle.js"
@@ -199,12 +199,14 @@ export const consoleRoutes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Excl
       action("/admin/keys/revoke", revokeKey),
       page_("/admin/crm", crmOverview),
       action("/admin/crm/connect", connectCrm),
+      page_("/admin/crm/disconnect", confirmDisconnectCrm),
       action("/admin/crm/disconnect", disconnectCrm),
       // Each CRM of the registry: "Connect <CRM>", and a button per setting.
       ...CRMS.map((crm) => action(`/admin/crm/${crm.name}`, startExternalCrm(crm.name))),
       ...CRMS.flatMap((crm) => crm.toggles.map((t) => action(`/admin/crm/${t.flag}`, setCrmToggle(crm.name, t.flag)))),
       page_("/admin/providers", providersPage),
       action("/admin/providers/set", setProvider),
+      page_("/admin/providers/clear", confirmClearProvider),
       action("/admin/providers/clear", clearProvider),
       page_("/admin/rules", sendingRulesPage),
       action("/admin/rules", saveSendingRules),
