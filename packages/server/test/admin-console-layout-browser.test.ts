@@ -226,7 +226,7 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
   })
 
   it("Sending rules shows every error at once next to its field, then saves Sat-Sun 00:00-24:00 and the destinations", async () => {
-    await page.getByRole("link", { name: "Sending rules" }).click()
+    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Sending rules" }).click()
     await page.getByRole("heading", { name: "Sending rules" }).waitFor()
     expect(await page.getByLabel("Regions").inputValue()).toBe("CA, GB, US")
     await page.getByLabel("Sending hours").fill("Sat-Sun 9am-5pm")
