@@ -61,6 +61,20 @@ describe("parseSendingHours", () => {
     expect(hoursOf("Sun 00:00-23:59", "UTC").windows).toEqual([{ days: [0], start: 0, end: 1439 }])
   })
 
+  // Issue 33 (12): refused as "starts and ends at the same time", since 24:00 was compared as 00:00.
+  it("accepts 00:00-24:00 as the whole day, open at every minute of it and nowhere else", () => {
+    const weekend = hoursOf("Sat-Sun 00:00-24:00", "Europe/Berlin")
+    expect(weekend.windows).toEqual([{ days: [0, 6], start: 0, end: 1440 }])
+    expect(formatSendingHours(weekend)).toBe("Sat-Sun 00:00-24:00")
+    // Saturday 2026-11-28 00:00 and Sunday 23:59 in Berlin (UTC+1) are open; Friday 23:59 and Monday 00:00 are not.
+    expect(isOpen(weekend, new Date("2026-11-27T23:00:00Z"))).toBe(true)
+    expect(isOpen(weekend, new Date("2026-11-29T22:59:00Z"))).toBe(true)
+    expect(isOpen(weekend, new Date("2026-11-27T22:59:00Z"))).toBe(false)
+    expect(isOpen(weekend, new Date("2026-11-29T23:00:00Z"))).toBe(false)
+    expect(nextOpening(weekend, new Date("2026-11-27T12:00:00Z")).toISOString()).toBe("2026-11-27T23:00:00.000Z")
+    expect(hoursOf("00:00-24:00", "UTC").windows).toEqual([{ days: [0, 1, 2, 3, 4, 5, 6], start: 0, end: 1440 }])
+  })
+
   it("stores the canonical time zone name", () => {
     expect(hoursOf("always", "europe/berlin").timezone).toBe("Europe/Berlin")
   })
@@ -92,7 +106,7 @@ describe("parseSendingHours", () => {
     ["09:60-10:00", `Invalid start time "09:60" in window "09:60-10:00"; expected HH:MM between 00:00 and 23:59`],
     ["09:00-24:30", `Invalid end time "24:30" in window "09:00-24:30"; expected HH:MM between 00:00 and 24:00`],
     ["Mon 09:00-09:00", `Window "Mon 09:00-09:00" starts and ends at the same time`],
-    ["00:00-24:00", `Window "00:00-24:00" starts and ends at the same time`],
+    ["Sat 00:00-00:00", `Window "Sat 00:00-00:00" starts and ends at the same time`],
     ["Mon 09:00-17:00;", `Empty window in sending hours spec "Mon 09:00-17:00;"`],
     ["always; Mon 09:00-10:00", `"always" cannot be combined with other windows`]
   ])("rejects %j", (spec, message) => {

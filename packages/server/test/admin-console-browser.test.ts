@@ -209,7 +209,11 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", { timeout: 1
     await page.getByText("Twilio is set").waitFor()
     expect(await page.content()).not.toContain(token)
     expect(await page.locator("td", { hasText: /^set$/ }).count()).toBe(1)
-    await page.getByRole("button", { name: "Use the simulator instead of Twilio" }).click()
+    // Destructive: a page of its own asks first (issue 33, item 13).
+    await page.getByRole("link", { name: "Use the simulator instead of Twilio" }).click()
+    await page.getByRole("heading", { name: "Use the simulator instead of Twilio?" }).waitFor()
+    await audit("providers-clear-confirm")
+    await page.getByRole("button", { name: "Delete the Twilio account" }).click()
     await page.getByText("Back to the simulator").waitFor()
     await page.getByRole("link", { name: "Activity" }).click()
     await page.getByRole("heading", { name: "Messages, newest first" }).waitFor()

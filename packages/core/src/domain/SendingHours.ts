@@ -13,7 +13,8 @@
  *     names are the three-letter English names, case-insensitive.
  *   - The start is 00:00–23:59 and the end 00:00–24:00. An end earlier than
  *     the start crosses midnight: `Fri 22:00-02:00` opens at 22:00 on Friday
- *     and closes at 02:00 on Saturday. Equal start and end is an error.
+ *     and closes at 02:00 on Saturday. Equal start and end is an error;
+ *     `00:00-24:00` is the whole day.
  *
  *   Examples: `Mon-Fri 09:00-17:00`, `Mon-Fri 09:00-12:00; Sat 10:00-14:00`,
  *   `22:00-06:00`.
@@ -371,9 +372,9 @@ const parseWindow = (window: string): Either.Either<SendingWindow, SendingHoursS
     const days = daysToken === undefined ? ALL_DAYS : yield* parseDays(daysToken, window)
     const start = yield* parseTime(startText, "start", window)
     const end = yield* parseTime(endText, "end", window)
-    // 24:00 and 00:00 name the same moment as an end; either way a window
-    // whose end equals its start has no length.
-    if (start === end % MINUTES_PER_DAY) {
+    // A window whose end equals its start has no length. 24:00 is not 00:00
+    // here: 00:00-24:00 is the whole day (`Sat-Sun 00:00-24:00`).
+    if (start === end) {
       return yield* specError(`Window "${window}" starts and ends at the same time`)
     }
     return { days, start, end }

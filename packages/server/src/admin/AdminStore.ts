@@ -30,6 +30,8 @@ export interface Session {
   readonly email: string
   readonly role: Role
   readonly csrfToken: string
+  /** The organisation's IANA time zone: every time a console page shows is read in it (Times.ts). */
+  readonly timezone: string
 }
 
 export interface AdminStoreService {
@@ -78,7 +80,8 @@ const SessionRow = Schema.Struct({
   email: Schema.String,
   role: Schema.String,
   csrf_token: Schema.String,
-  expires_at: DbInt
+  expires_at: DbInt,
+  timezone: Schema.String
 })
 
 /** A value the database holds but no release wrote reads as the least power, never the most. */
@@ -136,8 +139,9 @@ const make = Effect.gen(function*() {
     Request: Schema.String,
     Result: SessionRow,
     execute: (hash) =>
-      sql`SELECT s.admin_id, s.org_id, a.email, a.role, s.csrf_token, s.expires_at
+      sql`SELECT s.admin_id, s.org_id, a.email, a.role, s.csrf_token, s.expires_at, o.timezone
           FROM admin_sessions s JOIN admins a ON a.id = s.admin_id AND a.org_id = s.org_id
+          JOIN organisations o ON o.id = s.org_id
           WHERE s.token_hash = ${hash}`
   })
   return AdminStore.of({
@@ -235,7 +239,8 @@ const make = Effect.gen(function*() {
               orgId: r.org_id,
               email: r.email,
               role: roleOf(r.role),
-              csrfToken: r.csrf_token
+              csrfToken: r.csrf_token,
+              timezone: r.timezone
             }))
       })),
     closeSession: (token) =>

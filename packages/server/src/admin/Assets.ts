@@ -25,7 +25,7 @@ fieldset label { display: inline-flex; gap: .4rem; align-items: center; font-wei
 input[type=text], input[type=email], input[type=password], input[type=url], select { font: inherit; padding: .4rem .5rem; border: 1px solid #8c959f; border-radius: 4px; min-width: 18rem; max-width: 100%; }
 button, .button { font: inherit; display: inline-block; padding: .4rem .9rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; text-decoration: none; margin-top: .75rem; }
 button.secondary, .button.secondary { background: #fff; color: var(--accent); }
-button.danger { background: var(--bad); border-color: var(--bad); }
+button.danger, .button.danger { background: var(--bad); border-color: var(--bad); color: #fff; }
 td button, td .button, header button { margin-top: 0; }
 :focus-visible { outline: 3px solid #f5a623; outline-offset: 2px; }
 .hint { color: var(--muted); font-size: .875rem; margin: .25rem 0 0; }
@@ -47,6 +47,26 @@ input[type=date] { font: inherit; padding: .35rem .5rem; border: 1px solid #8c95
 .filters input[type=text], .filters select { min-width: 0; width: 100%; }
 .pages { display: flex; gap: 1rem; margin: .75rem 0 0; }
 pre { white-space: pre-wrap; word-break: break-word; }
+/* Usage's chart (inline SVG: colours from here, since the CSP allows no style attribute). */
+.chart { display: block; margin: 0 0 1rem; font-size: .9rem; }
+.chart-label { fill: var(--ink); font-weight: 600; } .chart-value { fill: var(--muted); }
+.chart-track { fill: #eef1f4; stroke: var(--line); } .chart-bar { fill: var(--accent); } .chart-bar-high { fill: var(--bad); }
+caption { text-align: left; font-weight: 600; padding: 0 0 .4rem; }
+/* Tables fit a 1280 px window: long values (ids, URLs, numbers) wrap inside their cell. */
+td, th { overflow-wrap: anywhere; }
+/* At a phone's width each row becomes a card, each cell a line led by its column's name (data-label, added
+   by ResponsiveTables when the page is sent): nothing scrolls sideways. */
+@media (max-width: 40rem) {
+  main { padding: 1rem .75rem; }
+  section, form.card, .card { padding: .75rem; }
+  table, tbody, tfoot, tr, td, tbody th, tfoot th { display: block; width: 100%; }
+  thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
+  td, tbody th, tfoot th { border: 0; padding: .15rem 0; }
+  td[data-label]::before, th[data-label]::before { content: attr(data-label) ": "; font-weight: 600; color: var(--muted); }
+  input[type=text], input[type=email], input[type=password], input[type=url], select { min-width: 0; width: 100%; }
+  header { padding: .75rem; }
+}
 `
 
 export const CONSOLE_JS = `"use strict";

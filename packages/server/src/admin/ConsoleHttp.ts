@@ -8,6 +8,7 @@ import { Duration, Effect, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { clientAddress } from "../http/ClientAddress.js"
 import type { Html } from "./Html.js"
+import { labelTableCells } from "./ResponsiveTables.js"
 
 /**
  * `__Host-`: a browser takes it only from a secure origin, with Secure, Path=/ and no Domain, so a page on
@@ -38,7 +39,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 }
 
 export const page = (body: Html, options: { readonly status?: number; readonly headers?: Record<string, string> } = {}) =>
-  HttpServerResponse.text(`<!doctype html>\n${body.text}`, {
+  HttpServerResponse.text(`<!doctype html>\n${labelTableCells(body.text)}`, {
     status: options.status ?? 200,
     contentType: "text/html; charset=utf-8",
     headers: { ...SECURITY_HEADERS, ...options.headers }

@@ -35,7 +35,7 @@ import { asset, type ConsoleRequest, cookieValue, page, readRequest, redirect, s
 import { html } from "./Html.js"
 import { layout } from "./Layout.js"
 import { activityPage, conversationPage, recordPage } from "./pages/ActivityPage.js"
-import { connectCrm, crmOverview, disconnectCrm, setCrmToggle, startExternalCrm } from "./pages/CrmPage.js"
+import { confirmDisconnectCrm, connectCrm, crmOverview, disconnectCrm, setCrmToggle, startExternalCrm } from "./pages/CrmPage.js"
 import {
   addWebhook,
   confirmDeleteWebhook,
@@ -62,7 +62,7 @@ import {
 } from "./pages/Keys.js"
 import { ShownOnce } from "./ShownOnce.js"
 import { addOptOut, confirmRemoveOptOut, optOutsPage, removeOptOut } from "./pages/OptOutsPage.js"
-import { clearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
+import { clearProvider, confirmClearProvider, providersPage, setProvider } from "./pages/ProvidersPage.js"
 import { saveSendingRules, sendingRulesPage } from "./pages/SendingRulesPage.js"
 import { setPassword, setPasswordPage, signIn, signInPage, signOut } from "./pages/SignInPage.js"
 import { SignInThrottle } from "./SignInThrottle.js"
@@ -84,6 +84,7 @@ import {
 } from "./pages/SecurityPage.js"
 import { layer as TwoFactorStoreLive, TwoFactorStore } from "./TwoFactorStore.js"
 import type { SecretBox } from "../store/SecretBox.js"
+import { usagePage } from "./pages/UsagePage.js"
 
 /** What the console's pages read and change: the same services and stores as the API and the CLI. */
 export type ConsoleServices =
@@ -241,12 +242,14 @@ export const consoleRoutes: Effect.Effect<
       action("/admin/keys/revoke", revokeKey),
       page_("/admin/crm", crmOverview),
       action("/admin/crm/connect", connectCrm),
+      page_("/admin/crm/disconnect", confirmDisconnectCrm),
       action("/admin/crm/disconnect", disconnectCrm),
       // Each CRM of the registry: "Connect <CRM>", and a button per setting.
       ...CRMS.map((crm) => action(`/admin/crm/${crm.name}`, startExternalCrm(crm.name))),
       ...CRMS.flatMap((crm) => crm.toggles.map((t) => action(`/admin/crm/${t.flag}`, setCrmToggle(crm.name, t.flag)))),
       page_("/admin/providers", providersPage),
       action("/admin/providers/set", setProvider),
+      page_("/admin/providers/clear", confirmClearProvider),
       action("/admin/providers/clear", clearProvider),
       page_("/admin/rules", sendingRulesPage),
       action("/admin/rules", saveSendingRules),
@@ -270,6 +273,7 @@ export const consoleRoutes: Effect.Effect<
       get("/admin/admins/remove", signedIn(confirmRemoveAdmin, { post: false, owners: true })),
       ownerAction("/admin/admins/remove", removeAdmin),
       page_("/admin/audit", auditPage),
+      page_("/admin/usage", usagePage),
       page_("/admin/events/deliveries", endpointDeliveries),
       page_("/admin/events/event", eventDetail),
       action("/admin/events/resend", resendEvent),

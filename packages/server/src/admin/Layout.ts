@@ -15,6 +15,7 @@ export const SECTIONS = [
   { path: "/admin/events", name: "Events" },
   { path: "/admin/opt-outs", name: "Opt-outs" },
   { path: "/admin/activity", name: "Activity" },
+  { path: "/admin/usage", name: "Usage" },
   { path: "/admin/audit", name: "Audit log" },
   { path: "/admin/admins", name: "Administrators" },
   { path: "/admin/security", name: "Security" }

@@ -26,6 +26,17 @@ export const sendingHoursChange = (spec: string, zone: string): Either.Either<Se
   })
 }
 
+/**
+ * Every problem of a sending-hours change at once (the console shows each beside its field): with a zone that
+ * is not one, the spec is still read, against UTC, so a wrong spec is not hidden behind the zone's error.
+ */
+export const sendingHoursProblems = (spec: string, zone: string): ReadonlyArray<SendingHoursProblem> => {
+  const change = sendingHoursChange(spec, zone)
+  if (Either.isRight(change) || change.left.field === "sendingHours") return Either.isLeft(change) ? [change.left] : []
+  const specAlone = SendingHours.parseSendingHours(spec, "UTC")
+  return Either.isLeft(specAlone) ? [change.left, { field: "sendingHours", message: specAlone.left.message }] : [change.left]
+}
+
 /** `N` (a whole number ≥ 0) or `unlimited` (null). */
 export const allowanceValue = (value: string): Either.Either<number | null, string> => {
   const text = value.trim().toLowerCase()

@@ -26,6 +26,7 @@ import { Effect, Either, Option, Schema } from "effect"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page } from "../ConsoleHttp.js"
 import { flag, Html, html, type Interpolation } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { emptyRow, fieldError, type FieldErrors, layout, textField } from "../Layout.js"
 import { recordEvents } from "../RecordEvents.js"
 import { notFoundPage } from "./NotFound.js"
@@ -223,7 +224,7 @@ ${input("to", "Created until", "date", "Last day, UTC, included.")}
             (r.body ?? "").length > 80 ? `${(r.body ?? "").slice(0, 80)}…` : r.body ?? ""
           }</td><td>${
             keyId === null ? "—" : html`<a href="/admin/keys/key?id=${encodeURIComponent(keyId)}">${keyNames.get(keyId) ?? keyId}</a>`
-          }</td><td>${r.at}</td></tr>`
+          }</td><td>${timeOf(r.at, session.timezone)}</td></tr>`
         })
       }</tbody></table>
 <nav aria-label="Pages of records" class="pages">${before === null ? "" : html`<a href="${searchHref(form, null)}">Newest</a> `}${
@@ -236,7 +237,7 @@ ${input("to", "Created until", "date", "Last day, UTC, included.")}
         conversations.items.length === 0 ? emptyRow(5, "No conversations yet.") : conversations.items.map((c) =>
           html`<tr><td><a href="/admin/activity/conversation?id=${encodeURIComponent(c.id)}">${c.phone}</a></td><td>${c.name}</td><td>${
             c.preview ?? ""
-          }</td><td>${c.at ?? ""}</td><td>${String(c.unreadCount)}</td></tr>`
+          }</td><td>${timeOf(c.at, session.timezone, "")}</td><td>${String(c.unreadCount)}</td></tr>`
         )
       }</tbody></table></section>`
     }), { status: Object.keys(errors).length === 0 ? 200 : 400 })
@@ -278,7 +279,7 @@ ${
 <table><thead><tr><th scope="col">Event</th><th scope="col">At</th></tr></thead>
 <tbody>${
         events.length === 0 ? emptyRow(2, "No events.") : events.map((e) =>
-          html`<tr><td><a href="/admin/events/event?id=${e.id}">${e.type}</a></td><td>${e.timestamp}</td></tr>`
+          html`<tr><td><a href="/admin/events/event?id=${e.id}">${e.type}</a></td><td>${timeOf(e.timestamp, session.timezone)}</td></tr>`
         )
       }</tbody></table></section>
 <p><a href="/admin/activity?kind=${kind}">Back to Activity</a></p>`

@@ -11,6 +11,7 @@ import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { consoleBaseUrl } from "../ConsoleUrl.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { flag, html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { actionButton, choices, csrfField, type FieldErrors, layout, secretOnce, textField } from "../Layout.js"
 import { isRole, mayManageAdmins, type Role, ROLE_SUMMARIES, ROLES } from "../Roles.js"
 import { notFoundPage } from "./NotFound.js"
@@ -65,7 +66,7 @@ ${
           admins.map((admin) =>
             html`<tr><td>${admin.email}${admin.id === session.adminId ? " (you)" : ""}</td><td>${
               owner ? roleForm(session, admin) : admin.role
-            }</td><td>${admin.passwordHash === null ? "link pending" : "set"}</td><td>${admin.createdAt}</td>${
+            }</td><td>${admin.passwordHash === null ? "link pending" : "set"}</td><td>${timeOf(admin.createdAt, session.timezone)}</td>${
               owner
                 ? html`<td><a class="button secondary" href="/admin/admins/remove?email=${
                   encodeURIComponent(admin.email)

@@ -9,6 +9,7 @@ import { AUDIT_KINDS, AuditLog, kindLabel } from "../AuditLog.js"
 import type { ConsoleRequest } from "../ConsoleHttp.js"
 import { page } from "../ConsoleHttp.js"
 import { flag, html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { emptyRow, layout } from "../Layout.js"
 
 export const AUDIT_PAGE_SIZE = 50
@@ -52,14 +53,13 @@ export const auditPage = (request: ConsoleRequest, session: Session) =>
 </form>
 <section aria-labelledby="audit-heading"><h2 id="audit-heading">${after === undefined ? "Latest entries" : "Older entries"}</h2>
 <table>
-<thead><tr><th scope="col">When (UTC)</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">On</th><th scope="col">Details</th><th scope="col">From</th></tr></thead>
+<thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">On</th><th scope="col">Details</th><th scope="col">From</th></tr></thead>
 <tbody>
 ${
         found.entries.length === 0
           ? emptyRow(6, "No entries.")
           : found.entries.map((entry) => {
-            const at = new Date(entry.at).toISOString()
-            return html`<tr><td><time datetime="${at}">${at.replace("T", " ").slice(0, 19)}</time></td>
+            return html`<tr><td>${timeOf(entry.at, session.timezone)}</td>
 <td>${entry.actor}</td><td>${kindLabel(entry.kind)}</td><td>${entry.subject ?? ""}</td><td>${entry.detail ?? ""}</td><td>${
               entry.address ?? "command line"
             }</td></tr>`

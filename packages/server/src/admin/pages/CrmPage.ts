@@ -10,6 +10,7 @@ import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, contentSecurityPolicy, page, redirect } from "../ConsoleHttp.js"
 import { accountIdFor, connectAccount, connectionStatus, disconnectAccount } from "../CrmConnection.js"
 import { html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { actionButton, csrfField, type FieldErrors, layout, textField } from "../Layout.js"
 
 const NOTICES: Readonly<Record<string, string>> = {
@@ -36,13 +37,13 @@ const crmPage = (session: Session, errors: FieldErrors, notice: string | undefin
     const lastError = connected === undefined || connected.status.lastError === null
       ? ""
       : html`<dt>Last error from ${connected.crm.vendor}</dt><dd>${connected.status.lastError.code === null ? "" : html`<code>${connected.status.lastError.code}</code> `}${connected.status.lastError.message}${
-        connected.status.lastError.at === null ? "" : ` (${connected.status.lastError.at})`
+        connected.status.lastError.at === null ? "" : html` (${timeOf(connected.status.lastError.at, session.timezone)})`
       }</dd>`
     const external = connected === undefined
       ? undefined
       : html`<dt>CRM</dt><dd>${connected.crm.label} — ${connected.status.account.name} (<code>${connected.status.account.id}</code>)</dd>
 <dt>Connected as</dt><dd>${connected.status.user.name} (${connected.status.user.email}, ${connected.status.userRef.page} <code>${connected.status.userRef.value}</code>)</dd>
-<dt>Since</dt><dd>${connected.status.since ?? "unknown"}</dd>
+<dt>Since</dt><dd>${timeOf(connected.status.since, session.timezone, "unknown")}</dd>
 ${lastError}`
     // Each CRM's settings: the same as `parley crm update ORG --<flag> on|off`.
     const toggles = yield* Effect.forEach(crms.all, (crm) =>
@@ -78,7 +79,7 @@ ${actionButton(session, `/admin/crm/${crm.name}`, {}, `Connect ${crm.label}`)}
         current: "/admin/crm",
         notice,
         body: html`<section aria-labelledby="crm-now"><h2 id="crm-now">Connected account</h2>${state}
-${connection.state === "disconnected" ? "" : actionButton(session, "/admin/crm/disconnect", {}, "Disconnect", "danger")}
+${connection.state === "disconnected" ? "" : html`<a class="button danger" href="/admin/crm/disconnect">Disconnect</a>`}
 </section>
 ${connectSections}
 ${toggles.flat()}
@@ -112,6 +113,25 @@ export const connectCrm = (request: ConsoleRequest, session: Session) =>
     const id = current.state !== "disconnected" && current.account.name === name ? current.account.id : accountIdFor(name)
     yield* connectAccount(session.orgId, name, id)
     return redirect("/admin/crm?done=connected")
+  })
+
+/** Disconnecting stops every API request of the organisation: a page of its own asks first (POST → confirm → POST). */
+export const confirmDisconnectCrm = (_request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const connection = yield* (yield* Crm.Crm).connection(session.orgId)
+    if (connection.state === "disconnected") return redirect("/admin/crm")
+    const connected = Option.getOrUndefined((yield* connectionStatus(session.orgId)).connected)
+    const which = connected === undefined ? `the built-in CRM account ${connection.account.name}` : `${connected.crm.label} (${connected.status.account.name})`
+    return page(layout({
+      title: "Disconnect the CRM",
+      session,
+      current: "/admin/crm",
+      body: html`<section aria-labelledby="confirm-title"><h2 id="confirm-title">Disconnect ${which}?</h2>
+<p>Every API request of this organisation then fails with <code>OAUTH_REQUIRED</code> until a CRM account is connected again${
+        connected === undefined ? "" : html`, and the access Parley was granted is revoked at ${connected.crm.label}: connecting again means granting it again`
+      }.</p>
+${actionButton(session, "/admin/crm/disconnect", {}, "Disconnect the CRM", "danger")} <a href="/admin/crm">Cancel</a></section>`
+    }))
   })
 
 export const disconnectCrm = (_request: ConsoleRequest, session: Session) =>

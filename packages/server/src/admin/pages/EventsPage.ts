@@ -12,6 +12,7 @@ import { Webhooks } from "../../store/SqlWebhooks.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { actionButton, choices, csrfField, emptyRow, type FieldErrors, layout, secretOnce, textField } from "../Layout.js"
 import {
   addEndpoint,
@@ -50,7 +51,7 @@ const deliveriesTable = (
     deliveries.length === 0 ? emptyRow(8, "Nothing delivered yet.") : deliveries.map((d) =>
       html`<tr><td><a href="/admin/events/event?id=${d.eventId}">${first.cell(d)}</a></td><td>${d.state}</td><td>${
         d.lastStatus === null ? "—" : String(d.lastStatus)
-      }</td><td>${String(d.attempts)}</td><td>${d.lastError ?? "—"}</td><td>${d.nextAttemptAt ?? "—"}</td><td>${d.updatedAt}</td><td>${
+      }</td><td>${String(d.attempts)}</td><td>${d.lastError ?? "—"}</td><td>${timeOf(d.nextAttemptAt, session.timezone)}</td><td>${timeOf(d.updatedAt, session.timezone)}</td><td>${
         actionButton(
           session,
           "/admin/events/resend",
@@ -80,7 +81,7 @@ const eventsPage = (session: Session, form: AddForm, errors: FieldErrors, notice
 <p>${endpoint.description ?? ""} Events: ${endpoint.enabledEvents.join(", ")}. State: <strong>${
           endpoint.disabledAt === null ? "enabled" : "disabled"
         }</strong>${endpoint.disabledReason === null ? "" : ` (${endpoint.disabledReason})`}. Last success: ${
-          endpoint.lastSuccessAt ?? "none yet"
+          timeOf(endpoint.lastSuccessAt, session.timezone, "none yet")
         }.</p>
 <p>${actionButton(session, "/admin/events/rotate", { id: endpoint.id }, "Rotate secret", "secondary", `Rotate secret of ${endpoint.url}`)}
 ${
@@ -246,7 +247,7 @@ export const eventDetail = (request: ConsoleRequest, session: Session) =>
       current: "/admin/events",
       notice: NOTICES[request.query.get("done") ?? ""],
       body: html`<section aria-labelledby="e-event"><h2 id="e-event">${event.id}</h2>
-<p>Written ${event.timestamp}. Its <code>webhook-id</code> header is the id above.</p>
+<p>Written ${timeOf(event.timestamp, session.timezone)}. Its <code>webhook-id</code> header is the id above.</p>
 <h3>Payload</h3>
 <pre>${JSON.stringify(payload, null, 2)}</pre></section>
 <section aria-labelledby="e-deliveries"><h2 id="e-deliveries">Deliveries</h2>

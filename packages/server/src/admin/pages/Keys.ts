@@ -14,6 +14,7 @@ import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { KeyUsage } from "../../store/KeyUsage.js"
 import { html } from "../Html.js"
 import { issueKey, type KeyField, MAX_KEY_NAME, renameKey, ROLL_OVERLAPS, rollKey } from "../KeyIssuing.js"
+import { timeOf } from "../Times.js"
 import { actionButton, choices, csrfField, emptyRow, type FieldErrors, layout, secretOnce, textField } from "../Layout.js"
 import type { ShownOnce } from "../ShownOnce.js"
 import { notFoundPage } from "./NotFound.js"
@@ -87,7 +88,7 @@ ${
           return html`<tr>
 <td><a href="${keyHref(key)}" aria-label="${keyLabel(key)}">${key.name}</a></td><td><code>${key.prefix}…</code></td><td>${key.mode === "live" ? "Live" : "Test"}</td>
 <td>${key.scopes.join(", ")}</td><td>${names.numbers(key)}</td><td>${names.bots(key)}</td>
-<td>${key.createdAt}</td><td>${lastUsed.get(key.id) ?? "never"}</td><td>${key.expiresAt ?? "never"}</td><td>${state}</td>
+<td>${timeOf(key.createdAt, session.timezone)}</td><td>${timeOf(lastUsed.get(key.id), session.timezone, "never")}</td><td>${timeOf(key.expiresAt, session.timezone, "never")}</td><td>${state}</td>
 <td>${
             state === "revoked"
               ? ""

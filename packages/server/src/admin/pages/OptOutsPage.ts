@@ -9,6 +9,7 @@ import { Clock, Effect, Option, Schema } from "effect"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { actionButton, choices, csrfField, emptyRow, type FieldErrors, layout, textField } from "../Layout.js"
 import { notFoundPage } from "./NotFound.js"
 
@@ -83,7 +84,7 @@ ${textField({ name: "search", label: "Number", value: request.search, errors: al
             : shown.map((e) =>
               html`<tr><td><a href="/admin/opt-outs?${new URLSearchParams({ search: e.phone }).toString()}">${e.phone}</a></td><td>${
                 e.channels.join(", ")
-              }</td><td>${e.source}</td><td>${e.createdAt}</td><td>${orDash(e.reason)}</td><td>${orDash(e.cause)}</td><td><a class="button secondary" href="/admin/opt-outs/remove?${
+              }</td><td>${e.source}</td><td>${timeOf(e.createdAt, session.timezone)}</td><td>${orDash(e.reason)}</td><td>${orDash(e.cause)}</td><td><a class="button secondary" href="/admin/opt-outs/remove?${
                 new URLSearchParams({ phone: e.phone }).toString()
               }" aria-label="Remove the opt-out of ${e.phone}">Remove</a></td></tr>`
             )
@@ -94,7 +95,7 @@ ${
 <thead><tr><th scope="col">When</th><th scope="col">Change</th><th scope="col">Channels</th><th scope="col">Source</th><th scope="col">Reason</th><th scope="col">Cause</th></tr></thead>
 <tbody>${
             history.length === 0 ? emptyRow(6, "No changes recorded.") : history.map((c) =>
-              html`<tr><td>${c.at}</td><td>${c.change}</td><td>${c.channels.join(", ")}</td><td>${c.source}</td><td>${
+              html`<tr><td>${timeOf(c.at, session.timezone)}</td><td>${c.change}</td><td>${c.channels.join(", ")}</td><td>${c.source}</td><td>${
                 orDash(c.reason)
               }</td><td>${orDash(c.cause)}</td></tr>`
             )
@@ -166,7 +167,7 @@ export const confirmRemoveOptOut = (request: ConsoleRequest, session: Session) =
       session,
       current: "/admin/opt-outs",
       body: html`<section><h2>Let ${entry.phone} be texted and called again?</h2>
-<p>It opted out of ${entry.channels.join(", ")} on ${entry.createdAt} (source ${entry.source}${
+<p>It opted out of ${entry.channels.join(", ")} on ${timeOf(entry.createdAt, session.timezone)} (source ${entry.source}${
         entry.cause === null ? "" : `, ${entry.cause}`
       }).${
         entry.source === "keyword" || entry.source === "carrier"

@@ -15,6 +15,7 @@ import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
 import { html } from "../Html.js"
+import { timeOf } from "../Times.js"
 import { actionButton, csrfField, emptyRow, type FieldErrors, layout, textField } from "../Layout.js"
 
 const capitalised = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
@@ -79,13 +80,15 @@ ${others.length === 0 ? "" : html`<p class="hint">Saving replaces ${others.join(
                 ? "Not set."
                 : "Not set: the simulator is used."
             }</td></tr>`
-            : html`<tr><td>${provider.label}</td><td>${capitalised(provider.serves)}</td><td>${account.accountId ?? "—"}</td><td>${account.apiBase}</td><td>set</td><td>${account.updatedAt}</td></tr>`
+            : html`<tr><td>${provider.label}</td><td>${capitalised(provider.serves)}</td><td>${account.accountId ?? "—"}</td><td>${account.apiBase}</td><td>set</td><td>${timeOf(account.updatedAt, session.timezone)}</td></tr>`
         })
       }</tbody></table>
 <p class="hint">Secrets are write-only: they are stored sealed and never shown again, here or anywhere.</p>
 ${
         accounts.map((a) =>
-          actionButton(session, "/admin/providers/clear", { kind: a.kind }, `Use the simulator instead of ${providerNamed(a.kind)?.label ?? a.kind}`)
+          html`<a class="button secondary" href="/admin/providers/clear?kind=${encodeURIComponent(a.kind)}">Use the simulator instead of ${
+            providerNamed(a.kind)?.label ?? a.kind
+          }</a> `
         )
       }
 </section>
@@ -142,6 +145,22 @@ export const setProvider = (request: ConsoleRequest, session: Session) =>
     )
     const also = replaced.length === 0 ? "" : `&replaced=${encodeURIComponent(replaced.join(","))}`
     return redirect(`/admin/providers?done=${encodeURIComponent(provider.name)}${also}`)
+  })
+
+/** Going back to the simulator deletes the stored credentials: a page of its own asks first. */
+export const confirmClearProvider = (request: ConsoleRequest, session: Session) =>
+  Effect.gen(function*() {
+    const provider = providerNamed(request.query.get("kind") ?? "")
+    const accounts = yield* (yield* ProviderAccounts).list(session.orgId)
+    if (provider === undefined || !accounts.some((a) => a.kind === provider.name)) return redirect("/admin/providers")
+    return page(layout({
+      title: "Use the simulator",
+      session,
+      current: "/admin/providers",
+      body: html`<section aria-labelledby="confirm-title"><h2 id="confirm-title">Use the simulator instead of ${provider.label}?</h2>
+<p>The ${provider.label} credentials stored for this organisation are deleted. From now on ${provider.serves} go to the simulator: nothing reaches a real phone until the account is set again, secrets included.</p>
+${actionButton(session, "/admin/providers/clear", { kind: provider.name }, `Delete the ${provider.label} account`, "danger")} <a href="/admin/providers">Cancel</a></section>`
+    }))
   })
 
 export const clearProvider = (request: ConsoleRequest, session: Session) =>

@@ -1,11 +1,12 @@
 /**
- * Sending rules: sending hours and their time zone, the recipient-local hours, AI calls on or off, the text and call allowances per
+ * Sending rules: sending hours and their time zone, the recipient-local hours, AI calls on or off, the destinations (regions,
+ * premium-rate numbers, international networks), the text and call allowances per
  * month with what is used of them this month, and the keyword settings (whether a STOP also stops AI calls, the
  * organisation's own opt-out words, who answers keywords and with what text). Validated by the same rules as `parley orgs update`
  * (SendingRules) and written through the Organisations port, whose change the dispatcher reads for the next
  * action it considers.
  */
-import { Consent, Organisations, RecipientHours } from "@parley/core/internal"
+import { Consent, Destinations, Organisations, RecipientHours } from "@parley/core/internal"
 import { Effect, Either, Option } from "effect"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, page, redirect } from "../ConsoleHttp.js"
@@ -21,7 +22,8 @@ import {
   keywordTextValue,
   OPT_OUT_WORD_MAX,
   optOutWordsValue,
-  sendingHoursChange
+  sendingHoursChange,
+  sendingHoursProblems
 } from "../SendingRules.js"
 import { notFoundPage } from "./NotFound.js"
 
@@ -33,6 +35,10 @@ interface RulesForm {
   readonly aiCalls: boolean
   readonly smsAllowance: string
   readonly callAllowance: string
+  /** `home`, `any` or region codes (`US, CA, GB`); undefined from a form without the destinations (an older page). */
+  readonly destinationCountries: string | undefined
+  readonly premiumNumbers: boolean
+  readonly internationalNetworks: boolean
   readonly callsFollowOptOuts: boolean
   readonly optOutWords: string
   readonly keywordReplies: string
@@ -57,6 +63,12 @@ const REPLY_FIELDS = [
 ] as const
 
 const shown = (n: number | null) => (n === null ? "unlimited" : String(n))
+
+/** The regions as the field takes them back: `home`, `any`, or `CA, GB, US`. */
+const destinationsShown = (countries: ReadonlyArray<string> | null) =>
+  countries === null ? "home" : countries.includes(Destinations.ANY_REGION) ? "any" : countries.join(", ")
+
+const capitalised = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
 const usageCard = (allowances: AllowancesThisPeriod) =>
   html`<section class="card" aria-labelledby="usage-title">
@@ -126,6 +138,24 @@ ${
           hint: "AI calls that may be started each month: a whole number, or unlimited."
         })
       }
+<fieldset><legend>Destinations</legend>
+<p class="hint">Where texts and calls may go: closing the rest keeps SMS pumping and toll fraud out. A recipient the rules refuse is answered 403 DESTINATION_NOT_ALLOWED, and a queued one fails when it is due.</p>
+${
+        textField({
+          name: "destinationCountries",
+          label: "Regions",
+          value: form.destinationCountries ?? "home",
+          errors,
+          hint: "home (the region of the number a text or call is sent from), any (every region), or ISO 3166 codes separated by commas, such as US, CA, GB."
+        })
+      }
+<label for="field-premiumNumbers"><input type="checkbox" id="field-premiumNumbers" name="premiumNumbers" value="on"${
+        flag("checked", form.premiumNumbers)
+      }>Allow premium-rate and shared-cost numbers</label>
+<label for="field-internationalNetworks"><input type="checkbox" id="field-internationalNetworks" name="internationalNetworks" value="on"${
+        flag("checked", form.internationalNetworks)
+      }>Allow international networks (+882, +883 and other non-geographic codes)</label>
+</fieldset>
 <fieldset><legend>Opt-out keywords</legend>
 <p class="hint">A recipient who replies STOP (or another opt-out word) is not texted again; see the Opt-outs page.</p>
 <label for="field-callsFollowOptOuts"><input type="checkbox" id="field-callsFollowOptOuts" name="callsFollowOptOuts" value="on"${
@@ -182,6 +212,9 @@ export const sendingRulesPage = (request: ConsoleRequest, session: Session) =>
       aiCalls: o.aiCallsEnabled,
       smsAllowance: shown(o.smsAllowance),
       callAllowance: shown(o.callAllowance),
+      destinationCountries: destinationsShown(o.destinationCountries),
+      premiumNumbers: o.premiumNumbersAllowed,
+      internationalNetworks: o.internationalNetworksAllowed,
       callsFollowOptOuts: o.callsFollowOptOuts ?? true,
       optOutWords: (o.optOutWords ?? []).join(", "),
       keywordReplies: o.keywordReplies ?? "provider",
@@ -201,6 +234,9 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       aiCalls: f.get("aiCalls") === "on",
       smsAllowance: f.get("smsAllowance") ?? "",
       callAllowance: f.get("callAllowance") ?? "",
+      destinationCountries: f.get("destinationCountries") ?? undefined,
+      premiumNumbers: f.get("premiumNumbers") === "on",
+      internationalNetworks: f.get("internationalNetworks") === "on",
       callsFollowOptOuts: f.get("callsFollowOptOuts") === "on",
       optOutWords: f.get("optOutWords") ?? "",
       keywordReplies: f.get("keywordReplies") ?? "",
@@ -210,7 +246,8 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
     }
     const errors: Record<string, string> = {}
     const hours = sendingHoursChange(form.sendingHours, form.timezone)
-    if (Either.isLeft(hours)) errors[hours.left.field] = hours.left.message
+    // Both fields' problems at once: the zone's error does not hide the spec's.
+    for (const problem of sendingHoursProblems(form.sendingHours, form.timezone)) errors[problem.field] = problem.message
     const sms = allowanceValue(form.smsAllowance)
     if (Either.isLeft(sms)) errors["smsAllowance"] = sms.left
     const calls = allowanceValue(form.callAllowance)
@@ -221,6 +258,10 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       ? Either.right(undefined)
       : RecipientHours.parseRecipientHours(form.recipientHours.trim() === "" ? RecipientHours.OFF : form.recipientHours)
     if (Either.isLeft(recipientHours)) errors["recipientHours"] = recipientHours.left
+    const countries = form.destinationCountries === undefined
+      ? Either.right(undefined)
+      : Destinations.parseCountries(form.destinationCountries)
+    if (Either.isLeft(countries)) errors["destinationCountries"] = `${capitalised(countries.left)}.`
     // A form from before the keyword replies existed (an open tab) leaves them as they are.
     const mode = form.keywordReplies
     const keepsMode = !f.has("keywordReplies")
@@ -233,7 +274,7 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       if (Either.isLeft(text)) errors[name] = text.left
     }
     if (
-      Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls) || Either.isLeft(words) || Either.isLeft(recipientHours) || (!keepsMode && !isReplyMode(mode)) ||
+      Either.isLeft(hours) || Either.isLeft(sms) || Either.isLeft(calls) || Either.isLeft(words) || Either.isLeft(recipientHours) || Either.isLeft(countries) || (!keepsMode && !isReplyMode(mode)) ||
       Either.isLeft(help) || Either.isLeft(stop) || Either.isLeft(start)
     ) {
       const current = yield* (yield* Organisations.Organisations).get(session.orgId)
@@ -249,6 +290,11 @@ export const saveSendingRules = (request: ConsoleRequest, session: Session) =>
       callsFollowOptOuts: form.callsFollowOptOuts,
       optOutWords: words.right,
       ...(recipientHours.right === undefined ? {} : { recipientHours: recipientHours.right }),
+      ...(countries.right === undefined ? {} : {
+        destinationCountries: countries.right,
+        premiumNumbersAllowed: form.premiumNumbers,
+        internationalNetworksAllowed: form.internationalNetworks
+      }),
       ...(isReplyMode(mode) ? { keywordReplies: mode } : {}),
       ...(keepsTexts ? {} : { keywordTexts: { help: help.right, stop: stop.right, start: start.right } })
     })
