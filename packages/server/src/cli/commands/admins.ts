@@ -6,16 +6,15 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Crypto } from "@parley/core/internal"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import {
   type Admin,
   AdminStore,
   isPlausibleEmail,
-  layer as AdminStoreLive,
   LINK_HOURS,
   normalEmail
 } from "../../admin/AdminStore.js"
-import { AuditLog, CLI_ACTOR, layer as AuditLogLive } from "../../admin/AuditLog.js"
+import { AuditLog, CLI_ACTOR } from "../../admin/AuditLog.js"
 import { type Role, ROLE_SUMMARIES, ROLES } from "../../admin/Roles.js"
 import { consoleBaseUrl } from "../../admin/ConsoleUrl.js"
 import { hashPassword, passwordProblem } from "../../admin/Passwords.js"
@@ -152,6 +151,5 @@ const setRole = Command.make("set-role", { json, org, email, role: roleOption },
 
 export const admins = Command.make("admins").pipe(
   Command.withDescription("Administrators of the admin console (/admin)"),
-  Command.withSubcommands([create, list, remove, setRole]),
-  Command.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive))
+  Command.withSubcommands([create, list, remove, setRole])
 )
