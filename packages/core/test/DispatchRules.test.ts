@@ -8,17 +8,12 @@ import { Either } from "effect"
 import { decide, type DispatchDecision } from "../src/domain/DispatchRules.js"
 import { isOpen, parseSendingHours } from "../src/domain/SendingHours.js"
 import type { ActionKind } from "../src/ports/ActionStore.js"
-import type { Organisation } from "../src/ports/Organisations.js"
+import { OPEN_ORGANISATION, type Organisation } from "../src/ports/Organisations.js"
 
 const org = (overrides: Partial<Organisation> = {}): Organisation => ({
   id: "org_rules",
   name: "Rules Ltd",
-  subscriptionActive: true,
-  seatActive: true,
-  pilotOpen: true,
-  aiCallsEnabled: true,
-  timezone: "UTC",
-  sendingHours: "always",
+  ...OPEN_ORGANISATION,
   smsAllowance: null,
   callAllowance: null,
   destinationCountries: null,

@@ -9,7 +9,7 @@ import * as Authenticator from "../src/domain/Authenticator.js"
 import * as Cursors from "../src/domain/Cursors.js"
 import { RateLimitConfig } from "../src/domain/RateLimiter.js"
 import { DomainLayer, MemoryPortsLayer } from "../src/layers.js"
-import type { Action } from "../src/ports/ActionStore.js"
+import { type Action, NO_SENDING_DETAILS } from "../src/ports/ActionStore.js"
 
 export const CoreTestLayer = DomainLayer.pipe(
   Layer.provideMerge(MemoryPortsLayer),
@@ -43,12 +43,7 @@ export const sampleText: Action = {
   fromNumberSid: "PN00000000000000000000000000000001",
   body: "Hi Ada, see you tomorrow.",
   mediaUrls: [],
-  botId: null,
-  mode: null,
-  purposeMessage: null,
-  templateId: null,
-  whatsAppContentSid: null,
-  whatsAppContentVariables: null,
+  ...NO_SENDING_DETAILS,
   read: "2026-03-02T09:59:00.000Z",
   at: "2026-03-02T09:59:00.000Z",
   scheduledFor: null,

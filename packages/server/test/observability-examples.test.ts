@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url"
 import { parser } from "@prometheus-io/lezer-promql"
 import { describe, expect, it } from "vitest"
 import { parse as parseYaml } from "yaml"
+import { CRMS } from "../src/crm/Registry.js"
 import { makeMetrics } from "../src/observability/Metrics.js"
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "examples", "observability")
@@ -28,7 +29,7 @@ const promqlErrors = (expr: string): Array<string> => {
 
 /** Every series name the server registers, with the suffixes Prometheus gives a histogram's samples. */
 const exposed = async (): Promise<Set<string>> => {
-  const metrics = makeMetrics()
+  const metrics = makeMetrics(CRMS)
   metrics.registerPool({ inUse: () => 0, waiting: () => 0 })
   const names = new Set<string>()
   for (const metric of await metrics.registry.getMetricsAsJSON()) {

@@ -12,7 +12,7 @@ import { ALL_SCOPES } from "../contract/Primitives.js"
 import { ApiKeys } from "../domain/ApiKeys.js"
 import { ApiKeyStore } from "../ports/ApiKeyStore.js"
 import { Crm, type CrmRecord, FULL_PERMISSIONS, type TemplateRow } from "../ports/Crm.js"
-import { type BotRow, type NumberRow, Organisations } from "../ports/Organisations.js"
+import { type BotRow, type NumberRow, OPEN_ORGANISATION, Organisations } from "../ports/Organisations.js"
 
 export const DEMO_ORG_ID = "org_demo"
 
@@ -82,12 +82,7 @@ export const seedDemo = (orgId: string = DEMO_ORG_ID, options: { readonly replac
       yield* organisations.insert({
         id: orgId,
         name: "Parley Demo",
-        subscriptionActive: true,
-        seatActive: true,
-        pilotOpen: true,
-        aiCallsEnabled: true,
-        timezone: "UTC",
-        sendingHours: "always",
+        ...OPEN_ORGANISATION,
         smsAllowance: 10_000,
         callAllowance: 1_000,
         // Its numbers are in the US and its CRM records in the UK (and Canada shares +1).

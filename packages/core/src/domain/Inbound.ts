@@ -25,7 +25,7 @@
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { type Channel, PhoneOrShortCode } from "../contract/Primitives.js"
 import { Crm, type CrmError } from "../ports/Crm.js"
-import { ActionStore, type Action, publicId } from "../ports/ActionStore.js"
+import { ActionStore, type Action, NO_SENDING_DETAILS, publicId } from "../ports/ActionStore.js"
 import { Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
@@ -176,12 +176,7 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
             fromNumberSid: line.sid,
             body: message.body,
             mediaUrls,
-            botId: null,
-            mode: null,
-            purposeMessage: null,
-            templateId: null,
-            whatsAppContentSid: null,
-            whatsAppContentVariables: null,
+            ...NO_SENDING_DETAILS,
             read: null,
             at: now,
             scheduledFor: null,

@@ -76,6 +76,19 @@ export const isCrmRecordId = (id: string): boolean => /^\d{16,}$/.test(id)
 export type NewAction = Omit<Action, "id">
 
 /**
+ * The fields of a text that only an outbound text or an AI call fills (its bot, its purpose, its template,
+ * its WhatsApp content), empty: what an inbound text and a test event carry.
+ */
+export const NO_SENDING_DETAILS = {
+  botId: null,
+  mode: null,
+  purposeMessage: null,
+  templateId: null,
+  whatsAppContentSid: null,
+  whatsAppContentVariables: null
+} as const satisfies Partial<NewAction>
+
+/**
  * The fields of an action that a conversation list (GET /conversations) reads. A page reads 51 actions, and
  * reading only these lets a store fetch half the columns (with SQLite, fetching a row's values costs about as
  * much as everything else a page does).

@@ -53,6 +53,19 @@ export interface Organisation {
   readonly createdAt: string
 }
 
+/**
+ * An organisation open for business with no restriction on when it sends: what the demo, `parley orgs
+ * create` and the tests start from (each then sets its own name, allowances and limits).
+ */
+export const OPEN_ORGANISATION = {
+  subscriptionActive: true,
+  seatActive: true,
+  pilotOpen: true,
+  aiCallsEnabled: true,
+  timezone: "UTC",
+  sendingHours: "always"
+} as const satisfies Partial<Organisation>
+
 export type KeywordReplies = "parley" | "provider" | "off"
 
 export interface KeywordTexts {

@@ -1,15 +1,10 @@
 /**
- * The `parley` command as a value: its subcommands, the layers every command
- * runs on, and the one line a failure is reported as. `main.ts` runs it as a
+ * The `parley` command as a value: its subcommands and the one line a failure is reported as. `main.ts` runs it as a
  * process; the tests run the same value in their own process where the CLI is
  * only how set-up is done.
  */
 import { Command } from "@effect/cli"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Layer, Predicate } from "effect"
-import { AppLive } from "../AppLayer.js"
-import { ServerConfig } from "../config/ServerConfig.js"
-import { LoggingLive } from "../Logging.js"
+import { Predicate } from "effect"
 import { commands } from "./commands/index.js"
 
 const parley = Command.make("parley").pipe(
@@ -18,12 +13,6 @@ const parley = Command.make("parley").pipe(
 )
 
 export const cli = Command.run(parley, { name: "parley", version: "0.1.0" })
-
-/** The application, its logging and its configuration, as every command needs them. */
-export const MainLive = Layer.mergeAll(AppLive, LoggingLive).pipe(
-  Layer.provideMerge(ServerConfig.layer),
-  Layer.provideMerge(NodeContext.layer)
-)
 
 /** One plain line for a failure: CliError messages as written, storage failures by operation, never a stack. */
 export const describeFailure = (failure: unknown): string => {

@@ -6,10 +6,11 @@
 import { ValidationError } from "@effect/cli"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect } from "effect"
-import { cli, describeFailure, MainLive } from "./Program.js"
+import { ProcessLive } from "../AppLayer.js"
+import { cli, describeFailure } from "./Program.js"
 
 cli(process.argv).pipe(
-  Effect.provide(MainLive),
+  Effect.provide(ProcessLive),
   Effect.catchAllCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
     const exit = Effect.sync(() => {

@@ -1,31 +1,28 @@
 /**
- * The HTTP server: /api/v1 compiled from the contract with its handlers, the
- * plain routes beside it, all behind the one request pipeline, on node:http.
+ * The HTTP server: /api/v1 compiled from the contract with its handlers, and the plain routes a process
+ * serves beside it (handed in by the composition root, AppLayer.ts: this folder knows no feature), all
+ * behind the one request pipeline, on node:http.
  */
 import type { Server } from "node:http"
 import { ParleyApi } from "@parley/core"
 import { Effect, Layer, Option } from "effect"
-import { consoleErrorPage } from "../admin/ConsoleErrors.js"
-import { consoleRoutes } from "../admin/ConsoleRoutes.js"
 import { ServerConfig } from "../config/ServerConfig.js"
-import * as CallbackGate from "../providers/CallbackGate.js"
-import { providerRoutes } from "../providers/Registry.js"
 import { compileContract } from "./ApiRouter.js"
 import { AuthorizationLive } from "./Authorization.js"
-import { Crms } from "../crm/CrmLive.js"
-import { extraRoutes } from "./ExtraRoutes.js"
 import { AiCallsHandlers, MessagesHandlers } from "./handlers/ActionsHandlers.js"
 import { ConversationsHandlers } from "./handlers/ConversationsHandlers.js"
 import { OptOutsHandlers } from "./handlers/OptOutsHandlers.js"
 import { ResourcesHandlers } from "./handlers/ResourcesHandlers.js"
 import { WebhookEndpointsHandlers } from "./handlers/WebhookEndpointsHandlers.js"
 import { makeHttpListener } from "./HttpListener.js"
-import { healthRoutes } from "../observability/Health.js"
-import { Metrics } from "../observability/Metrics.js"
-import { metricsRoute } from "../observability/MetricsEndpoint.js"
-import { requestObserver, requestTracer } from "../observability/RequestObservation.js"
-import { tracingEnabled } from "../observability/Tracing.js"
-import { makeRequestPipeline } from "./RequestPipeline.js"
+import type { PlainRoute } from "./PlainRoutes.js"
+import { makeRequestPipeline, type PipelineOptions } from "./RequestPipeline.js"
+
+/** What a process serves beside the contract, and who is told of each request. */
+export interface Served extends Pick<PipelineOptions, "observe" | "trace" | "errorPage"> {
+  /** Matched in this order, after the contract's routes. */
+  readonly routes: ReadonlyArray<PlainRoute>
+}
 
 // The platform's group builder looks up the groups' security middleware (Authorization) as it builds them.
 const HandlersLive = Layer.mergeAll(
@@ -34,8 +31,7 @@ const HandlersLive = Layer.mergeAll(
   MessagesHandlers,
   AiCallsHandlers,
   WebhookEndpointsHandlers,
-  OptOutsHandlers,
-  CallbackGate.layer
+  OptOutsHandlers
 ).pipe(Layer.provideMerge(AuthorizationLive))
 
 const listen = (server: Server, port: number, host: Option.Option<string>) =>
@@ -55,28 +51,18 @@ const close = (server: Server) =>
     server.closeIdleConnections()
   })
 
-const ServeLive = Layer.scopedDiscard(
+const serveLayer = <R>(served: Effect.Effect<Served, never, R>) => Layer.scopedDiscard(
   Effect.gen(function*() {
     const config = yield* ServerConfig
     const context = yield* Effect.context<never>()
     const runtime = yield* Effect.runtime<never>()
     const contract = compileContract(ParleyApi, context)
-    const plain = [
-      ...(yield* extraRoutes),
-      ...(yield* healthRoutes),
-      yield* metricsRoute,
-      ...(yield* providerRoutes),
-      ...(yield* (yield* Crms).routes),
-      ...(yield* consoleRoutes)
-    ]
+    const { routes, ...observers } = yield* served
     const pipeline = makeRequestPipeline({
       maxBodyBytes: config.maxBodyBytes,
       logLevel: config.logLevel,
-      observe: requestObserver(yield* Metrics),
-      ...((yield* tracingEnabled) ? { trace: requestTracer } : {}),
-      // Unknown console pages and oversized console forms answer the console's page, not the API's JSON.
-      errorPage: consoleErrorPage
-    }, runtime, contract, plain)
+      ...observers
+    }, runtime, contract, routes)
     const server = yield* Effect.acquireRelease(Effect.sync(makeHttpListener), close)
     server.on("request", pipeline)
     yield* listen(server, config.port, config.host).pipe(
@@ -94,4 +80,6 @@ const ServeLive = Layer.scopedDiscard(
   })
 )
 
-export const HttpServerLive = ServeLive.pipe(Layer.provide(HandlersLive))
+/** The server, serving the contract and what `served` gives (evaluated once, as the server starts). */
+export const httpServerLayer = <R>(served: Effect.Effect<Served, never, R>) =>
+  serveLayer(served).pipe(Layer.provide(HandlersLive))

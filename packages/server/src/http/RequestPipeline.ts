@@ -53,7 +53,7 @@ import { describeCause, errorBody } from "./ErrorResponses.js"
 import type { PlainRoute } from "./PlainRoutes.js"
 import { DISCARD_LIMIT_BYTES, readBody } from "./RequestBody.js"
 import { CurrentRequest, type RequestState } from "./RequestState.js"
-import { type RequestObserver, type RequestTracer, routeTemplate, UNMATCHED_ROUTE } from "../observability/RequestObservation.js"
+import { type RequestObserver, type RequestTracer, routeTemplate, UNMATCHED_ROUTE } from "./Observation.js"
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 

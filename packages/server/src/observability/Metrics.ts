@@ -15,7 +15,6 @@
 import * as Prom from "prom-client"
 import { type EventOutbox, FINAL_STATUSES } from "@parley/core/internal"
 import { Context, Effect, FiberRef, Layer, Option } from "effect"
-import { CRMS } from "../crm/Registry.js"
 import { ConnectionPool } from "../store/ConnectionPool.js"
 
 /**
@@ -41,7 +40,14 @@ const POOL_WAIT_BUCKETS = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5]
 const statusClass = (status: number): string =>
   status < 200 ? "1xx" : status < 300 ? "2xx" : status < 400 ? "3xx" : status < 500 ? "4xx" : "5xx"
 
-export const makeMetrics = () => {
+/** What the metrics know of a CRM: the name its series is called after, and how its help text names it. */
+export interface CrmSeries {
+  readonly name: string
+  readonly vendor: string
+}
+
+/** The registry and its series; `crms` are the registry's CRMs (crm/Registry.ts), handed in by the composition root. */
+export const makeMetrics = (crms: ReadonlyArray<CrmSeries>) => {
   const registry = new Prom.Registry()
   Prom.collectDefaultMetrics({ register: registry })
   const registers = [registry]
@@ -125,7 +131,7 @@ export const makeMetrics = () => {
   })
 
   // One counter per CRM of the registry, named after it (parley_<name>_refused_total).
-  const crmRefused = new Map(CRMS.map((crm) => [crm.name, new Prom.Counter({
+  const crmRefused = new Map(crms.map((crm) => [crm.name, new Prom.Counter({
     name: `parley_${crm.name}_refused_total`,
     help: `${crm.vendor} records Parley gave up on because ${crm.vendor} refused them for good (a write-back, an inbound text's record or an opt-out), by outbox and ${crm.vendor}'s code.`,
     labelNames: ["outbox", "code"] as const,
@@ -171,20 +177,43 @@ export const makeMetrics = () => {
           this.set(pool.waiting())
         }
       })
-      return new Prom.Histogram({
+      const wait = new Prom.Histogram({
         name: "parley_db_pool_wait_seconds",
         help: "Time spent waiting for a Postgres connection from this process's pool.",
         buckets: POOL_WAIT_BUCKETS,
         registers
       })
+      return (seconds: number): void => wait.observe(seconds)
     }
   }
 }
 
 export type ParleyMetrics = ReturnType<typeof makeMetrics>
 
+const ignore = (): void => undefined
+
+/** Counts nothing: for a process that serves no metrics. Its registry stays empty. */
+const noMetrics: ParleyMetrics = {
+  registry: new Prom.Registry(),
+  crmRefused: ignore,
+  request: ignore,
+  actionCreated: ignore,
+  idempotentReplay: ignore,
+  actionFinished: ignore,
+  dispatchLate: ignore,
+  providerRequest: ignore,
+  webhookDelivery: ignore,
+  setQueueDepth: ignore,
+  setWebhookOldestPending: ignore,
+  setOptOuts: ignore,
+  registerPool: () => ignore
+}
+
 export class Metrics extends Context.Tag("@parley/server/Metrics")<Metrics, ParleyMetrics>() {
-  static readonly layer = Layer.sync(Metrics, makeMetrics)
+  /** The process's one registry, served on /metrics (`parley serve`). */
+  static readonly layer = (crms: ReadonlyArray<CrmSeries>) => Layer.sync(Metrics, () => makeMetrics(crms))
+  /** Where metrics are not served (the CLI's other commands, tests that build the application). */
+  static readonly none = Layer.succeed(Metrics, noMetrics)
 }
 
 /**
@@ -223,6 +252,5 @@ export const PoolMetricsLive = Layer.effectDiscard(Effect.gen(function*() {
   const pool = yield* ConnectionPool
   if (Option.isNone(pool)) return
   const metrics = yield* Metrics
-  const wait = metrics.registerPool({ inUse: pool.value.inUse, waiting: pool.value.waiting })
-  pool.value.observeWaits((seconds) => wait.observe(seconds))
+  pool.value.observeWaits(metrics.registerPool({ inUse: pool.value.inUse, waiting: pool.value.waiting }))
 }))

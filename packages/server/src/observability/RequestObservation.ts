@@ -1,44 +1,19 @@
 /**
- * What the request pipeline tells the metrics and the tracer about each
- * request, by route template (`/api/v1/messages/{id}`), never the raw path:
- * paths carry ids, and a label or span name per id would be unbounded.
+ * The metrics' and the tracer's side of what the request pipeline tells about each request
+ * (http/Observation.ts): a counter and histogram per route template, and one server span per request.
  */
-import type { IncomingMessage } from "node:http"
 import { Headers, HttpTraceContext } from "@effect/platform"
 import { Caller } from "@parley/core/internal"
 import { Context, Effect, Option } from "effect"
+import type { RequestObserver, RequestTracer } from "../http/Observation.js"
 import type { RequestState } from "../http/RequestState.js"
 import type { ParleyMetrics } from "./Metrics.js"
-
-/** The route label of requests that matched no route (404, 405, malformed before routing). */
-export const UNMATCHED_ROUTE = "unmatched"
-
-/** `/api/v1/messages/{id}` from a compiled route's literal segments and parameter names. */
-export const routeTemplate = (route: {
-  readonly segments: ReadonlyArray<string | null>
-  readonly params: ReadonlyArray<string | null>
-}): string => "/" + route.segments.map((segment, i) => segment ?? `{${route.params[i] ?? "param"}}`).join("/")
-
-export type RequestObserver = (route: string, method: string, status: number, seconds: number) => void
 
 // Node's parser accepts some 30 methods; the label keeps the ones an API sees and folds the rest.
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
 export const requestObserver = (metrics: ParleyMetrics): RequestObserver => (route, method, status, seconds) =>
   metrics.request(route, METHODS.has(method) ? method : "OTHER", status, seconds)
-
-export interface TracedRequest {
-  readonly request: IncomingMessage
-  readonly method: string
-  readonly route: string
-  readonly requestId: string
-  readonly state: RequestState
-}
-
-export type RequestTracer = <A extends { readonly status: number }>(
-  program: Effect.Effect<A>,
-  request: TracedRequest
-) => Effect.Effect<A>
 
 /** The caller's organisation once authorization has run (none for unauthenticated routes). */
 const organisationOf = (state: RequestState): string | undefined =>

@@ -1,5 +1,5 @@
 /** A stored text for the store tests: sent by key `key_1` from PN1 on the given line, delivered, read. */
-import type { ActionStore } from "@parley/core/domain"
+import { ActionStore } from "@parley/core/domain"
 
 /** The time of the `i`-th stored action: a second apart from 2026-01-01 on. */
 export const storedAt = (i: number): string => new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString()
@@ -21,12 +21,7 @@ export const storedText = (
     fromNumberSid: "PN1",
     body: `Message ${i}`,
     mediaUrls: [],
-    botId: null,
-    mode: null,
-    purposeMessage: null,
-    templateId: null,
-    whatsAppContentSid: null,
-    whatsAppContentVariables: null,
+    ...ActionStore.NO_SENDING_DETAILS,
     read: at,
     at,
     scheduledFor: null,

@@ -17,7 +17,8 @@ import { ValidationError } from "@effect/cli"
 import { Cause, ConfigProvider, Console, Effect, Exit } from "effect"
 import { Console as NodeConsole } from "node:console"
 import { Writable } from "node:stream"
-import { cli, describeFailure, MainLive } from "../../src/cli/Program.js"
+import { ProcessLive } from "../../src/AppLayer.js"
+import { cli, describeFailure } from "../../src/cli/Program.js"
 
 export interface CliResult {
   readonly code: number
@@ -75,7 +76,7 @@ export const runAdmin = async (env: Readonly<Record<string, string | undefined>>
   const console = capturingConsole(stdout.stream, stderr.stream)
   const defined = Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined)
   const program = cli(["node", "parley", ...args]).pipe(
-    Effect.provide(MainLive),
+    Effect.provide(ProcessLive),
     Effect.withConfigProvider(ConfigProvider.fromMap(new Map(defined))),
     Effect.withConsole(console)
   )

@@ -1,5 +1,5 @@
 /** An organisation row as the store tests insert it: open for business, unlimited, in UTC. */
-import type { Organisations } from "@parley/core/domain"
+import { Organisations } from "@parley/core/domain"
 
 export const openOrganisation = (
   id: string,
@@ -8,12 +8,7 @@ export const openOrganisation = (
 ): Organisations.Organisation => ({
   id,
   name,
-  subscriptionActive: true,
-  seatActive: true,
-  pilotOpen: true,
-  aiCallsEnabled: true,
-  timezone: "UTC",
-  sendingHours: "always",
+  ...Organisations.OPEN_ORGANISATION,
   smsAllowance: null,
   callAllowance: null,
   destinationCountries: null,

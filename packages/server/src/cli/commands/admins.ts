@@ -7,16 +7,15 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Crypto } from "@parley/core/internal"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import {
   type Admin,
   AdminStore,
   isPlausibleEmail,
-  layer as AdminStoreLive,
   LINK_HOURS,
   normalEmail
 } from "../../admin/AdminStore.js"
-import { AuditLog, CLI_ACTOR, layer as AuditLogLive } from "../../admin/AuditLog.js"
+import { AuditLog, CLI_ACTOR } from "../../admin/AuditLog.js"
 import { type Role, ROLE_SUMMARIES, ROLES } from "../../admin/Roles.js"
 import { consoleBaseUrl } from "../../admin/ConsoleUrl.js"
 import { hashPassword, passwordProblem } from "../../admin/Passwords.js"
@@ -199,5 +198,6 @@ const requireTwoFactor = Command.make(
 export const admins = Command.make("admins").pipe(
   Command.withDescription("Administrators of the admin console (/admin)"),
   Command.withSubcommands([create, list, remove, setRole, resetTwoFactor, requireTwoFactor]),
-  Command.provide(Layer.mergeAll(AdminStoreLive, AuditLogLive, TwoFactorStoreLive))
+  // The administrators' store and the audit log come with every command (AppLayer's ProcessLive).
+  Command.provide(TwoFactorStoreLive)
 )

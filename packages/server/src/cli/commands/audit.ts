@@ -5,7 +5,7 @@
  */
 import { Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
-import { AuditLog, kindLabel, layer as AuditLogLive } from "../../admin/AuditLog.js"
+import { AuditLog, kindLabel } from "../../admin/AuditLog.js"
 import { fail, requireOrg } from "../Input.js"
 import { json, print, table } from "../Output.js"
 
@@ -51,6 +51,5 @@ export const audit = Command.make(
           ].join("\n"))
     })
 ).pipe(
-  Command.withDescription("The organisation's audit log: who changed what, when and from where"),
-  Command.provide(AuditLogLive)
+  Command.withDescription("The organisation's audit log: who changed what, when and from where")
 )

@@ -3,7 +3,7 @@
  * is printed once, at creation (or roll); only its hash is stored. Revocation is read on
  * every request, so a running server refuses the key on its next request.
  */
-import { audited, AuditLogLive } from "../Audit.js"
+import { audited } from "../Audit.js"
 import { Args, Command, Options } from "@effect/cli"
 import { ALL_SCOPES, ApiKeyStore } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
@@ -228,7 +228,5 @@ const rename = Command.make(
 
 export const keys = Command.make("keys").pipe(
   Command.withDescription("API keys"),
-  Command.withSubcommands([create, list, revoke, roll, rename]),
-  // Each change is written to the organisation's audit log (../Audit.ts).
-  Command.provide(AuditLogLive)
+  Command.withSubcommands([create, list, revoke, roll, rename])
 )

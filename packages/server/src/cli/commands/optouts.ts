@@ -3,7 +3,7 @@
  * as the API's /opt-outs and the console's page, under the same rules (the core's Consent); an administrator
  * may lift any opt-out, a carrier's included, and every change is kept in the number's history.
  */
-import { audited, AuditLogLive } from "../Audit.js"
+import { audited } from "../Audit.js"
 import { Command, Options } from "@effect/cli"
 import { ALL_OPT_OUT_CHANNELS, Consent, OptOuts, PhoneOrShortCode } from "@parley/core/internal"
 import { Effect, Option, Schema } from "effect"
@@ -113,7 +113,5 @@ const remove = Command.make(
 
 export const optouts = Command.make("optouts").pipe(
   Command.withDescription("The organisation's opt-out list: who may not be texted or called"),
-  Command.withSubcommands([list, add, remove]),
-  // Each change is written to the organisation's audit log (../Audit.ts).
-  Command.provide(AuditLogLive)
+  Command.withSubcommands([list, add, remove])
 )

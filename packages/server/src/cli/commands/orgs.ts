@@ -67,12 +67,7 @@ const create = Command.make(
       const org: Organisations.Organisation = {
         id: Crypto.newId("org"),
         name: yield* nonEmpty("--name", name),
-        subscriptionActive: true,
-        seatActive: true,
-        pilotOpen: true,
-        aiCallsEnabled: true,
-        timezone: "UTC",
-        sendingHours: "always",
+        ...Organisations.OPEN_ORGANISATION,
         smsAllowance: NEW_ORGANISATION_ALLOWANCES.sms,
         callAllowance: NEW_ORGANISATION_ALLOWANCES.calls,
         destinationCountries: null,

@@ -4,7 +4,7 @@
  * settings (providers/Registry.ts, each provider's …Settings.ts); credentials are stored sealed and never
  * printed again, not even by `show`. Setting a provider for a kind another one serves replaces it.
  */
-import { audited, AuditLogLive } from "../Audit.js"
+import { audited } from "../Audit.js"
 import { Command, Options } from "@effect/cli"
 import { Clock, Effect, Either, Option } from "effect"
 import { ServerConfig } from "../../config/ServerConfig.js"
@@ -158,7 +158,5 @@ const clear = Command.make(
 
 export const providers = Command.make("providers").pipe(
   Command.withDescription(`Real providers: ${PROVIDERS.map((p) => `${p.label} (${p.serves})`).join(", ")}`),
-  Command.withSubcommands([set, show, clear]),
-  // Each change is written to the organisation's audit log (../Audit.ts).
-  Command.provide(AuditLogLive)
+  Command.withSubcommands([set, show, clear])
 )

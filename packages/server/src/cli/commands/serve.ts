@@ -1,24 +1,12 @@
 /** `parley serve`: the HTTP server (what `pnpm start` runs, with --demo). */
 import { Command, Options } from "@effect/cli"
 import { Demo } from "@parley/core/internal"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Layer } from "effect"
+import { ServerLive } from "../../AppLayer.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
-import { Crms } from "../../crm/CrmLive.js"
 import { resealCrmSecrets } from "../../crm/Registry.js"
-import { DispatcherLive } from "../../dispatch/Dispatcher.js"
-import { DeliveryLive } from "../../events/Delivery.js"
-import { HttpServerLive } from "../../http/HttpServerLive.js"
-import { LoopHeartbeats } from "../../observability/Health.js"
-import { Metrics, PoolMetricsLive } from "../../observability/Metrics.js"
-import { MetricsListenerLive } from "../../observability/MetricsEndpoint.js"
-import { TracingLive } from "../../observability/Tracing.js"
-import { KeyUsageFlushLive } from "../../store/KeyUsage.js"
-import { RetentionLive } from "../../store/Retention.js"
 import * as SecretBox from "../../store/SecretBox.js"
 import { describeDemo } from "./demo.js"
-
-/** Where `serve --demo` (`pnpm start`) listens when HOST is unset. */
-export const DEMO_HOST = "127.0.0.1"
 
 const withDemo = Options.boolean("demo").pipe(
   Options.withDescription("Seed the demo organisation and print its keys and a curl to try")
@@ -31,21 +19,7 @@ export const serve = Command.make("serve", { demo: withDemo }, ({ demo }) =>
     // current one: after a rotation, the old key is needed only until this has run on one server.
     yield* SecretBox.resealSecrets
     yield* resealCrmSecrets
-    // The demo prints working keys of a well-known organisation: unless HOST says otherwise, only this
-    // machine may reach it. A plain `serve` listens on every interface, as a server in a container must.
-    const http = demo && Option.isNone(config.host)
-      ? HttpServerLive.pipe(Layer.provide(Layer.succeed(ServerConfig, { ...config, host: Option.some(DEMO_HOST) })))
-      : HttpServerLive
-    // One registry and one set of loop heartbeats for the process; traces exported only when configured
-    // (TracingLive: otherwise Effect's tracer is off and no span is built).
-    const server = Layer.mergeAll(
-      http, RetentionLive, KeyUsageFlushLive, DispatcherLive, DeliveryLive, MetricsListenerLive,
-      // Each CRM's loops (its write-back outboxes).
-      PoolMetricsLive, (yield* Crms).workers
-    ).pipe(
-      Layer.provide(Layer.mergeAll(Metrics.layer, LoopHeartbeats.layer)),
-      Layer.provide(TracingLive)
-    )
+    const server = ServerLive({ demo })
     return yield* Effect.scoped(Effect.gen(function*() {
       // Built first: the keys are printed only by a server that listens (a port in use prints none).
       yield* Layer.build(server)

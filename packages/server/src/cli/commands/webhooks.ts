@@ -4,7 +4,7 @@
  * Webhooks, `whsec_…`) is printed once, when it is made. The same endpoints
  * as the API's /webhook-endpoints, with the same URL rules and event filters.
  */
-import { audited, AuditLogLive } from "../Audit.js"
+import { audited } from "../Audit.js"
 import { Command, Options } from "@effect/cli"
 import { ALL_EVENTS, type EnabledEvent, Events } from "@parley/core/internal"
 import { Effect, Either, Option } from "effect"
@@ -132,7 +132,5 @@ const remove = Command.make("delete", { json, webhook: webhookId }, (input) =>
 
 export const webhooks = Command.make("webhooks").pipe(
   Command.withDescription("Webhook endpoints for signed events"),
-  Command.withSubcommands([add, list, rotate, enable, disable, remove]),
-  // Each change is written to the organisation's audit log (../Audit.ts).
-  Command.provide(AuditLogLive)
+  Command.withSubcommands([add, list, rotate, enable, disable, remove])
 )
