@@ -142,6 +142,16 @@ describe("HubSpot write-back and inbound texts through the shared outbox", () =>
     expect(sizes.length, `batch sizes ${JSON.stringify(sizes)}`).toBeLessThan(120)
   }, HEAVY)
 
+  it("a HubSpot organisation's changes queue nothing in another CRM's outbox (they waited there for ever)", async () => {
+    const textId = await send("/api/v1/messages", { body: "Only HubSpot hears of this" })
+    await until(async () => (hubspot.object("communications", textId)?.properties["parley_status"] === "Delivered" ? true : undefined), {
+      timeoutMs: 60_000,
+      what: "the text's status in HubSpot"
+    })
+    const [queued] = await server.db.query<{ n: number | string }>("SELECT COUNT(*) AS n FROM zoho_writebacks WHERE org_id = ?", [demo.orgId])
+    expect(Number(queued?.n)).toBe(0)
+  }, HEAVY)
+
   it("a write-back is not dropped after 12 failed attempts; a reconnect sends it at once", async () => {
     const id = await send("/api/v1/messages", { body: "outlasts the outage" })
     await hubspot.down()

@@ -78,3 +78,43 @@ export const zohoCallSlots = Effect.gen(function*() {
     PRIMARY KEY (org_id, slot)
   )`
 })
+
+/**
+ * Zoho's write-back trigger (migration 0013) queued every action with a CRM id, whichever CRM gave it the id:
+ * a HubSpot organisation's changes filled `zoho_writebacks` and waited there for ever (retried every 15
+ * minutes, never sent). Now it queues an action only for an organisation connected to Zoho (as HubSpot's own
+ * outbox does, migration 0041), and the rows of organisations with no Zoho connection are dropped: nothing of
+ * theirs could ever be written to Zoho. (A Zoho connection that lapsed keeps its row: its rows stay.)
+ */
+export const zohoWritebackConnected = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const connected = "EXISTS (SELECT 1 FROM zoho_connections WHERE org_id = NEW.org_id)"
+  const changed = (distinct: string) =>
+    ["status", "body", "error_message", "audio_file_id", "sid"].map((c) => `OLD.${c} ${distinct} NEW.${c}`).join(" OR ")
+  yield* sql`DELETE FROM zoho_writebacks WHERE org_id NOT IN (SELECT org_id FROM zoho_connections)`
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      // Postgres allows no subquery in a trigger's WHEN: the connection is checked inside the function.
+      sql.unsafe(`CREATE OR REPLACE FUNCTION zoho_writeback_enqueue() RETURNS trigger AS $$
+          BEGIN
+            IF ${connected} THEN
+              INSERT INTO zoho_writebacks (action_id, org_id, version, due_at, attempts, lease_until)
+              VALUES (NEW.id::text, NEW.org_id, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + 2000, 0, 0)
+              ON CONFLICT (action_id) DO UPDATE SET version = zoho_writebacks.version + 1;
+            END IF;
+            RETURN NEW;
+          END $$ LANGUAGE plpgsql`),
+    orElse: () =>
+      Effect.gen(function*() {
+        yield* sql`DROP TRIGGER actions_zoho_writeback`
+        yield* sql.unsafe(`CREATE TRIGGER actions_zoho_writeback AFTER UPDATE ON actions
+          WHEN NEW.crm_id IS NOT NULL AND (${changed("IS NOT")}) AND ${connected}
+          BEGIN
+            INSERT INTO zoho_writebacks (action_id, org_id, version, due_at, attempts, lease_until)
+            VALUES (CAST(NEW.id AS TEXT), NEW.org_id, 1,
+                    CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 2000, 0, 0)
+            ON CONFLICT (action_id) DO UPDATE SET version = version + 1;
+          END`)
+      })
+  })
+})

@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { autoIncrementKey } from "./Dialect.js"
 import { zohoOptOutSync } from "./ZohoOptOutSyncMigration.js"
 import { hubspotOutboxes } from "./HubSpotOutboxMigration.js"
-import { zohoCallSlots, zohoOutbox } from "./ZohoOutboxMigration.js"
+import { zohoCallSlots, zohoOutbox, zohoWritebackConnected } from "./ZohoOutboxMigration.js"
 
 const autoId = Effect.map(SqlClient.SqlClient, autoIncrementKey)
 
@@ -901,6 +901,7 @@ export const migrations = {
   "0043_audit_log": auditLog,
   "0044_console_pages": consolePages,
   "0045_allowance_usage_uncached": allowanceUsageUncached,
+  "0046_zoho_writeback_connected": zohoWritebackConnected,
   "0047_zoho_opt_out_sync": zohoOptOutSync,
   "0048_two_factor": twoFactor,
   "0052_usage_counts": usageCounts
