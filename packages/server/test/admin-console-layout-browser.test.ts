@@ -34,14 +34,15 @@ const DAY = 24 * 60 * 60 * 1000
 const MAIN_PAGES = [
   { path: "/admin/keys", heading: "Developer access", shot: "console-developer-access.png" },
   { path: "/admin/crm", heading: "CRM", shot: "console-crm.png" },
-  { path: "/admin/providers", heading: "Providers", shot: null },
+  { path: "/admin/providers", heading: "Providers", shot: "console-providers.png" },
   { path: "/admin/rules", heading: "Sending rules", shot: "console-sending-rules.png" },
   { path: "/admin/events", heading: "Events", shot: "console-events.png" },
   { path: "/admin/opt-outs", heading: "Opt-outs", shot: "console-opt-outs.png" },
   { path: "/admin/activity", heading: "Activity", shot: "console-activity.png" },
   { path: "/admin/usage", heading: "Usage", shot: "console-usage.png" },
   { path: "/admin/audit", heading: "Audit log", shot: "console-audit-log.png" },
-  { path: "/admin/admins", heading: "Administrators", shot: null }
+  { path: "/admin/admins", heading: "Administrators", shot: "console-administrators.png" },
+  { path: "/admin/security", heading: "Security", shot: "console-security.png" }
 ] as const
 
 interface Violation {
