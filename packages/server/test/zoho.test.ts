@@ -102,7 +102,8 @@ describe("Zoho CRM", () => {
     const view = JSON.parse((await admin(["crm", "status", demo.orgId, "--json"])).stdout) as { since: string }
     expect(page).toContain("Zoho CRM — Acme Test Org")
     expect(page).toContain("Ada Admin (ada@acme.test, ZUID <code>800000001</code>)")
-    expect(page).toContain(`<dt>Since</dt><dd>${view.since}</dd>`)
+    // Shown readable in the organisation's time zone, the instant itself in the <time> element's datetime.
+    expect(page).toContain(`<dt>Since</dt><dd><time datetime="${new Date(view.since).toISOString()}"`)
     expect(page).not.toContain("Built-in CRM</dd>")
   }, HEAVY)
 
