@@ -9,7 +9,7 @@
  * compared on a machine whose load changes.
  * - `--bin FILE` (repeatable): a build of the `parley` command (a saved copy of the bundle); the
  *   workspace's `bin/parley.mjs` when none is given.
- * - `--cpu-prof DIR`: each Parley server writes a V8 CPU profile there when it stops.
+ * - `--cpu-prof DIR`: each Parley server and the baseline write a V8 CPU profile there when they stop.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -90,7 +90,7 @@ const main = async () => {
 
   for (let run = 0; run < Number(values.runs); run++) {
     const baselineDir = join(workDir, `baseline-${run}`)
-    const baseline = await BaselineServer.start("read.ts", { dbFile: snapshot(templateDir, baselineDir) })
+    const baseline = await BaselineServer.start("read.ts", { dbFile: snapshot(templateDir, baselineDir) }, cpuProfileArgs(cpuProfDir))
     await measure(run, "baseline read.ts", baseline)
     await baseline.stop()
     rmSync(baselineDir, { recursive: true, force: true })

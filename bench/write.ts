@@ -10,7 +10,7 @@
  *   workspace's `bin/parley.mjs` when none is given.
  * - `--baseline NAME` (repeatable): a script of `bench/baselines/` taking the write baselines' config
  *   (`write.ts`, `write-same.ts`).
- * - `--cpu-prof DIR`: each Parley server writes a V8 CPU profile there when it stops.
+ * - `--cpu-prof DIR`: each Parley server and each baseline writes a V8 CPU profile there when it stops.
  * - `--keep`: leaves the working directory (the servers' logs) in place.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -159,7 +159,7 @@ const main = async () => {
     for (const script of values.baseline) {
       const dir = join(workDir, `baseline-${run}-${script}`)
       const file = snapshot(templateDir, dir)
-      const server = await BaselineServer.start(script, writeBaselineConfig(demo.keys.live, org, file))
+      const server = await BaselineServer.start(script, writeBaselineConfig(demo.keys.live, org, file), cpuProfileArgs(cpuProfDir))
       await measure(run, `baseline ${script}`, file, server)
       rmSync(dir, { recursive: true, force: true })
     }

@@ -318,8 +318,9 @@ export class BaselineServer {
     return `http://127.0.0.1:${this.port}`
   }
 
-  static async start(script: string, config: unknown): Promise<BaselineServer> {
-    const child = spawn(process.execPath, [...tsNodeArgs(), join(BENCH, "baselines", script), JSON.stringify(config)], {
+  /** `nodeArgs`: extra flags for its Node (e.g. `cpuProfileArgs`, to profile a baseline beside Parley). */
+  static async start(script: string, config: unknown, nodeArgs: ReadonlyArray<string> = []): Promise<BaselineServer> {
+    const child = spawn(process.execPath, [...tsNodeArgs(), ...nodeArgs, join(BENCH, "baselines", script), JSON.stringify(config)], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"]
     })
