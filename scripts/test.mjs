@@ -67,15 +67,23 @@ const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`
 const slowestFiles = (text) => {
   const passes = new Map()
   for (const line of text.split("\n")) {
-    const [pass, file, ms] = line.split("\t")
+    const [pass, file, ms, self, children] = line.split("\t")
     if (pass === undefined || file === undefined || !Number.isFinite(Number(ms))) continue
-    passes.set(pass, [...(passes.get(pass) ?? []), { file, ms: Number(ms) }])
+    // The CPU of the file's worker and of the processes it started, where the suite measured them.
+    const cpu = self !== undefined && self !== "" && children !== undefined && children !== ""
+      ? `  CPU ${seconds(Number(self)).padStart(8)} in the worker, ${seconds(Number(children)).padStart(8)} in started processes`
+      : ""
+    passes.set(pass, [...(passes.get(pass) ?? []), { file, ms: Number(ms), cpu }])
   }
   return [...passes].map(([pass, files]) => {
     const width = Math.max(...files.map((row) => row.file.length))
+    const all = files.find((row) => row.file === "*")
+    const ranked = files.filter((row) => row.file !== "*")
     return [
       `Slowest test files, ${pass}:`,
-      ...files.sort((a, b) => b.ms - a.ms).slice(0, 10).map((row) => `  ${row.file.padEnd(width)}  ${seconds(row.ms).padStart(9)}`)
+      ...ranked.sort((a, b) => b.ms - a.ms).slice(0, 10).map((row) => `  ${row.file.padEnd(width)}  ${seconds(row.ms).padStart(9)}${row.cpu}`),
+      // Every file's time and CPU summed: file time well above CPU means the pass waits more than it computes.
+      ...(all === undefined ? [] : [`  all files: ${seconds(all.ms)} of file time;${all.cpu}`])
     ].join("\n")
   }).join("\n\n")
 }

@@ -1,6 +1,10 @@
 import { configDefaults, defineConfig } from "vitest/config"
 import { announceAtEnd, isCi, planPostgres, unavailableNotice } from "./test/support/postgres.js"
 import LongWaitsFirst from "./test/support/long-waits-first.js"
+import { FILE_CPU_ENV } from "./test/support/file-cpu.js"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 // The server suite runs twice: on SQLite, then with PARLEY_TEST_STORE=postgres.
 // The Postgres pass needs a PostgreSQL (found or started by test/support/postgres-setup.ts);
@@ -22,6 +26,11 @@ const workers = (): number => {
 }
 
 export default defineConfig(async () => {
+  // Each file's CPU and that of the processes it starts (test/support/file-cpu.ts), for the reporter below;
+  // set before the workers start, which inherit it.
+  if (process.env[FILE_CPU_ENV] === undefined) {
+    process.env[FILE_CPU_ENV] = join(mkdtempSync(join(tmpdir(), "parley-test-cpu-")), "files")
+  }
   const postgresPass = process.env["PARLEY_TEST_STORE"] === "postgres"
   const soak = process.env["PARLEY_TEST_SOAK"] === "1"
   const plan = postgresPass ? await planPostgres() : undefined
@@ -36,6 +45,7 @@ export default defineConfig(async () => {
       sequence: { sequencer: LongWaitsFirst },
       exclude: skipped ? ["**/*"] : configDefaults.exclude,
       passWithNoTests: skipped,
+      setupFiles: ["test/support/file-cpu-setup.ts"],
       globalSetup: [
         // How long the pass took, for the root `pnpm test`'s summary.
         "test/support/pass-time-setup.ts",
