@@ -13,16 +13,19 @@ import { join } from "node:path"
 const SOAK_FILES = ["test/crash-*.test.ts", "test/fuzz.test.ts", "test/replicas.test.ts"]
 
 /**
- * Files run at a time: two (PARLEY_TEST_WORKERS sets it). Four to six were tried (2026-11-28): on two cores the
- * SQLite pass took 328 s against 343 s, and twice in two fresh-clone runs vitest 3.2's pool ended the pass with
- * "Unhandled Rejection: Terminating worker thread" (its idle workers above minWorkers terminated while
- * isolate is off; vitest-dev/vitest#8133), failing a pass whose tests had all passed. Memory bounds it too (a
- * worker holds about 450 MB, each of its servers 230), and the Postgres pass's connections (a file with
- * three replicas peaks at about 30, against a default PostgreSQL's 100).
+ * Files run at a time: three (PARLEY_TEST_WORKERS sets it). A pass computes less than it waits: on one
+ * worker the SQLite pass's 103 files spent 417 s of CPU (92 in the workers, 325 in the servers, CLI
+ * processes and Chromium they started; test/support/file-cpu.ts), against 526 s of wall time for the pass
+ * at two files at a time on two cores — under half the CPU the machine had. Four to six at a time ended two
+ * fresh-clone runs (2026-11-27) with vitest 3.2's "Unhandled Rejection: Terminating worker thread" after
+ * every test had passed: its pool terminates idle workers above `minWorkers`, which fails while isolate is
+ * off (vitest-dev/vitest#8133, #8564); so `minWorkers` equals `maxWorkers` and no worker is ever idle-
+ * terminated. Memory bounds it too (a worker holds about 450 MB, each of its servers 230), and the Postgres
+ * pass's connections (a file with three replicas peaks at about 30, against a default PostgreSQL's 100).
  */
 const workers = (): number => {
   const configured = Number(process.env["PARLEY_TEST_WORKERS"])
-  return Number.isInteger(configured) && configured > 0 ? configured : 2
+  return Number.isInteger(configured) && configured > 0 ? configured : 3
 }
 
 export default defineConfig(async () => {
@@ -59,7 +62,8 @@ export default defineConfig(async () => {
       // Several files at a time (see workers above); each file has servers and databases of its own.
       fileParallelism: true,
       maxWorkers: workers(),
-      minWorkers: 1,
+      // Never fewer: an idle worker terminated by the pool fails the run with isolate off (see workers above).
+      minWorkers: workers(),
       // Each worker loads the server's modules (for the in-process admin CLI, test/support/admin.ts)
       // once, not once per file; no test changes global state another file could see.
       isolate: false
