@@ -4,7 +4,7 @@
  * callback route), `crm setup` (HubSpotSetup) and the outboxes `serve` drains (HubSpotWriteBack, HubSpotOptOutSync,
  * the shared crm/InboundRecords over `hubspot_inbound`). Every call goes through one session per process
  * (HubSpotSession: single-flight token refresh across replicas). Templates for HubSpot organisations live in
- * Parley (HubSpot has no SMS template object on every tier): they are the built-in CRM's, merged with fields
+ * Parley (HubSpot has no SMS template object on every tier): they are the default CRM's, merged with fields
  * read from HubSpot.
  */
 import { SqlClient } from "@effect/sql"

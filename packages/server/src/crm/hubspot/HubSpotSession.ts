@@ -34,7 +34,7 @@ export class HubSpotSession extends Context.Tag("@parley/server/crm/hubspot/HubS
 
 const storageFailure = (operation: string) => (cause: unknown) => new Crm.CrmError({ operation, cause, reason: "unavailable" })
 
-/** The session over `builtIn`, the built-in CRM that keeps every organisation's connection state. */
+/** The session over `builtIn`, the default CRM that keeps every organisation's connection state. */
 export const make = (builtIn: Crm.CrmService) =>
   Effect.gen(function*() {
     const config = yield* HubSpotConfig

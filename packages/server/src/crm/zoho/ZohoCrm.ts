@@ -1,6 +1,6 @@
 /**
  * Zoho CRM's answers to the CRM port (crm/Crm.ts's CrmRecords), for an organisation that connected it
- * (CrmLive routes the others to the built-in CRM, which keeps the connection state either way).
+ * (CrmLive routes the others to the default CRM, which keeps the connection state either way).
  *
  * What Zoho answers, and how stale it may be:
  * - templates: every `Parley_Templates` record (read 200 a page, up to
@@ -87,7 +87,7 @@ interface Cached<A> {
 }
 
 /**
- * Zoho's records, templates and creations over `embedded`, the built-in CRM that keeps the connection state
+ * Zoho's records, templates and creations over `embedded`, the default CRM that keeps the connection state
  * (a lapsed token is recorded there); with the session every Zoho call of the process goes through.
  */
 export const make = (embedded: Crm.CrmService) =>
