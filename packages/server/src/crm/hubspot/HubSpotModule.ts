@@ -8,7 +8,6 @@
  * read from HubSpot.
  */
 import { SqlClient } from "@effect/sql"
-import { Crm } from "@parley/core/domain"
 import { Effect, Layer, Option } from "effect"
 import * as SecretBox from "../../store/SecretBox.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
@@ -23,6 +22,7 @@ import * as HubSpotSetup from "./HubSpotSetup.js"
 import * as HubSpotOptOutSync from "./HubSpotOptOutSync.js"
 import * as HubSpotWriteBack from "./HubSpotWriteBack.js"
 import * as InboundRecords from "../InboundRecords.js"
+import * as OptOutSyncPending from "../OptOutSyncPending.js"
 
 /** HubSpot connections' tokens, resealed under the current key; a stale access token is simply refreshed. */
 const resealSecrets = Effect.gen(function*() {
@@ -55,21 +55,8 @@ export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnect
       const settings = yield* SettingsCache
       const context = yield* Effect.context<HubSpotConfig.HubSpotConfig | HubSpotConnections.HubSpotConnections | CrmHost>()
       const session = yield* HubSpotSession.make(builtIn)
-      const sql = yield* SqlClient.SqlClient
-      const syncPending: HubSpotRecords.SyncPending = (orgId, shown) => {
-        const numbers = shown.flatMap((value) => {
-          if (value === undefined || value.trim() === "") return []
-          const digits = value.replace(/\D/g, "")
-          return digits === "" ? [value.trim()] : [value.trim(), `+${digits}`]
-        })
-        return numbers.length === 0 ? Effect.succeed(false) : Effect.mapError(
-          Effect.map(
-            sql`SELECT 1 AS pending FROM hubspot_opt_outs WHERE org_id = ${orgId} AND ${sql.in("phone", numbers)} LIMIT 1`,
-            (rows) => rows.length > 0
-          ),
-          (cause) => new Crm.CrmError({ operation: "hubspot.optOutSyncPending", cause, reason: "unavailable" })
-        )
-      }
+      // A contact's opt-out box Parley is about to change itself (HubSpotOptOutSync's outbox) is not read as the administrator's.
+      const syncPending = yield* OptOutSyncPending.make("hubspot", "hubspot_opt_outs")
       const records = HubSpotRecords.make(session, syncPending)
       const status = (orgId: string) =>
         Effect.map(connections.get(orgId), Option.map((c): CrmStatus => ({

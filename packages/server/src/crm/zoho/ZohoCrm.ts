@@ -16,7 +16,6 @@
  * - every live action: an upsert into `Parley_Messages` on `Parley_Key`,
  *   whose id becomes the action's id.
  */
-import { SqlClient } from "@effect/sql"
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
@@ -28,6 +27,7 @@ import type { CrmRecords } from "../Crm.js"
 import { ZohoConfig } from "./ZohoConfig.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
+import * as OptOutSyncPending from "../OptOutSyncPending.js"
 import { makeSingleFlight } from "../SingleFlight.js"
 import {
   KEY_FIELD,
@@ -104,7 +104,6 @@ export const make = (embedded: Crm.CrmService) =>
     const senders = new Map<string, Cached<Readonly<Record<string, unknown>>>>()
 
     const settings = yield* SettingsCache
-    const sql = yield* SqlClient.SqlClient
     // How long a template list is served from memory (PARLEY_ZOHO_TEMPLATE_CACHE_MS; a test shortens it).
     const templateCacheMs = (yield* ZohoConfig).zohoTemplateCacheMs
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
@@ -272,20 +271,7 @@ export const make = (embedded: Crm.CrmService) =>
       })
 
     /** Whether a change of the list for any of these numbers (as Zoho shows them) waits in ZohoOptOutSync's outbox. */
-    const syncPending = (orgId: string, shown: ReadonlyArray<string | undefined>) =>
-      Effect.gen(function*() {
-        const numbers = shown.flatMap((value) => {
-          if (value === undefined || value.trim() === "") return []
-          const digits = value.replace(/\D/g, "")
-          return digits === "" ? [value.trim()] : [value.trim(), `+${digits}`]
-        })
-        if (numbers.length === 0) return false
-        const rows = yield* Effect.mapError(
-          sql`SELECT 1 AS pending FROM zoho_optout_syncs WHERE org_id = ${orgId} AND ${sql.in("phone", numbers)} LIMIT 1`,
-          (cause) => new Crm.CrmError({ operation: "zoho.optOutSyncPending", cause, reason: "unavailable" })
-        )
-        return rows.length > 0
-      })
+    const syncPending = yield* OptOutSyncPending.make("zoho", "zoho_optout_syncs")
 
     const recordAction = (draft: Crm.CrmActionDraft) =>
       Effect.gen(function*() {
