@@ -7,10 +7,9 @@
  * Parley (HubSpot has no SMS template object on every tier): they are the default CRM's, merged with fields
  * read from HubSpot.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
-import * as SecretBox from "../../store/SecretBox.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
+import * as Connections from "../Connections.js"
 import { type CrmHost, CrmConnectFailed, type CrmStatus, defineCrm, type RunningCrmParts } from "../Crm.js"
 import { callbackRoutes } from "./HubSpotCallbackRoute.js"
 import * as HubSpotConfig from "./HubSpotConfig.js"
@@ -25,18 +24,7 @@ import * as InboundRecords from "../InboundRecords.js"
 import * as OptOutSyncPending from "../OptOutSyncPending.js"
 
 /** HubSpot connections' tokens, resealed under the current key; a stale access token is simply refreshed. */
-const resealSecrets = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const box = yield* SecretBox.SecretBox
-  const rows = yield* sql<{ readonly org_id: string; readonly refresh_token: string }>`
-    SELECT org_id, refresh_token FROM hubspot_connections`
-  for (const row of rows) {
-    if (box.isCurrent(row.refresh_token)) continue
-    const sealed = box.seal(yield* box.open(row.refresh_token))
-    yield* sql`UPDATE hubspot_connections SET refresh_token = ${sealed}, access_token = NULL, access_expires_at = 0
-      WHERE org_id = ${row.org_id} AND refresh_token = ${row.refresh_token}`
-  }
-})
+const resealSecrets = Connections.resealSecrets("hubspot_connections")
 
 export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnections.HubSpotConnections>({
   name: "hubspot",

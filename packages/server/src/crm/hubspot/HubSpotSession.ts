@@ -110,7 +110,7 @@ export const make = (builtIn: Crm.CrmService) =>
         }
         const now = yield* Clock.currentTimeMillis
         yield* Effect.mapError(
-          connections.saveAccessToken(connection.orgId, answer.accessToken, now + answer.expiresInSeconds * 1000),
+          connections.saveAccessToken(connection.orgId, connection.connectedAt, answer.accessToken, now + answer.expiresInSeconds * 1000),
           storageFailure("hubspot.saveAccessToken")
         )
         return answer.accessToken

@@ -5,9 +5,8 @@
  * `serve` runs (ZohoWriteBack, the shared crm/InboundRecords over `zoho_inbound`, ZohoOptOutSync: the opt-out checkboxes). Every call goes through one session per process
  * (ZohoSession within ZohoCallSlots' concurrency cap).
  */
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import * as SecretBox from "../../store/SecretBox.js"
+import * as Connections from "../Connections.js"
 import { type CrmHost, defineCrm, type RunningCrmParts } from "../Crm.js"
 import * as InboundRecords from "../InboundRecords.js"
 import { zohoCallbackRoutes } from "./ZohoCallbackRoute.js"
@@ -25,18 +24,7 @@ import { ZohoWriteBackLive } from "./ZohoWriteBack.js"
 const WORKFLOWS = "workflows"
 
 /** Zoho connections' tokens, resealed under the current key; a stale access token is simply refreshed. */
-const resealSecrets = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const box = yield* SecretBox.SecretBox
-  const zoho = yield* sql<{ readonly org_id: string; readonly refresh_token: string }>`
-    SELECT org_id, refresh_token FROM zoho_connections`
-  for (const row of zoho) {
-    if (box.isCurrent(row.refresh_token)) continue
-    const sealed = box.seal(yield* box.open(row.refresh_token))
-    yield* sql`UPDATE zoho_connections SET refresh_token = ${sealed}, access_token = NULL, access_expires_at = 0
-      WHERE org_id = ${row.org_id} AND refresh_token = ${row.refresh_token}`
-  }
-})
+const resealSecrets = Connections.resealSecrets("zoho_connections")
 
 export const zohoCrm = defineCrm<ZohoConfig | ZohoConnections.ZohoConnections>({
   name: "zoho",
