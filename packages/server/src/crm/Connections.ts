@@ -9,8 +9,8 @@
 import { createHash, randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql"
-import type { StorageError } from "@parley/core/domain"
-import { Effect, Option, Schema } from "effect"
+import { Crm, type StorageError } from "@parley/core/domain"
+import { Clock, Effect, Option, Schema } from "effect"
 import { DbInt, NullableString, storage } from "../store/rows.js"
 import * as SecretBox from "../store/SecretBox.js"
 
@@ -134,6 +134,19 @@ export const make = <Own, OwnEncoded>(spec: {
         last_error_at = ${message === null ? null : at}, last_error_code = ${message === null ? null : code ?? null}
         WHERE org_id = ${orgId}`)
 
+    /**
+     * Whether the connection made at `connectedAt` was replaced since (a reconnect while its old tokens were in
+     * use): what they meet is no longer the organisation's state. False when none is stored, or unreadable.
+     */
+    const superseded = (orgId: string, connectedAt: string): Effect.Effect<boolean> =>
+      Effect.orElseSucceed(
+        Effect.map(
+          sql<{ readonly connected_at: string }>`SELECT connected_at FROM ${table} WHERE org_id = ${orgId}`,
+          (rows) => rows[0] !== undefined && rows[0].connected_at !== connectedAt
+        ),
+        () => false
+      )
+
     const remove = (orgId: string) => storage(op("remove"))(sql`DELETE FROM ${table} WHERE org_id = ${orgId}`)
 
     /** Takes the refresh lease until `until` if nobody holds it (one conditional update: one replica wins). */
@@ -172,7 +185,34 @@ export const make = <Own, OwnEncoded>(spec: {
         )
       )
 
-    return { get, exists, replace, saveAccessToken, recordError, remove, takeRefreshLease, releaseRefreshLease, newState, consumeState }
+    return { get, exists, replace, saveAccessToken, recordError, superseded, remove, takeRefreshLease, releaseRefreshLease, newState, consumeState }
+  })
+
+/**
+ * Marks an organisation's connection lapsed — the CRM refused its refresh token (`disconnected`: reconnect),
+ * or the token now belongs to someone else (`identity_changed`) — and fails with the matching CrmError: the
+ * connection's last error (with OAUTH_REQUIRED or IDENTITY_CHANGED), and the state of the default CRM's
+ * connection, which the API's authentication reads (`builtIn`). A caller whose connection was replaced since
+ * (`superseded`) must not call it: the new connection is not lapsed.
+ */
+export const lapse = (
+  crm: string,
+  builtIn: Crm.CrmService,
+  recordError: (orgId: string, message: string, at: string, code: string) => Effect.Effect<void, StorageError>
+) =>
+(orgId: string, state: "disconnected" | "identity_changed", message: string): Effect.Effect<never, Crm.CrmError> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    yield* Effect.ignore(recordError(orgId, message, new Date(now).toISOString(), state === "disconnected" ? "OAUTH_REQUIRED" : "IDENTITY_CHANGED"))
+    const current = yield* Effect.orElseSucceed(builtIn.connection(orgId), () => ({ state: "disconnected" as const }))
+    if (current.state !== "disconnected") {
+      yield* Effect.ignore(builtIn.setConnection(orgId, state === "disconnected" ? { state } : { state, account: current.account }))
+    }
+    return yield* new Crm.CrmError({
+      operation: `${crm}.refresh`,
+      cause: message,
+      reason: state === "disconnected" ? "oauth_required" : "identity_changed"
+    })
   })
 
 /**

@@ -51,6 +51,8 @@ export interface HubSpotConnectionsService {
    */
   readonly saveAccessToken: (orgId: string, connectedAt: string, token: string, expiresAt: number) => Effect.Effect<boolean, StorageError>
   readonly recordError: (orgId: string, message: string | null, at: string, code?: string) => Effect.Effect<void, StorageError>
+  /** Whether the connection made at `connectedAt` was replaced since (a reinstall while its tokens were in use). */
+  readonly superseded: (orgId: string, connectedAt: string) => Effect.Effect<boolean>
   readonly remove: (orgId: string) => Effect.Effect<void, StorageError>
   /** Takes the refresh lease until `until` if nobody holds it (one conditional update: one replica wins). */
   readonly takeRefreshLease: (orgId: string, now: number, until: number) => Effect.Effect<boolean, StorageError>
@@ -85,6 +87,7 @@ export const layer: Layer.Layer<HubSpotConnections, never, SqlClient.SqlClient |
       save: (c) => store.replace(c, { hub_id: c.hubId, hub_domain: c.hubDomain, user_id: c.userId, email: c.email, scopes: c.scopes }),
       saveAccessToken: store.saveAccessToken,
       recordError: store.recordError,
+      superseded: store.superseded,
       remove: store.remove,
       takeRefreshLease: store.takeRefreshLease,
       releaseRefreshLease: store.releaseRefreshLease,
