@@ -1,21 +1,23 @@
 /**
  * HubSpot as an organisation's CRM, end to end through the seam: a real server on both stores against the
- * HubSpot fake. `parley crm connect ORG --provider hubspot` and the callback; `crm setup`; a linked live text
- * becomes a communication and an AI call a call, whose ids the API answers; 50 concurrent sends as the
- * token lapses cost one refresh; HubSpot's 429 → 503 with Retry-After; its 403 → CRM_PERMISSION_DENIED;
- * Vendors → 400; a connection dropped after HubSpot created the communication → 502, and the retry finds it;
- * templates live in Parley (GET /templates) and merge a contact's fields by HubSpot's labels, and its owner; a
- * refresh refused after a reconnect leaves the new connection alone;
- * another user behind the token → IDENTITY_CHANGED until reconnected, a revoked grant → OAUTH_REQUIRED, and
- * `crm disconnect` revokes the grant at HubSpot.
+ * HubSpot fake. `parley crm connect ORG --provider hubspot` and the callback (a replayed or forged one
+ * refused), the console's CRM page; `crm setup`; a linked live text becomes a communication and an AI call a
+ * call, whose ids the API answers; 50 concurrent sends as the token lapses cost one refresh; HubSpot's 429 →
+ * 503 with Retry-After; its 403 → CRM_PERMISSION_DENIED; Vendors → 400; a connection dropped after HubSpot
+ * created the communication → 502, and the retry finds it; templates live in Parley (GET /templates) and merge
+ * a contact's fields by HubSpot's labels, and its owner; a refresh refused after a reconnect leaves the new
+ * connection alone; another user behind the token → IDENTITY_CHANGED until reconnected, a revoked grant →
+ * OAUTH_REQUIRED, and `crm disconnect` revokes the grant at HubSpot.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { consoleGet, setPasswordFromLink, signIn } from "./support/console.js"
 import { HubSpotFake } from "./support/fakes/HubSpotFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const HEAVY = 180_000
 const PN1 = "PN00000000000000000000000000000001"
 const PHONE = "+14155550123"
+const PASSWORD = "a long passphrase for hubspot"
 let counter = 0
 const idem = () => `hubspot-${Date.now()}-${++counter}`
 
@@ -77,6 +79,35 @@ describe("HubSpot through the CRM seam", () => {
     expect(view).toMatchObject({ provider: "hubspot", state: "connected", hubspotPortal: { id: String(hubspot.hubId) } })
     const setup = JSON.parse((await admin(["crm", "setup", demo.orgId, "--json"])).stdout) as { created: Array<string> }
     expect(setup.created).toContain("communications.parley_key")
+  }, HEAVY)
+
+  it("refuses a replayed or forged callback without exchanging a code", async () => {
+    const before = hubspot.codeExchanges
+    const started = JSON.parse((await admin(["crm", "connect", demo.orgId, "--provider", "hubspot", "--json"])).stdout) as { url: string }
+    const install = await fetch(started.url, { redirect: "manual" })
+    const location = install.headers.get("location") ?? ""
+    const forged = new URL(location)
+    forged.searchParams.set("state", "forged")
+    const refused = await fetch(forged)
+    expect(refused.status).toBe(400)
+    expect(await refused.text()).not.toMatch(/\n\s+at |Error:/)
+    expect(hubspot.codeExchanges).toBe(before)
+    // The real one completes once; replayed, its state is used.
+    expect((await fetch(location)).status).toBe(200)
+    expect(hubspot.codeExchanges).toBe(before + 1)
+    expect((await fetch(location)).status).toBe(400)
+    expect(hubspot.codeExchanges).toBe(before + 1)
+  }, HEAVY)
+
+  it("the console's CRM page shows the HubSpot connection: who, which portal, since when", async () => {
+    const invited = await server.adminJson<{ link: string }>(["admins", "create", demo.orgId, "--email", "crm@hubspot.example"])
+    await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD)
+    const session = await signIn(server.baseUrl, "crm@hubspot.example", PASSWORD)
+    const page = await (await consoleGet(server.baseUrl, session, "/admin/crm")).text()
+    expect(page).toContain(`HubSpot — ${hubspot.hubDomain} (<code>${hubspot.hubId}</code>)`)
+    expect(page).toContain("ada@acme.test")
+    expect(page).toContain("Connect HubSpot")
+    expect(page).not.toContain("Built-in CRM")
   }, HEAVY)
 
   it("a linked live text becomes a communication and an AI call a call; the API answers their ids", async () => {
