@@ -61,7 +61,7 @@ export const SqlPortsLive = Layer.mergeAll(
   SqlOrganisations.layer,
   SqlOptOuts.layer,
   SqlApiKeyStore.layer,
-  // The built-in CRM, or the registry's CRM an organisation connected (crm/Registry.ts).
+  // The registry's default CRM, or the CRM an organisation connected (crm/Registry.ts).
   CrmLive.layer,
   SqlActionStore.layer,
   SqlEventOutbox.layer,

@@ -17,7 +17,7 @@ import * as HubSpotSession from "../src/crm/hubspot/HubSpotSession.js"
 import * as HubSpotSetup from "../src/crm/hubspot/HubSpotSetup.js"
 import { DatabaseLive } from "../src/store/Database.js"
 import * as SecretBox from "../src/store/SecretBox.js"
-import * as SqlCrm from "../src/store/SqlCrm.js"
+import * as BuiltInCrm from "../src/crm/builtin/BuiltInCrm.js"
 import * as SqlOrganisations from "../src/store/SqlOrganisations.js"
 import { Organisations } from "@parley/core/domain"
 import { HubSpotFake } from "./support/fakes/HubSpotFake.js"
@@ -56,7 +56,7 @@ describe("HubSpot client against the fake", () => {
       ...Object.entries(db.env)
     ]))
     const base = Layer.mergeAll(DatabaseLive, SecretBox.layer).pipe(Layer.provideMerge(ServerConfig.layer))
-    const layer = Layer.mergeAll(SqlCrm.layer, HubSpotConnections.layer, SqlOrganisations.layer).pipe(
+    const layer = Layer.mergeAll(BuiltInCrm.layer, HubSpotConnections.layer, SqlOrganisations.layer).pipe(
       Layer.provideMerge(base),
       Layer.provideMerge(HubSpotConfig.layerFrom({
         clientId: Option.some(fake.clientId),

@@ -1,17 +1,23 @@
 /**
  * HubSpot as an organisation's CRM, end to end through the seam: a real server on both stores against the
- * HubSpot fake. `parley crm connect ORG --provider hubspot` and the callback; `crm setup`; a linked live text
- * becomes a communication and an AI call a call, whose ids the API answers; 50 concurrent sends as the
- * token lapses cost one refresh; HubSpot's 429 → 503 with Retry-After; its 403 → CRM_PERMISSION_DENIED;
- * Vendors → 400; a connection dropped after HubSpot created the communication → 502, and the retry finds it.
+ * HubSpot fake. `parley crm connect ORG --provider hubspot` and the callback (a replayed or forged one
+ * refused), the console's CRM page; `crm setup`; a linked live text becomes a communication and an AI call a
+ * call, whose ids the API answers; 50 concurrent sends as the token lapses cost one refresh; HubSpot's 429 →
+ * 503 with Retry-After; its 403 → CRM_PERMISSION_DENIED; Vendors → 400; a connection dropped after HubSpot
+ * created the communication → 502, and the retry finds it; templates live in Parley (GET /templates) and merge
+ * a contact's fields by HubSpot's labels, and its owner; a refresh refused after a reconnect leaves the new
+ * connection alone; another user behind the token → IDENTITY_CHANGED until reconnected, a revoked grant →
+ * OAUTH_REQUIRED, and `crm disconnect` revokes the grant at HubSpot.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { consoleGet, setPasswordFromLink, signIn } from "./support/console.js"
 import { HubSpotFake } from "./support/fakes/HubSpotFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const HEAVY = 180_000
 const PN1 = "PN00000000000000000000000000000001"
 const PHONE = "+14155550123"
+const PASSWORD = "a long passphrase for hubspot"
 let counter = 0
 const idem = () => `hubspot-${Date.now()}-${++counter}`
 
@@ -73,6 +79,35 @@ describe("HubSpot through the CRM seam", () => {
     expect(view).toMatchObject({ provider: "hubspot", state: "connected", hubspotPortal: { id: String(hubspot.hubId) } })
     const setup = JSON.parse((await admin(["crm", "setup", demo.orgId, "--json"])).stdout) as { created: Array<string> }
     expect(setup.created).toContain("communications.parley_key")
+  }, HEAVY)
+
+  it("refuses a replayed or forged callback without exchanging a code", async () => {
+    const before = hubspot.codeExchanges
+    const started = JSON.parse((await admin(["crm", "connect", demo.orgId, "--provider", "hubspot", "--json"])).stdout) as { url: string }
+    const install = await fetch(started.url, { redirect: "manual" })
+    const location = install.headers.get("location") ?? ""
+    const forged = new URL(location)
+    forged.searchParams.set("state", "forged")
+    const refused = await fetch(forged)
+    expect(refused.status).toBe(400)
+    expect(await refused.text()).not.toMatch(/\n\s+at |Error:/)
+    expect(hubspot.codeExchanges).toBe(before)
+    // The real one completes once; replayed, its state is used.
+    expect((await fetch(location)).status).toBe(200)
+    expect(hubspot.codeExchanges).toBe(before + 1)
+    expect((await fetch(location)).status).toBe(400)
+    expect(hubspot.codeExchanges).toBe(before + 1)
+  }, HEAVY)
+
+  it("the console's CRM page shows the HubSpot connection: who, which portal, since when", async () => {
+    const invited = await server.adminJson<{ link: string }>(["admins", "create", demo.orgId, "--email", "crm@hubspot.example"])
+    await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD)
+    const session = await signIn(server.baseUrl, "crm@hubspot.example", PASSWORD)
+    const page = await (await consoleGet(server.baseUrl, session, "/admin/crm")).text()
+    expect(page).toContain(`HubSpot — ${hubspot.hubDomain} (<code>${hubspot.hubId}</code>)`)
+    expect(page).toContain("ada@acme.test")
+    expect(page).toContain("Connect HubSpot")
+    expect(page).not.toContain("Built-in CRM")
   }, HEAVY)
 
   it("a linked live text becomes a communication and an AI call a call; the API answers their ids", async () => {
@@ -141,5 +176,72 @@ describe("HubSpot through the CRM seam", () => {
     expect(hubspot.all("communications").length).toBe(before + 1)
     const id = ((await retry.json()) as { id: string }).id
     expect(hubspot.all("communications").find((c) => c.properties["hs_communication_body"] === "dropped answer")?.id).toBe(id)
+  }, HEAVY)
+
+  it("templates live in Parley: GET /templates lists the one added; a templated text linked to a contact is merged by HubSpot's labels and owner", async () => {
+    const added = JSON.parse((await admin([
+      "templates", "add", "--org", demo.orgId, "--name", "HubSpot greeting", "--record-type", "Contacts",
+      "--body", "Hi ${Contacts.First name}, ${Contacts.Owner} here", "--json"
+    ])).stdout) as { id: string }
+    const listed = await server.fetch("/api/v1/templates", { key: demo.keys.live })
+    expect(listed.status).toBe(200)
+    const items = ((await listed.json()) as { items: Array<{ id: string; name: string; body: string }> }).items
+    expect(items.find((t) => t.id === added.id)).toMatchObject({ name: "HubSpot greeting", body: "Hi ${Contacts.First name}, ${Contacts.Owner} here" })
+    const response = await send({ templateUuid: added.id, record: { module: "Contacts", id: contactId } })
+    const text = await response.text()
+    expect(response.status, text).toBe(202)
+    const { id } = JSON.parse(text) as { id: string }
+    // The merge read the contact through the properties API (labels → names) and the owner through the owners API.
+    expect(hubspot.object("communications", id)?.properties["hs_communication_body"]).toBe("Hi Grace, Ada Admin here")
+    const record = (await (await server.fetch(`/api/v1/messages/${id}`, { key: demo.keys.live })).json()) as { body: string }
+    expect(record.body).toBe("Hi Grace, Ada Admin here")
+    expect(hubspot.requests.some((r) => r.path === "/crm/v3/properties/contacts")).toBe(true)
+  }, HEAVY)
+
+  it("a refresh refused after the administrator reconnected does not undo the reconnect", async () => {
+    // As for Zoho: a refresh with the old, revoked token comes back after the reinstall and must not mark the
+    // new connection OAUTH_REQUIRED, nor store a token over it.
+    hubspot.revokeAll()
+    const held = hubspot.holdNextRefresh()
+    const inFlight = send({ body: "refreshing while reconnecting" })
+    await held.arrived
+    expect((await connect()).status).toBe(200)
+    held.release()
+    const answered = await inFlight
+    expect(answered.status, await answered.text()).toBe(202)
+    expect((await send({ body: "after the reconnect" })).status).toBe(202)
+    const view = JSON.parse((await admin(["crm", "status", demo.orgId, "--json"])).stdout) as { state: string; lastError: unknown }
+    expect(view).toMatchObject({ state: "connected", lastError: null })
+  }, HEAVY)
+
+  it("another user behind the token → IDENTITY_CHANGED until reconnected; a revoked grant → OAUTH_REQUIRED; disconnect revokes at HubSpot", async () => {
+    const codeOf = async (response: Response) => ((await response.json()) as { error: { code: string } }).error.code
+    const original = hubspot.consentingUser
+    hubspot.addUser({ userId: 52_001_002, email: "bob@acme.test", firstName: "Bob", lastName: "Other", ownerId: "71001002" })
+    hubspot.switchTokensTo(52_001_002)
+    hubspot.expireAccessTokens()
+    const changed = await send({ body: "who am I" })
+    expect(changed.status).toBe(403)
+    expect(await codeOf(changed)).toBe("IDENTITY_CHANGED")
+    // The connection stays lapsed: the next request is refused without asking HubSpot again.
+    expect(await codeOf(await send({ body: "who am I" }))).toBe("IDENTITY_CHANGED")
+    hubspot.consentingUser = original
+    expect((await connect()).status).toBe(200)
+    expect((await send({ body: "back" })).status).toBe(202)
+
+    hubspot.revokeAll()
+    const refused = await send({ body: "revoked" })
+    expect(refused.status).toBe(403)
+    expect(await codeOf(refused)).toBe("OAUTH_REQUIRED")
+    const view = JSON.parse((await admin(["crm", "status", demo.orgId, "--json"])).stdout) as { lastError: { message: string } | null }
+    expect(view.lastError?.message).toContain("refresh token")
+
+    expect((await connect()).status).toBe(200)
+    expect((await send({ body: "reconnected" })).status).toBe(202)
+    const live = hubspot.liveGrants
+    await admin(["crm", "disconnect", demo.orgId])
+    expect(hubspot.requests.some((r) => r.path === "/oauth/2026-03/token/revoke")).toBe(true)
+    expect(hubspot.liveGrants).toBe(live - 1)
+    expect(await codeOf(await send({ body: "disconnected" }))).toBe("OAUTH_REQUIRED")
   }, HEAVY)
 })

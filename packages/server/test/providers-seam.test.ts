@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join, relative, sep } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CRM_NAMES } from "../src/crm/Registry.js"
+import { BUILT_IN, CRM_NAMES } from "../src/crm/Registry.js"
 import { PROVIDER_NAMES } from "../src/providers/Registry.js"
 import { consoleGet, consolePost, setPasswordFromLink, signIn } from "./support/console.js"
 import { RetellFake } from "./support/fakes/RetellFake.js"
@@ -59,26 +59,37 @@ const namePattern = (name: string) =>
   new RegExp(`(?<![A-Za-z])${[...name].map((c) => `[${c.toUpperCase()}${c.toLowerCase()}]`).join("")}(?![a-z])`)
 
 /**
- * The CRM seam (issue 34): a CRM's name appears in the server's sources only in its folder (`crm/<name>/`),
- * the registry and the migrations (which keep the table names they were written with) — comments included:
- * the console, the CLI, the callback route, configuration, sealing and metrics all ask the registry.
+ * The CRM seam (issue 34): a CRM's name appears in the server's sources only in its folder (`crm/<name>/`; the
+ * built-in CRM's, `built-in`, in `crm/builtin/`), the registry and the migrations (which keep the table names
+ * they were written with) — comments included: the console, the CLI, the callback route, configuration,
+ * sealing and metrics all ask the registry. Nothing else imports from a CRM's folder either.
  */
+const folderOf = (name: string) => name.replace(/[^A-Za-z0-9]/g, "")
+/** A CRM's own words that contain another CRM's name: Zoho's profile with every permission is its "built-in" one. */
+const CRM_DATA = ["Zoho's built-in profile"]
 const crmOffenders = (files: ReadonlyArray<{ readonly file: string; readonly text: string }>, names: ReadonlyArray<string>) =>
-  files.flatMap(({ file, text }) =>
-    names.filter((name) =>
-      !(file.startsWith(`crm${sep}${name}${sep}`) ||
+  files.flatMap(({ file, text }) => {
+    const own = CRM_DATA.reduce((left, value) => left.split(value).join(""), text)
+    return names.filter((name) =>
+      !(file.startsWith(`crm${sep}${folderOf(name)}${sep}`) ||
         file === `crm${sep}Registry.ts` ||
         file === `store${sep}migrations.ts` ||
         new RegExp(`^store\\${sep}[A-Za-z0-9]+Migration\\.ts$`).test(file)) &&
-      namePattern(name).test(text)
-    ).map((name) => `${file}: ${name}`))
+      (namePattern(name).test(own) || own.includes(`/${folderOf(name)}/`))
+    ).map((name) => `${file}: ${name}`)
+  })
 
 describe("one seam: where a CRM's name may appear", () => {
   const files = sources(SRC).map((path) => ({ file: relative(SRC, path), text: readFileSync(path, "utf8") }))
+  const names = [BUILT_IN.name, ...CRM_NAMES]
 
-  it("outside crm/<name>/, only the registry and the migrations name a CRM", () => {
+  it("outside crm/<name>/, only the registry and the migrations name a CRM, the built-in one included", () => {
     expect(CRM_NAMES).toContain("zoho")
-    expect(crmOffenders(files, CRM_NAMES)).toEqual([])
+    expect(BUILT_IN.name).toBe("built-in")
+    // The built-in CRM is a folder of its own, as the others are.
+    expect(sources(join(SRC, "crm", folderOf(BUILT_IN.name))).length).toBeGreaterThan(0)
+    expect(sources(join(SRC, "store")).map((path) => relative(SRC, path))).not.toContain(`store${sep}SqlCrm.ts`)
+    expect(crmOffenders(files, names)).toEqual([])
   })
 
   it("the check finds a CRM named anywhere else, in code or in a comment", () => {
@@ -86,15 +97,26 @@ describe("one seam: where a CRM's name may appear", () => {
     const planted = files.map((f) =>
       f.file === `admin${sep}pages${sep}CrmPage.ts` ? { ...f, text: `${f.text}\n// as Zoho does\n` } : f
     )
-    expect(crmOffenders(planted, CRM_NAMES)).toEqual([`admin${sep}pages${sep}CrmPage.ts: zoho`])
+    expect(crmOffenders(planted, names)).toEqual([`admin${sep}pages${sep}CrmPage.ts: zoho`])
     const inCode = files.map((f) =>
       f.file === `cli${sep}commands${sep}crm.ts` ? { ...f, text: f.text.replace("CRM_NAMES", "[\"zoho\"]") } : f
     )
-    expect(crmOffenders(inCode, CRM_NAMES)).toEqual([`cli${sep}commands${sep}crm.ts: zoho`])
+    expect(crmOffenders(inCode, names)).toEqual([`cli${sep}commands${sep}crm.ts: zoho`])
     const imported = files.map((f) =>
       f.file === `AppLayer.ts` ? { ...f, text: `${f.text}\nconst layer = ZohoCrmLayer\n` } : f
     )
-    expect(crmOffenders(imported, CRM_NAMES)).toEqual([`AppLayer.ts: zoho`])
+    expect(crmOffenders(imported, names)).toEqual([`AppLayer.ts: zoho`])
+    // The built-in CRM's name, and an import from its folder, are found as the others' are.
+    const builtInNamed = files.map((f) =>
+      f.file === `admin${sep}CrmConnection.ts` ? { ...f, text: f.text.replace("BUILT_IN.name", "\"built-in\"") } : f
+    )
+    expect(crmOffenders(builtInNamed, names)).toEqual([`admin${sep}CrmConnection.ts: built-in`])
+    const builtInImported = files.map((f) =>
+      f.file === `store${sep}SqlApiKeyStore.ts`
+        ? { ...f, text: `import { make } from "../crm/builtin/BuiltInCrm.js"\n${f.text}` }
+        : f
+    )
+    expect(crmOffenders(builtInImported, names)).toEqual([`store${sep}SqlApiKeyStore.ts: built-in`])
   })
 })
 

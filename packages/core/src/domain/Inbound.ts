@@ -124,8 +124,8 @@ export const layer: Layer.Layer<Inbound, never, Organisations | ActionStore | Cr
         // The text is Parley's to keep whatever the CRM does: the carrier (Twilio) does not retry a webhook by
         // default, so a reply refused here is lost. The hosted CRM's part (the link by phone, its own record) is
         // tried within CRM_BUDGET; a CRM that fails, throttles, has lapsed or is slow leaves the text stored
-        // without it, and the CRM's connector makes the record later from its durable outbox (Zoho:
-        // ZohoInboundRecords), keyed by the carrier's id so that it finds a record this attempt made.
+        // without it, and the CRM's connector makes the record later from its durable outbox (the server's
+        // crm/InboundRecords), keyed by the carrier's id so that it finds a record this attempt made.
         const crmPart = <A>(effect: Effect.Effect<A, CrmError | StorageError>, otherwise: A) =>
           effect.pipe(
             Effect.timeout(CRM_BUDGET),

@@ -8,6 +8,7 @@ import { Crm } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import type { CrmStatus, RunningCrm } from "../crm/Crm.js"
 import { Crms } from "../crm/CrmLive.js"
+import { BUILT_IN } from "../crm/Registry.js"
 
 /** A stable account id from a display name: "Dana Demo" → "crm_user_dana_demo". */
 export const accountIdFor = (name: string): string => {
@@ -58,14 +59,14 @@ export const connectionStatus = (orgId: string) =>
   })
 
 /**
- * What `crm status --json` prints: the provider (`built-in` or the CRM's name), the state, the user, the
+ * What `crm status --json` prints: the provider (the connected CRM's name, else the default CRM's), the state, the user, the
  * CRM account under the CRM's own key, since when, the last error — the same keys whichever CRM is connected.
  */
 export const statusJson = (view: ConnectionStatus, crms: ReadonlyArray<RunningCrm>) =>
   Option.match(view.connected, {
     onNone: () => ({
       orgId: view.orgId,
-      provider: "built-in",
+      provider: BUILT_IN.name,
       state: view.state,
       user: null,
       ...Object.fromEntries(crms.map((crm) => [crm.accountKey, null])),

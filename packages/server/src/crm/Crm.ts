@@ -6,9 +6,9 @@
  * route (`/oauth/<name>/callback`), the sealing of stored secrets, the background loops of `serve` and the
  * metrics all go through the registry (CrmLive builds every CRM once per process).
  *
- * The built-in CRM (store/SqlCrm) is not one of them: it is what an organisation uses until it connects
- * a CRM, and it keeps every organisation's connection state (which the API's authentication reads)
- * whichever CRM serves its records.
+ * The default CRM (the registry's `BUILT_IN`, in its own folder like the others) is described apart (`BuiltInCrmModule`): it is
+ * what an organisation uses until it connects another CRM, and it keeps every organisation's connection state
+ * (which the API's authentication reads) whichever CRM serves its records.
  */
 import type { SqlError } from "@effect/sql"
 import type { SqlClient } from "@effect/sql"
@@ -102,7 +102,7 @@ export interface CrmToggle {
 
 /**
  * The parts of the core's CRM port a connected CRM answers (CrmLive routes each organisation's calls to
- * its CRM, else to the built-in one); `connection`/`setConnection` stay with the built-in CRM.
+ * its CRM, else to the default one); `connection`/`setConnection` stay with the default CRM.
  */
 export type CrmRecords = Pick<
   Crm.CrmService,
@@ -167,10 +167,26 @@ export interface CrmDefinition<Own> {
   readonly optOutField?: string
   /** Its own services (configuration, connections table), built once per process. */
   readonly layer: Layer.Layer<Own, never, CrmHost>
-  /** The running CRM over its own services and the built-in CRM (which keeps the connection state). */
+  /** The running CRM over its own services and the default CRM (which keeps the connection state). */
   readonly make: (builtIn: Crm.CrmService) => Effect.Effect<RunningCrmParts, never, Own | CrmHost | Scope.Scope>
   /** Seals its stored secrets under the current key (`serve`, at start; see SecretBox.resealSecrets). */
   readonly resealSecrets: Effect.Effect<void, SecretKeyError | SqlError.SqlError, SqlClient.SqlClient | SecretBox>
+}
+
+/**
+ * The default CRM, which every organisation uses until it connects another: no OAuth, no settings, no
+ * background loops; its service is what the others are built over (it keeps the connection state).
+ */
+export interface BuiltInCrmModule {
+  /** `--provider <name>` (the default) and `crm status`'s `provider` while no other CRM is connected. */
+  readonly name: string
+  /** As a heading writes it. */
+  readonly label: string
+  /** As a sentence writes it ("… stays in use"). */
+  readonly phrase: string
+  /** Its line of `crm connect --help`. */
+  readonly connectHint: string
+  readonly make: Effect.Effect<Crm.CrmService, never, SqlClient.SqlClient>
 }
 
 /** A registered CRM, its own services hidden. */

@@ -1,21 +1,20 @@
 /**
  * The core's CRM port for every organisation, and the registry's CRMs as the process runs them (Crms).
  * Each CRM of the registry is built once per process; an organisation's calls go to the CRM it connected
- * (asked of each CRM, which caches the answer), else to the built-in CRM (store/SqlCrm). The connection
- * state, which the API's authentication reads, stays in the built-in CRM either way.
+ * (asked of each CRM, which caches the answer), else to the registry's default CRM (`BUILT_IN`). The
+ * connection state, which the API's authentication reads, stays in the default CRM either way.
  */
 import { Crm, type StorageError } from "@parley/core/internal"
 import { Context, Effect, Layer, Option } from "effect"
 import type { PlainRoute } from "../http/PlainRoutes.js"
-import * as SqlCrm from "../store/SqlCrm.js"
 import type { CrmHost, CrmWorkerHost, RunningCrm } from "./Crm.js"
-import { CRMS } from "./Registry.js"
+import { BUILT_IN, CRMS } from "./Registry.js"
 
 export interface CrmsService {
   /** Every CRM of the registry, in its order. */
   readonly all: ReadonlyArray<RunningCrm>
   readonly named: (name: string) => Option.Option<RunningCrm>
-  /** The CRM the organisation connected; none while it uses the built-in CRM. */
+  /** The CRM the organisation connected; none while it uses the default CRM. */
   readonly connectedOf: (orgId: string) => Effect.Effect<Option.Option<RunningCrm>, StorageError>
   /** Every CRM's plain routes (their OAuth callbacks). */
   readonly routes: Effect.Effect<ReadonlyArray<PlainRoute>, never, Crm.Crm>
@@ -29,7 +28,7 @@ const storageAsCrm = (operation: string) => (cause: unknown) => new Crm.CrmError
 
 export const layer: Layer.Layer<Crm.Crm | Crms, never, CrmHost> = Layer.scopedContext(
   Effect.gen(function*() {
-    const builtIn = yield* SqlCrm.make
+    const builtIn = yield* BUILT_IN.make
     const all = yield* Effect.forEach(CRMS, (c) => c.build(builtIn))
 
     const connectedOf = (orgId: string): Effect.Effect<Option.Option<RunningCrm>, StorageError> =>

@@ -17,6 +17,21 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { type OptOutTriggers, pgStatements, sqliteStatements } from "./OptOutTriggers.js"
+
+/** A number changed again while queued: counted, due at once, its lease released. */
+export const hubspotOptOutTriggers: OptOutTriggers = {
+  table: "hubspot_opt_outs",
+  key: "action_id",
+  connections: "hubspot_connections",
+  trigger: "opt_outs_hubspot",
+  fn: "hubspot_opt_out_enqueue",
+  variable: "entry",
+  onConflict: {
+    pg: (now) => `version = hubspot_opt_outs.version + 1, due_at = ${now}, lease_until = 0`,
+    sqlite: (now) => `version = version + 1, due_at = ${now}, lease_until = 0`
+  }
+}
 
 export const hubspotOutboxes = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -92,19 +107,7 @@ export const hubspotOutboxes = Effect.gen(function*() {
           END $$ LANGUAGE plpgsql`)
         yield* sql.unsafe(`CREATE TRIGGER actions_hubspot_inbound AFTER INSERT ON actions FOR EACH ROW
           WHEN (${inboundWithout}) EXECUTE FUNCTION hubspot_inbound_enqueue()`)
-        yield* sql.unsafe(`CREATE FUNCTION hubspot_opt_out_enqueue() RETURNS trigger AS $$
-          DECLARE entry RECORD;
-          BEGIN
-            IF TG_OP = 'DELETE' THEN entry := OLD; ELSE entry := NEW; END IF;
-            IF EXISTS (SELECT 1 FROM hubspot_connections WHERE org_id = entry.org_id) THEN
-              INSERT INTO hubspot_opt_outs (action_id, org_id, phone, version, due_at, attempts, lease_until)
-              VALUES (entry.org_id || ' ' || entry.phone, entry.org_id, entry.phone, 1, ${nowMs}, 0, 0)
-              ON CONFLICT (action_id) DO UPDATE SET version = hubspot_opt_outs.version + 1, due_at = ${nowMs}, lease_until = 0;
-            END IF;
-            RETURN NULL;
-          END $$ LANGUAGE plpgsql`)
-        yield* sql.unsafe(`CREATE TRIGGER opt_outs_hubspot AFTER INSERT OR UPDATE OR DELETE ON opt_outs FOR EACH ROW
-          EXECUTE FUNCTION hubspot_opt_out_enqueue()`)
+        for (const statement of pgStatements(hubspotOptOutTriggers)) yield* sql.unsafe(statement)
         yield* sql.unsafe(`CREATE FUNCTION hubspot_outbox_resume() RETURNS trigger AS $$
           BEGIN ${resume} RETURN NEW; END $$ LANGUAGE plpgsql`)
         yield* sql.unsafe(`CREATE TRIGGER hubspot_connections_resume_inserted AFTER INSERT ON hubspot_connections FOR EACH ROW
@@ -132,15 +135,7 @@ export const hubspotOutboxes = Effect.gen(function*() {
             VALUES (CAST(NEW.id AS TEXT), NEW.org_id, ${nowMs}, 0, 0)
             ON CONFLICT (action_id) DO NOTHING;
           END`)
-        for (const [event, row] of [["INSERT", "NEW"], ["UPDATE", "NEW"], ["DELETE", "OLD"]] as const) {
-          yield* sql.unsafe(`CREATE TRIGGER opt_outs_hubspot_${event.toLowerCase()} AFTER ${event} ON opt_outs
-            WHEN ${connected(row)}
-            BEGIN
-              INSERT INTO hubspot_opt_outs (action_id, org_id, phone, version, due_at, attempts, lease_until)
-              VALUES (${row}.org_id || ' ' || ${row}.phone, ${row}.org_id, ${row}.phone, 1, ${nowMs}, 0, 0)
-              ON CONFLICT (action_id) DO UPDATE SET version = version + 1, due_at = ${nowMs}, lease_until = 0;
-            END`)
-        }
+        for (const statement of sqliteStatements(hubspotOptOutTriggers)) yield* sql.unsafe(statement)
         yield* sql.unsafe(`CREATE TRIGGER hubspot_connections_resume_inserted AFTER INSERT ON hubspot_connections BEGIN ${resume} END`)
         yield* sql.unsafe(`CREATE TRIGGER hubspot_connections_resume_updated AFTER UPDATE ON hubspot_connections
           WHEN OLD.connected_at IS NOT NEW.connected_at BEGIN ${resume} END`)

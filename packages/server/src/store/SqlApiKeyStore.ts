@@ -8,7 +8,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { ApiKeyStore, Crm, KeyMode, Scope } from "@parley/core/internal"
 import { Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { DbJson, NullableString, storage, StringArrayJson } from "./rows.js"
-import { ConnectionRow, toConnection } from "./SqlCrm.js"
+import { ConnectionRow, toConnection } from "./CrmConnectionRow.js"
 import { SettingsCache } from "./SettingsCache.js"
 import { OrganisationRow, toOrganisation } from "./SqlOrganisations.js"
 
@@ -42,8 +42,8 @@ const toKey = (r: typeof KeyRow.Type): ApiKeyStore.ApiKeyRow => ({
   revokedAt: r.revoked_at
 })
 
-// The connection is joined as the embedded CRM (SqlCrm) stores it. Every SQL layer serves the embedded
-// CRM; a connector to a hosted CRM would keep its connection elsewhere, and this join would leave it out.
+// The connection is joined as CrmConnectionRow stores it: every organisation's connection state stays in
+// `crm_connections`, whichever CRM serves its records (a CRM keeps its own tokens in its own table).
 
 type Row = { readonly [column: string]: unknown }
 

@@ -4,7 +4,7 @@
  *
  * - `zoho_inbound`: one row per inbound text stored without its Zoho record (Zoho failed, throttled, had
  *   lapsed or was slow when it arrived). A trigger fills it in the transaction that stores the text, whichever
- *   code path stores it, exactly as `zoho_writebacks` is filled (migration 0013); ZohoInboundRecords empties it.
+ *   code path stores it, exactly as `zoho_writebacks` is filled (migration 0013); the shared crm/InboundRecords empties it.
  * - A reconnect (a new or re-made `zoho_connections` row: `connected_at` changes) makes every row of that
  *   organisation in both outboxes due at once, so what waited through an OAUTH_REQUIRED night goes out at
  *   the next round instead of at the end of its backoff.

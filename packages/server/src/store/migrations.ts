@@ -235,7 +235,7 @@ const delivery = Effect.gen(function*() {
 
 /**
  * Conversation pages for restricted callers. Every page is a keyset range scan of an index ending with id
- * (see `SqlCrm`); without these, a key restricted to numbers, or an account that sees only its own actions,
+ * (see `SqlActionStore`); without these, a key restricted to numbers, or an account that sees only its own actions,
  * was served by (org_id, kind, id) and filtered row by row: a page for a quiet number read the organisation's
  * whole history (2 s on 1,000,000 messages), and so did a page for an account owning few of them.
  */

@@ -1,11 +1,12 @@
 /**
- * CRM: which CRM account the organisation's requests run as (the built-in CRM unless one of the registry's
+ * CRM: which CRM account the organisation's requests run as (the default CRM unless one of the registry's
  * CRMs is connected), connect or reconnect it, disconnect it, start a CRM's OAuth flow, change a CRM's settings.
  */
 import { Crm } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import type { RunningCrm } from "../../crm/Crm.js"
 import { Crms } from "../../crm/CrmLive.js"
+import { BUILT_IN } from "../../crm/Registry.js"
 import type { Session } from "../AdminStore.js"
 import { type ConsoleRequest, contentSecurityPolicy, page, redirect } from "../ConsoleHttp.js"
 import { accountIdFor, connectAccount, connectionStatus, disconnectAccount } from "../CrmConnection.js"
@@ -21,7 +22,7 @@ const NOTICES: Readonly<Record<string, string>> = {
 /** The notice a `done=` names: the page's own, a CRM's "not configured", or a CRM setting's change. */
 const noticeOf = (crms: ReadonlyArray<RunningCrm>, done: string): string | undefined =>
   NOTICES[done] ?? crms.flatMap((crm) => [
-    ...(done === `${crm.name}-unavailable` ? [`${crm.label} is not configured on this server; the built-in CRM stays in use.`] : []),
+    ...(done === `${crm.name}-unavailable` ? [`${crm.label} is not configured on this server; ${BUILT_IN.phrase} stays in use.`] : []),
     ...crm.toggles.flatMap((t) =>
       done === `${t.flag}-on` ? [t.notice(true)] : done === `${t.flag}-off` ? [t.notice(false)] : []
     )
@@ -61,7 +62,7 @@ ${actionButton(session, `/admin/crm/${toggle.flag}`, { [toggle.flag]: on ? "off"
     const state = connection.state === "disconnected"
       ? html`<p>No CRM account is connected. API requests fail with <code>OAUTH_REQUIRED</code> until one is.</p>${lapsed}`
       : html`<dl>
-${external ?? html`<dt>CRM</dt><dd>Built-in CRM</dd>
+${external ?? html`<dt>CRM</dt><dd>${BUILT_IN.label}</dd>
 <dt>Connected as</dt><dd>${connection.account.name} (<code>${connection.account.id}</code>)</dd>`}
 <dt>State</dt><dd>${connection.state === "connected" ? "connected" : "identity changed: reconnect required"}</dd>
 <dt>Modules it may read</dt><dd>${connection.account.permissions.modules.join(", ") || "none"}</dd>
@@ -84,7 +85,7 @@ ${connection.state === "disconnected" ? "" : html`<a class="button danger" href=
 ${connectSections}
 ${toggles.flat()}
 <form class="card" method="post" action="/admin/crm/connect" novalidate>
-<h2>${connection.state === "disconnected" ? "Connect" : "Reconnect"} the built-in CRM</h2>
+<h2>${connection.state === "disconnected" ? "Connect" : "Reconnect"} ${BUILT_IN.phrase}</h2>
 ${csrfField(session)}
 ${textField({ name: "account", label: "Account name", value: accountName, errors, hint: "The CRM user every request runs as." })}
 <button type="submit">${connection.state === "disconnected" ? "Connect" : "Reconnect"}</button>
@@ -121,7 +122,7 @@ export const confirmDisconnectCrm = (_request: ConsoleRequest, session: Session)
     const connection = yield* (yield* Crm.Crm).connection(session.orgId)
     if (connection.state === "disconnected") return redirect("/admin/crm")
     const connected = Option.getOrUndefined((yield* connectionStatus(session.orgId)).connected)
-    const which = connected === undefined ? `the built-in CRM account ${connection.account.name}` : `${connected.crm.label} (${connected.status.account.name})`
+    const which = connected === undefined ? `${BUILT_IN.phrase} account ${connection.account.name}` : `${connected.crm.label} (${connected.status.account.name})`
     return page(layout({
       title: "Disconnect the CRM",
       session,

@@ -9,7 +9,7 @@ import { Crm } from "@parley/core/domain"
 import { accountIdFor, connectAccount, connectionStatus, disconnectAccount, statusJson } from "../../admin/CrmConnection.js"
 import { Effect, Option } from "effect"
 import { Crms } from "../../crm/CrmLive.js"
-import { CRM_NAMES, CRMS } from "../../crm/Registry.js"
+import { BUILT_IN, CRM_NAMES, CRMS } from "../../crm/Registry.js"
 import { csv, fail, fields, MODULES, nonEmpty, oneOfEach, requireOrg } from "../Input.js"
 import { json, print } from "../Output.js"
 
@@ -45,11 +45,11 @@ const connect = Command.make(
   {
     json,
     org,
-    provider: Options.choice("provider", ["built-in", ...CRM_NAMES]).pipe(
+    provider: Options.choice("provider", [BUILT_IN.name, ...CRM_NAMES]).pipe(
       Options.withDescription(
-        `built-in (default: the embedded CRM, with --account)${CRMS.map((c) => ` or ${c.name} (${c.connectHint})`).join("")}`
+        `${BUILT_IN.name} (default: ${BUILT_IN.connectHint})${CRMS.map((c) => ` or ${c.name} (${c.connectHint})`).join("")}`
       ),
-      Options.withDefault("built-in")
+      Options.withDefault(BUILT_IN.name)
     ),
     switchOrg: Options.boolean("switch-org").pipe(
       Options.withDescription("With --provider <crm>: allow connecting another account of that CRM (organisation, portal) than the connected one")
@@ -81,7 +81,7 @@ const connect = Command.make(
           ].join("\n"))
       }
       if (Option.isNone(input.account)) {
-        return yield* fail(`--account NAME is required with the built-in CRM (or use ${CRM_NAMES.map((n) => `--provider ${n}`).join(" or ")})`)
+        return yield* fail(`--account NAME is required with ${BUILT_IN.phrase} (or use ${CRM_NAMES.map((n) => `--provider ${n}`).join(" or ")})`)
       }
       const name = yield* nonEmpty("--account", input.account.value)
       const id = Option.isSome(input.accountId)
@@ -100,7 +100,7 @@ const status = Command.make("status", { json, org }, (input) =>
     const connected = Option.getOrUndefined(view.connected)
     yield* print(input.json, statusJson(view, (yield* Crms).all), () =>
       [
-        `CRM of ${input.org}: ${connected?.crm.name ?? "built-in"}, ${view.state}`,
+        `CRM of ${input.org}: ${connected?.crm.name ?? BUILT_IN.name}, ${view.state}`,
         fields([
           ["user", connected === undefined
             ? "-"

@@ -4,14 +4,12 @@
  * callback route), `crm setup` (HubSpotSetup) and the outboxes `serve` drains (HubSpotWriteBack, HubSpotOptOutSync,
  * the shared crm/InboundRecords over `hubspot_inbound`). Every call goes through one session per process
  * (HubSpotSession: single-flight token refresh across replicas). Templates for HubSpot organisations live in
- * Parley (HubSpot has no SMS template object on every tier): they are the built-in CRM's, merged with fields
+ * Parley (HubSpot has no SMS template object on every tier): they are the default CRM's, merged with fields
  * read from HubSpot.
  */
-import { SqlClient } from "@effect/sql"
-import { Crm } from "@parley/core/domain"
 import { Effect, Layer, Option } from "effect"
-import * as SecretBox from "../../store/SecretBox.js"
 import { SettingsCache } from "../../store/SettingsCache.js"
+import * as Connections from "../Connections.js"
 import { type CrmHost, CrmConnectFailed, type CrmStatus, defineCrm, type RunningCrmParts } from "../Crm.js"
 import { callbackRoutes } from "./HubSpotCallbackRoute.js"
 import * as HubSpotConfig from "./HubSpotConfig.js"
@@ -23,20 +21,10 @@ import * as HubSpotSetup from "./HubSpotSetup.js"
 import * as HubSpotOptOutSync from "./HubSpotOptOutSync.js"
 import * as HubSpotWriteBack from "./HubSpotWriteBack.js"
 import * as InboundRecords from "../InboundRecords.js"
+import * as OptOutSyncPending from "../OptOutSyncPending.js"
 
 /** HubSpot connections' tokens, resealed under the current key; a stale access token is simply refreshed. */
-const resealSecrets = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const box = yield* SecretBox.SecretBox
-  const rows = yield* sql<{ readonly org_id: string; readonly refresh_token: string }>`
-    SELECT org_id, refresh_token FROM hubspot_connections`
-  for (const row of rows) {
-    if (box.isCurrent(row.refresh_token)) continue
-    const sealed = box.seal(yield* box.open(row.refresh_token))
-    yield* sql`UPDATE hubspot_connections SET refresh_token = ${sealed}, access_token = NULL, access_expires_at = 0
-      WHERE org_id = ${row.org_id} AND refresh_token = ${row.refresh_token}`
-  }
-})
+const resealSecrets = Connections.resealSecrets("hubspot_connections")
 
 export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnections.HubSpotConnections>({
   name: "hubspot",
@@ -55,21 +43,8 @@ export const hubspotCrm = defineCrm<HubSpotConfig.HubSpotConfig | HubSpotConnect
       const settings = yield* SettingsCache
       const context = yield* Effect.context<HubSpotConfig.HubSpotConfig | HubSpotConnections.HubSpotConnections | CrmHost>()
       const session = yield* HubSpotSession.make(builtIn)
-      const sql = yield* SqlClient.SqlClient
-      const syncPending: HubSpotRecords.SyncPending = (orgId, shown) => {
-        const numbers = shown.flatMap((value) => {
-          if (value === undefined || value.trim() === "") return []
-          const digits = value.replace(/\D/g, "")
-          return digits === "" ? [value.trim()] : [value.trim(), `+${digits}`]
-        })
-        return numbers.length === 0 ? Effect.succeed(false) : Effect.mapError(
-          Effect.map(
-            sql`SELECT 1 AS pending FROM hubspot_opt_outs WHERE org_id = ${orgId} AND ${sql.in("phone", numbers)} LIMIT 1`,
-            (rows) => rows.length > 0
-          ),
-          (cause) => new Crm.CrmError({ operation: "hubspot.optOutSyncPending", cause, reason: "unavailable" })
-        )
-      }
+      // A contact's opt-out box Parley is about to change itself (HubSpotOptOutSync's outbox) is not read as the administrator's.
+      const syncPending = yield* OptOutSyncPending.make("hubspot", "hubspot_opt_outs")
       const records = HubSpotRecords.make(session, syncPending)
       const status = (orgId: string) =>
         Effect.map(connections.get(orgId), Option.map((c): CrmStatus => ({

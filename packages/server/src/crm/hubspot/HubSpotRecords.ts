@@ -17,6 +17,7 @@ import { createHash } from "node:crypto"
 import { Effect, Option } from "effect"
 import { type CrmAnswer, isRecord, text } from "./HubSpotApi.js"
 import type { HubSpotSessionService } from "./HubSpotSession.js"
+import type { SyncPending } from "../OptOutSyncPending.js"
 
 /** The property `crm setup` creates on calls and communications: Parley's key of each object it created. */
 export const KEY_PROPERTY = "parley_key"
@@ -126,12 +127,7 @@ export const writeBackProperties = (change: WriteBackChange): Record<string, str
     }
     : { [STATUS_PROPERTY]: change.status, [ERROR_PROPERTY]: change.errorMessage ?? "" }
 
-/**
- * Whether a change of the opt-out list for any of these numbers (as HubSpot shows them) still waits in
- * HubSpotOptOutSync's outbox.
- */
-export type SyncPending = (orgId: string, shown: ReadonlyArray<string | undefined>) => Effect.Effect<boolean, Crm.CrmError>
-
+/** Records over the session; `syncPending` asks HubSpotOptOutSync's outbox (crm/OptOutSyncPending). */
 export const make = (session: HubSpotSessionService, syncPending: SyncPending) => {
   const labels = new Map<string, ReadonlyMap<string, string>>()
   const owners = new Map<string, string>()

@@ -10,13 +10,16 @@
  * After every refresh the token's metadata (the introspection endpoint) names its user and portal: another
  * user than the one connected marks the connection IDENTITY_CHANGED, another portal too; a refused refresh
  * token (BAD_REFRESH_TOKEN: the app was uninstalled or the token deleted) marks it OAUTH_REQUIRED. Both need
- * a reconnect. A refused client (BAD_CLIENT_ID, BAD_CLIENT_SECRET) is the server's configuration, not the
- * connection's fault: it is recorded and the connection kept. A 403 is recorded with HubSpot's category.
+ * a reconnect — unless the connection was reinstalled while the refresh was on its way: the new one is then
+ * used, and left as it is. A refused client (BAD_CLIENT_ID, BAD_CLIENT_SECRET) is the server's configuration,
+ * not the connection's fault: it is recorded and the connection kept. A 403 is recorded with HubSpot's category.
  */
 import { Crm } from "@parley/core/domain"
 import { Clock, Context, Effect, Option } from "effect"
 import { type CrmAnswer, crmRequest, tokenRequest } from "./HubSpotApi.js"
 import { client, HubSpotConfig } from "./HubSpotConfig.js"
+import * as Connections from "../Connections.js"
+import { makeTokenRefresh } from "../TokenRefresh.js"
 import { type HubSpotConnection, HubSpotConnections } from "./HubSpotConnections.js"
 
 /** Refresh this long before HubSpot's expiry, so no call carries a token about to lapse. */
@@ -34,21 +37,11 @@ export class HubSpotSession extends Context.Tag("@parley/server/crm/hubspot/HubS
 
 const storageFailure = (operation: string) => (cause: unknown) => new Crm.CrmError({ operation, cause, reason: "unavailable" })
 
-/** The session over `builtIn`, the built-in CRM that keeps every organisation's connection state. */
+/** The session over `builtIn`, the default CRM that keeps every organisation's connection state. */
 export const make = (builtIn: Crm.CrmService) =>
   Effect.gen(function*() {
     const config = yield* HubSpotConfig
     const connections = yield* HubSpotConnections
-    const locks = new Map<string, Effect.Semaphore>()
-    const lockOf = (orgId: string) => {
-      let lock = locks.get(orgId)
-      if (lock === undefined) {
-        lock = Effect.unsafeMakeSemaphore(1)
-        locks.set(orgId, lock)
-      }
-      return lock
-    }
-
     const load = (orgId: string) =>
       Effect.flatMap(Effect.mapError(connections.get(orgId), storageFailure("hubspot.connection")), (found) =>
         Option.isNone(found)
@@ -58,19 +51,7 @@ export const make = (builtIn: Crm.CrmService) =>
     const recordError = (orgId: string, code: string, message: string) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.ignore(connections.recordError(orgId, message, new Date(now).toISOString(), code)))
 
-    const lapse = (orgId: string, state: "disconnected" | "identity_changed", message: string) =>
-      Effect.gen(function*() {
-        yield* recordError(orgId, state === "disconnected" ? "OAUTH_REQUIRED" : "IDENTITY_CHANGED", message)
-        const current = yield* Effect.orElseSucceed(builtIn.connection(orgId), () => ({ state: "disconnected" as const }))
-        if (current.state !== "disconnected") {
-          yield* Effect.ignore(builtIn.setConnection(orgId, state === "disconnected" ? { state } : { state, account: current.account }))
-        }
-        return yield* new Crm.CrmError({
-          operation: "hubspot.refresh",
-          cause: message,
-          reason: state === "disconnected" ? "oauth_required" : "identity_changed"
-        })
-      })
+    const lapse = Connections.lapse("hubspot", builtIn, connections.recordError)
 
     const refresh = (connection: HubSpotConnection) =>
       Effect.gen(function*() {
@@ -95,11 +76,17 @@ export const make = (builtIn: Crm.CrmService) =>
                 ),
                 Effect.fail(new Crm.CrmError({ operation: "hubspot.refresh", cause: refused.category, reason: "unavailable" }))
               )
-              : lapse(connection.orgId, "disconnected", `HubSpot refused the refresh token (${refused.category}); reconnect.`))
+              : Effect.flatMap(connections.superseded(connection.orgId, connection.connectedAt), (replaced) =>
+                replaced
+                  ? Effect.succeed(undefined)
+                  : lapse(connection.orgId, "disconnected", `HubSpot refused the refresh token (${refused.category}); reconnect.`)))
         )
+        // Reinstalled while this refresh was on its way: undefined, and crm/TokenRefresh reads the new connection.
+        if (answer === undefined) return undefined
         // Who the new token belongs to: the portal and user are in the answer; a user or portal other than the
         // connected one means the app was reinstalled by someone else.
         if (answer.userId !== connection.userId || answer.hubId !== connection.hubId) {
+          if (yield* connections.superseded(connection.orgId, connection.connectedAt)) return undefined
           return yield* lapse(
             connection.orgId,
             "identity_changed",
@@ -109,31 +96,30 @@ export const make = (builtIn: Crm.CrmService) =>
           )
         }
         const now = yield* Clock.currentTimeMillis
-        yield* Effect.mapError(
-          connections.saveAccessToken(connection.orgId, answer.accessToken, now + answer.expiresInSeconds * 1000),
+        const stored = yield* Effect.mapError(
+          connections.saveAccessToken(connection.orgId, connection.connectedAt, answer.accessToken, now + answer.expiresInSeconds * 1000),
           storageFailure("hubspot.saveAccessToken")
         )
-        return answer.accessToken
+        // Not stored: a connection made since keeps its own token, read on the next turn.
+        return stored ? answer.accessToken : undefined
       })
 
+    // Single-flight across fibers and replicas (crm/TokenRefresh), as for every CRM.
+    const tokenOf = makeTokenRefresh<HubSpotConnection, Crm.CrmError>({
+      load,
+      takeLease: (orgId, now, until) => Effect.mapError(connections.takeRefreshLease(orgId, now, until), storageFailure("hubspot.lease")),
+      releaseLease: connections.releaseRefreshLease,
+      refresh,
+      leaseMs: LEASE_MS,
+      waitMs: WAIT_STEP_MS
+    })
+    /** A working token: the stored one unless it is expiring or `stale` (HubSpot refused it), else a refreshed one. */
     const token = (orgId: string, stale: string | null): Effect.Effect<string, Crm.CrmError> =>
-      Effect.gen(function*() {
-        const fresh = (c: HubSpotConnection, now: number) =>
-          c.accessToken !== null && c.accessToken !== stale && c.accessExpiresAt - EARLY_REFRESH_MS > now
-        const first = yield* load(orgId)
-        if (fresh(first, yield* Clock.currentTimeMillis) && first.accessToken !== null) return first.accessToken
-        return yield* lockOf(orgId).withPermits(1)(Effect.gen(function*() {
-          for (;;) {
-            const connection = yield* load(orgId)
-            const now = yield* Clock.currentTimeMillis
-            if (fresh(connection, now) && connection.accessToken !== null) return connection.accessToken
-            const leased = yield* Effect.mapError(connections.takeRefreshLease(orgId, now, now + LEASE_MS), storageFailure("hubspot.lease"))
-            if (leased) return yield* Effect.ensuring(refresh(connection), Effect.ignore(connections.releaseRefreshLease(orgId)))
-            // Another process is refreshing: its token appears in the row shortly.
-            yield* Effect.sleep(WAIT_STEP_MS)
-          }
-        }))
-      })
+      Effect.map(
+        tokenOf(orgId, (c, now) =>
+          c.accessToken !== null && c.accessToken !== stale && c.accessExpiresAt - EARLY_REFRESH_MS > now ? c.accessToken : undefined),
+        ({ token }) => token
+      )
 
     const call: HubSpotSessionService["call"] = (orgId, method, path, body) =>
       Effect.gen(function*() {

@@ -1,6 +1,6 @@
 /**
  * Zoho CRM's answers to the CRM port (crm/Crm.ts's CrmRecords), for an organisation that connected it
- * (CrmLive routes the others to the built-in CRM, which keeps the connection state either way).
+ * (CrmLive routes the others to the default CRM, which keeps the connection state either way).
  *
  * What Zoho answers, and how stale it may be:
  * - templates: every `Parley_Templates` record (read 200 a page, up to
@@ -16,7 +16,6 @@
  * - every live action: an upsert into `Parley_Messages` on `Parley_Key`,
  *   whose id becomes the action's id.
  */
-import { SqlClient } from "@effect/sql"
 import { Crm } from "@parley/core/domain"
 import type { CrmModule } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
@@ -28,6 +27,7 @@ import type { CrmRecords } from "../Crm.js"
 import { ZohoConfig } from "./ZohoConfig.js"
 import { ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
+import * as OptOutSyncPending from "../OptOutSyncPending.js"
 import { makeSingleFlight } from "../SingleFlight.js"
 import {
   KEY_FIELD,
@@ -87,7 +87,7 @@ interface Cached<A> {
 }
 
 /**
- * Zoho's records, templates and creations over `embedded`, the built-in CRM that keeps the connection state
+ * Zoho's records, templates and creations over `embedded`, the default CRM that keeps the connection state
  * (a lapsed token is recorded there); with the session every Zoho call of the process goes through.
  */
 export const make = (embedded: Crm.CrmService) =>
@@ -104,7 +104,6 @@ export const make = (embedded: Crm.CrmService) =>
     const senders = new Map<string, Cached<Readonly<Record<string, unknown>>>>()
 
     const settings = yield* SettingsCache
-    const sql = yield* SqlClient.SqlClient
     // How long a template list is served from memory (PARLEY_ZOHO_TEMPLATE_CACHE_MS; a test shortens it).
     const templateCacheMs = (yield* ZohoConfig).zohoTemplateCacheMs
     // Asked on every creation: from memory on SQLite, exactly as fresh as the database (see SettingsCache).
@@ -272,20 +271,7 @@ export const make = (embedded: Crm.CrmService) =>
       })
 
     /** Whether a change of the list for any of these numbers (as Zoho shows them) waits in ZohoOptOutSync's outbox. */
-    const syncPending = (orgId: string, shown: ReadonlyArray<string | undefined>) =>
-      Effect.gen(function*() {
-        const numbers = shown.flatMap((value) => {
-          if (value === undefined || value.trim() === "") return []
-          const digits = value.replace(/\D/g, "")
-          return digits === "" ? [value.trim()] : [value.trim(), `+${digits}`]
-        })
-        if (numbers.length === 0) return false
-        const rows = yield* Effect.mapError(
-          sql`SELECT 1 AS pending FROM zoho_optout_syncs WHERE org_id = ${orgId} AND ${sql.in("phone", numbers)} LIMIT 1`,
-          (cause) => new Crm.CrmError({ operation: "zoho.optOutSyncPending", cause, reason: "unavailable" })
-        )
-        return rows.length > 0
-      })
+    const syncPending = yield* OptOutSyncPending.make("zoho", "zoho_optout_syncs")
 
     const recordAction = (draft: Crm.CrmActionDraft) =>
       Effect.gen(function*() {

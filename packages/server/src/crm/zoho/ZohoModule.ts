@@ -2,19 +2,18 @@
  * Zoho CRM as the registry knows it (crm/Crm.ts): its wording, its configuration and connections table,
  * and the running CRM over them — records and creations (ZohoCrm), connecting (ZohoConnect, the callback
  * route), `crm setup` (ZohoSetup), the workflow-rules setting (ZohoWorkflows) and the three outboxes
- * `serve` runs (ZohoWriteBack, ZohoInboundRecords, ZohoOptOutSync: the opt-out checkboxes). Every call goes through one session per process
+ * `serve` runs (ZohoWriteBack, the shared crm/InboundRecords over `zoho_inbound`, ZohoOptOutSync: the opt-out checkboxes). Every call goes through one session per process
  * (ZohoSession within ZohoCallSlots' concurrency cap).
  */
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import * as SecretBox from "../../store/SecretBox.js"
+import * as Connections from "../Connections.js"
 import { type CrmHost, defineCrm, type RunningCrmParts } from "../Crm.js"
+import * as InboundRecords from "../InboundRecords.js"
 import { zohoCallbackRoutes } from "./ZohoCallbackRoute.js"
 import { ZOHO_VARIABLES, ZohoConfig } from "./ZohoConfig.js"
 import * as ZohoConnect from "./ZohoConnect.js"
 import * as ZohoConnections from "./ZohoConnections.js"
 import * as ZohoCrm from "./ZohoCrm.js"
-import { ZohoInboundRecordsLive } from "./ZohoInboundRecords.js"
 import { ZohoOptOutSyncLive } from "./ZohoOptOutSync.js"
 import { ZohoSession } from "./ZohoSession.js"
 import { SMS_OPT_OUT_FIELD } from "./ZohoSchema.js"
@@ -25,18 +24,7 @@ import { ZohoWriteBackLive } from "./ZohoWriteBack.js"
 const WORKFLOWS = "workflows"
 
 /** Zoho connections' tokens, resealed under the current key; a stale access token is simply refreshed. */
-const resealSecrets = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const box = yield* SecretBox.SecretBox
-  const zoho = yield* sql<{ readonly org_id: string; readonly refresh_token: string }>`
-    SELECT org_id, refresh_token FROM zoho_connections`
-  for (const row of zoho) {
-    if (box.isCurrent(row.refresh_token)) continue
-    const sealed = box.seal(yield* box.open(row.refresh_token))
-    yield* sql`UPDATE zoho_connections SET refresh_token = ${sealed}, access_token = NULL, access_expires_at = 0
-      WHERE org_id = ${row.org_id} AND refresh_token = ${row.refresh_token}`
-  }
-})
+const resealSecrets = Connections.resealSecrets("zoho_connections")
 
 export const zohoCrm = defineCrm<ZohoConfig | ZohoConnections.ZohoConnections>({
   name: "zoho",
@@ -70,6 +58,7 @@ export const zohoCrm = defineCrm<ZohoConfig | ZohoConnections.ZohoConnections>({
     Effect.gen(function*() {
       const zoho = yield* ZohoCrm.make(builtIn)
       const config = yield* ZohoConfig
+      const connections = yield* ZohoConnections.ZohoConnections
       const workflows = yield* ZohoWorkflows.make
       // What the folder's functions ask for: its own services, the session, and the process's stores.
       const context = Context.add(
@@ -92,7 +81,12 @@ export const zohoCrm = defineCrm<ZohoConfig | ZohoConnections.ZohoConnections>({
           set: (orgId, on) => (flag === WORKFLOWS ? workflows.set(orgId, on) : Effect.void)
         }),
         routes: Effect.provide(zohoCallbackRoutes, context),
-        workers: Layer.mergeAll(ZohoWriteBackLive, ZohoInboundRecordsLive, ZohoOptOutSyncLive).pipe(Layer.provide(Layer.succeedContext(context)))
+        workers: Layer.mergeAll(
+          ZohoWriteBackLive,
+          // Texts stored without their Parley_Messages record (migration 0023's outbox), made as at arrival.
+          InboundRecords.layer("zoho_inbound", ZohoConnections.refusing(connections), { concurrency: config.zohoConcurrency }),
+          ZohoOptOutSyncLive
+        ).pipe(Layer.provide(Layer.succeedContext(context)))
       }
       return parts
     }),

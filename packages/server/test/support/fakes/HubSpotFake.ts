@@ -258,6 +258,7 @@ export class HubSpotFake {
   readonly users = new Map<number, HubSpotFakeUser>()
   /** The user who installs the app at the next authorize. */
   consentingUser: number
+  private refreshHold: { readonly markArrived: () => void; readonly released: Promise<void> } | undefined
   /** The app's required scopes as configured in HubSpot; an install URL must name exactly these (undefined: any known scopes). */
   appScopes: ReadonlyArray<string> | undefined = undefined
   /** Scopes the next installs leave out of the grant. */
@@ -419,6 +420,19 @@ export class HubSpotFake {
     return stored
   }
 
+  /**
+   * The next refresh-token request waits until released (`arrived` once it is here), then is answered as it
+   * would have been when it arrived: a reconnect can happen while a refresh is on its way.
+   */
+  holdNextRefresh(): { readonly arrived: Promise<void>; readonly release: () => void } {
+    let markArrived = () => {}
+    let release = () => {}
+    const arrived = new Promise<void>((resolve) => (markArrived = resolve))
+    const released = new Promise<void>((resolve) => (release = resolve))
+    this.refreshHold = { markArrived, released }
+    return { arrived, release }
+  }
+
   private async handle(request: IncomingMessage, body: string, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://fake")
     this.requests.push({ method: request.method ?? "GET", path: url.pathname, query: url.searchParams, body, authorization: request.headers.authorization })
@@ -455,7 +469,7 @@ export class HubSpotFake {
     response.end()
   }
 
-  private oauth(request: IncomingMessage, url: URL, body: string, response: ServerResponse): void {
+  private async oauth(request: IncomingMessage, url: URL, body: string, response: ServerResponse): Promise<void> {
     if (request.method !== "POST") return error(response, 405, "VALIDATION_ERROR", "Method not allowed")
     if ([...url.searchParams.keys()].length > 0) {
       return error(response, 400, "VALIDATION_ERROR", "OAuth parameters belong in the form-encoded body, not the query")
@@ -481,8 +495,14 @@ export class HubSpotFake {
         return sendJson(response, 200, this.issue(granted, refresh))
       }
       if (grant === "refresh_token") {
-        this.refreshes++
         const refresh = form.get("refresh_token") ?? ""
+        const held = this.refreshHold
+        if (held !== undefined) {
+          this.refreshHold = undefined
+          held.markArrived()
+          await held.released
+        }
+        this.refreshes++
         const found = this.refreshTokens.get(refresh)
         if (found === undefined || found.revoked) return error(response, 400, "BAD_REFRESH_TOKEN", "missing or invalid refresh token")
         return sendJson(response, 200, this.issue(found, refresh))

@@ -1,33 +1,13 @@
 /**
- * The embedded CRM: the connected account, message templates and records, in
- * the same database as everything else (Parley's own actions are in
- * SqlActionStore).
+ * The built-in CRM: message templates and records in the same database as everything else (Parley's own
+ * actions are in SqlActionStore), and every organisation's connection state (store/CrmConnectionRow, which
+ * the API's authentication joins), whichever CRM serves its records.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Crm, CrmModule } from "@parley/core/internal"
 import { Effect, Layer, Option, Schema } from "effect"
-import { DbJson, NullableString, storage } from "./rows.js"
-
-/** The CRM connection row; SqlApiKeyStore joins it to the key lookup as well. */
-export const ConnectionRow = Schema.Struct({
-  state: Schema.Literal("connected", "disconnected", "identity_changed"),
-  account_id: NullableString,
-  account_name: NullableString,
-  permissions: Schema.NullOr(DbJson(Schema.Struct({
-    modules: Schema.Array(CrmModule),
-    actionsView: Schema.Literal("all", "own", "none"),
-    actionsWrite: Schema.Boolean,
-    templates: Schema.Boolean
-  })))
-})
-
-export const toConnection = (row: typeof ConnectionRow.Type): Crm.CrmConnection => {
-  if (row.state === "disconnected" || row.account_id === null || row.permissions === null) {
-    return { state: "disconnected" }
-  }
-  const account: Crm.CrmAccount = { id: row.account_id, name: row.account_name ?? row.account_id, permissions: row.permissions }
-  return row.state === "connected" ? { state: "connected", account } : { state: "identity_changed", account }
-}
+import { ConnectionRow, toConnection } from "../../store/CrmConnectionRow.js"
+import { DbJson, NullableString, storage } from "../../store/rows.js"
 
 const TemplateRow = Schema.Struct({
   org_id: Schema.String,
@@ -48,7 +28,7 @@ const RecordRow = Schema.Struct({
   fields: DbJson(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 
-/** The embedded CRM's service; the registry's CRMs build on it (see crm/CrmLive.ts). */
+/** The built-in CRM's service; the registry's other CRMs build on it (see crm/CrmLive.ts). */
 export const make = Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
@@ -150,7 +130,7 @@ export const make = Effect.gen(function*() {
         } ON CONFLICT (org_id, module, id) DO UPDATE SET name = excluded.name, phone = excluded.phone,
           owner_id = excluded.owner_id, fields = excluded.fields`),
       listRecords: (orgId) => storage("crm.listRecords")(Effect.map(records(orgId), (rows) => rows.map(toRecord))),
-      // Parley's own action rows are the embedded CRM's record of them.
+      // Parley's own action rows are the built-in CRM's record of them.
       recordAction: () => Effect.succeed(Option.none()),
       // The first record with the phone, in the order records are listed.
       findByPhone: (orgId, phone) =>
