@@ -1,7 +1,7 @@
 /** AI Call → Start: POST /ai-calls (queues or schedules an outbound AI bot call). */
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import type { ApiCreationAck } from '../../shared/api';
-import { addLinkAndSchedule, creationOutput, idempotencyKeyFor } from '../../shared/creation';
+import { addLinkAndSchedule, creationOutput, idempotencyKeyFor, recipientAndSender } from '../../shared/creation';
 import {
 	botField,
 	fromNumberField,
@@ -57,12 +57,7 @@ export const start: ParleyOperation = {
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
 		const body: IDataObject = {
-			to: textParameter(this, 'to', itemIndex, { label: 'To', required: true }),
-			fromNumberSid: textParameter(this, 'fromNumber', itemIndex, {
-				label: 'From',
-				required: true,
-				extractValue: true,
-			}),
+			...recipientAndSender(this, itemIndex),
 			botId: textParameter(this, 'bot', itemIndex, { label: 'Bot', required: true, extractValue: true }),
 			mode: this.getNodeParameter('mode', itemIndex) as string,
 		};

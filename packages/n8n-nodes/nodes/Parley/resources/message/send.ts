@@ -1,7 +1,7 @@
 /** Message → Send: POST /messages (queues or schedules an SMS or WhatsApp text). */
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import type { ApiCreationAck } from '../../shared/api';
-import { addLinkAndSchedule, creationOutput, idempotencyKeyFor } from '../../shared/creation';
+import { addLinkAndSchedule, creationOutput, idempotencyKeyFor, recipientAndSender } from '../../shared/creation';
 import {
 	fromNumberField,
 	idempotencyOptions,
@@ -120,12 +120,7 @@ export const send: ParleyOperation = {
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
 		const body: IDataObject = {
-			to: textParameter(this, 'to', itemIndex, { label: 'To', required: true }),
-			fromNumberSid: textParameter(this, 'fromNumber', itemIndex, {
-				label: 'From',
-				required: true,
-				extractValue: true,
-			}),
+			...recipientAndSender(this, itemIndex),
 			channel: this.getNodeParameter('channel', itemIndex) as string,
 		};
 		if (this.getNodeParameter('content', itemIndex) === 'template') {
