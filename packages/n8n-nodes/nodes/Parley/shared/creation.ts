@@ -13,7 +13,7 @@ import {
 	textOf,
 	textParameter,
 } from './parameters';
-import type { ParleyResponse } from './transport';
+import { parleyRequestFull, type ParleyResponse } from './transport';
 
 const MAX_IDEMPOTENCY_KEY = 128;
 
@@ -194,4 +194,16 @@ export function creationOutput(response: ParleyResponse<ApiCreationAck>, idempot
 	}
 	if (response.requestId !== undefined) output.requestId = response.requestId;
 	return output;
+}
+
+/** POSTs the create with this item's Idempotency-Key and answers the node's output for it. */
+export async function createAction(
+	this: IExecuteFunctions,
+	itemIndex: number,
+	path: '/messages' | '/ai-calls',
+	body: IDataObject,
+): Promise<IDataObject[]> {
+	const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
+	const response = await parleyRequestFull<ApiCreationAck>(this, { method: 'POST', path, body, idempotencyKey, itemIndex });
+	return [creationOutput(response, idempotencyKey)];
 }

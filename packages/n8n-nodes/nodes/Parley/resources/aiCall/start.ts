@@ -1,7 +1,6 @@
 /** AI Call → Start: POST /ai-calls (queues or schedules an outbound AI bot call). */
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
-import type { ApiCreationAck } from '../../shared/api';
-import { addLinkAndSchedule, creationOutput, idempotencyKeyFor, recipientAndSender } from '../../shared/creation';
+import { addLinkAndSchedule, createAction, recipientAndSender } from '../../shared/creation';
 import {
 	botField,
 	fromNumberField,
@@ -11,7 +10,6 @@ import {
 } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
 import { optionalTextParameter, textParameter } from '../../shared/parameters';
-import { parleyRequestFull } from '../../shared/transport';
 
 export const start: ParleyOperation = {
 	fields: [
@@ -70,14 +68,6 @@ export const start: ParleyOperation = {
 		if (purposeMessage !== undefined) body.purposeMessage = purposeMessage;
 		addLinkAndSchedule.call(this, itemIndex, body);
 
-		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
-		const response = await parleyRequestFull<ApiCreationAck>(this, {
-			method: 'POST',
-			path: '/ai-calls',
-			body,
-			idempotencyKey,
-			itemIndex,
-		});
-		return [creationOutput(response, idempotencyKey)];
+		return createAction.call(this, itemIndex, '/ai-calls', body);
 	},
 };
