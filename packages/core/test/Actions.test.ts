@@ -18,7 +18,7 @@ import {
   type Scope,
   Organisations
 } from "../src/internal.js"
-import { callerFor, CoreTestLayer, crmActions, events, failureOf, SALES, SALES_LINE, seedDemo, SUPPORT, WHATSAPP, WHATSAPP_LINE, UNTOUCHED } from "./harness.js"
+import { callerFor, CoreTestLayer, crmActions, events, failureOf, SALES, SALES_LINE, seedDemo, SUPPORT, WHATSAPP, WHATSAPP_LINE } from "./harness.js"
 
 const RECIPIENT = "+14155550123"
 const REMINDER_TEMPLATE = "6f1c2a3e-0000-4000-8000-000000000001"
@@ -90,7 +90,7 @@ const inboundWhatsApp = (orgId: string, line: string, counterpart: string, at: s
   scheduledFor: null,
   dueAt: Date.parse(at),
   owner: null,
-  ...UNTOUCHED,
+  ...ActionStore.UNTOUCHED,
   modified: at
 })
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { ActionStore, ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/internal.js"
-import { callerFor, CoreTestLayer, failureOf, SALES, SALES_LINE, seedDemo, SUPPORT_LINE, UNTOUCHED } from "./harness.js"
+import { callerFor, CoreTestLayer, failureOf, SALES, SALES_LINE, seedDemo, SUPPORT_LINE } from "./harness.js"
 
 const ADA = "+447700900001"
 const ALAN = "+447700900002"
@@ -50,7 +50,7 @@ const newAction = (orgId: string, m: Msg): ActionStore.NewAction => {
     scheduledFor: null,
     dueAt: clock,
     owner: m.ownerId === undefined ? null : { id: m.ownerId, name: m.ownerId },
-    ...UNTOUCHED,
+    ...ActionStore.UNTOUCHED,
     modified: at
   }
 }

@@ -48,17 +48,6 @@ export const events = (orgId: string) => Effect.flatMap(EventOutbox.EventOutbox,
 export const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
   Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
 
-/** The fields of a stored action that no key, CRM record or provider has touched. */
-export const UNTOUCHED = {
-  record: null,
-  linkedRecords: [],
-  sid: null,
-  audioFileId: null,
-  errorMessage: null,
-  sentBy: null,
-  apiKeyId: null
-} as const
-
 /** 2026-03-02T10:00:00Z, a Monday. */
 export const MONDAY_10_UTC = Date.parse("2026-03-02T10:00:00Z")
 

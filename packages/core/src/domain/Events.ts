@@ -7,7 +7,7 @@ import { Clock, Effect } from "effect"
 import type { ActionEventType, EventPayload, OptOutEventPayload, OptOutEventType } from "../contract/Events.js"
 import type { Action } from "../ports/ActionStore.js"
 import { EventOutbox } from "../ports/EventOutbox.js"
-import type { OptOutEntry } from "../ports/OptOuts.js"
+import { type OptOutEntry, publicOptOut } from "../ports/OptOuts.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
 import { newId } from "./Crypto.js"
@@ -67,14 +67,7 @@ export const emitOptOut = (type: OptOutEventType, entry: OptOutEntry): Effect.Ef
   Effect.gen(function*() {
     const outbox = yield* EventOutbox
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const data = {
-      phone: entry.phone,
-      channels: entry.channels,
-      source: entry.source,
-      reason: entry.reason,
-      cause: entry.cause,
-      createdAt: entry.createdAt
-    }
+    const data = publicOptOut(entry)
     yield* outbox.append({ id: newId("evt"), orgId: entry.orgId, type, timestamp, payload: encodePayload({ type, timestamp, data }) })
   })
 

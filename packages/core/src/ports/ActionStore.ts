@@ -88,6 +88,17 @@ export const NO_SENDING_DETAILS = {
   whatsAppContentVariables: null
 } as const satisfies Partial<NewAction>
 
+/** The fields of an action that no CRM record, provider, failure or key has touched yet. */
+export const UNTOUCHED = {
+  record: null,
+  linkedRecords: [],
+  sid: null,
+  audioFileId: null,
+  errorMessage: null,
+  sentBy: null,
+  apiKeyId: null
+} as const satisfies Partial<NewAction>
+
 /**
  * The fields of an action that a conversation list (GET /conversations) reads. A page reads 51 actions, and
  * reading only these lets a store fetch half the columns (with SQLite, fetching a row's values costs about as

@@ -17,14 +17,7 @@ const phoneOf = (value: string) =>
     ? Effect.succeed(value.trim())
     : fail(`--phone "${value}" must be an E.164 telephone number such as +14155550100 (or a short code such as 89898)`)
 
-const view = (entry: OptOuts.OptOutEntry) => ({
-  phone: entry.phone,
-  channels: entry.channels,
-  source: entry.source,
-  reason: entry.reason,
-  cause: entry.cause,
-  createdAt: entry.createdAt
-})
+const view = OptOuts.publicOptOut
 
 const list = Command.make(
   "list",
