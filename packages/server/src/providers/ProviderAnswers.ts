@@ -1,5 +1,5 @@
 /**
- * What the three provider clients (Twilio, Vapi, Retell) do alike around one exchange (ProviderExchange.ts):
+ * What every provider client (providers/<name>/) does alike around one exchange (ProviderExchange.ts):
  * the fields of their errors, and what no answer or an answer that is not a success becomes. Each client
  * keeps its own error class, whose tag the provider adapters tell failures apart by, and its own reading
  * of the provider's error bodies; only the decisions that must be the same for every provider live here.
@@ -7,7 +7,7 @@
 import { Clock, Effect, Option } from "effect"
 import { type ProviderExchange, retryAfterMs } from "./ProviderExchange.js"
 
-/** What a failure means for the caller (providers/Provider.ts, ProviderFailure); Twilio adds `unsubscribed`. */
+/** What a failure means for the caller (providers/Provider.ts, ProviderFailure); a client may add its own. */
 export type ProviderFailureReason = "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
 
 /** The fields every provider client's error carries. */
