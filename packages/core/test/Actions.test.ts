@@ -15,17 +15,11 @@ import {
   Crm,
   Demo,
   Directory,
-  EventOutbox,
   type Scope,
   Organisations
 } from "../src/internal.js"
-import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
+import { callerFor, CoreTestLayer, crmActions, events, failureOf, SALES, SALES_LINE, seedDemo, SUPPORT, WHATSAPP, WHATSAPP_LINE } from "./harness.js"
 
-const SALES = "PN00000000000000000000000000000001"
-const SALES_LINE = "+14155550100"
-const SUPPORT = "PN00000000000000000000000000000002"
-const WHATSAPP = "PN00000000000000000000000000000003"
-const WHATSAPP_LINE = "+14155550199"
 const RECIPIENT = "+14155550123"
 const REMINDER_TEMPLATE = "6f1c2a3e-0000-4000-8000-000000000001"
 const FOLLOW_UP_TEMPLATE = "6f1c2a3e-0000-4000-8000-000000000002"
@@ -43,21 +37,6 @@ const aiCall = (fields: Record<string, unknown> = {}) =>
     mode: "follow_script",
     ...fields
   })
-
-/** Every CRM action of the organisation, newest first. */
-const crmActions = (orgId: string) =>
-  Effect.flatMap(ActionStore.ActionStore, (store) =>
-    store.queryActions({
-      orgId,
-      kinds: ["message", "ai_call"],
-      lines: null,
-      ownerId: null,
-      conversation: null,
-      beforeId: null,
-      limit: 10_000
-    }))
-
-const events = (orgId: string) => Effect.flatMap(EventOutbox.EventOutbox, (outbox) => outbox.list(orgId))
 
 /** Mints a key of the demo organisation with restrictions. */
 const restrictedKey = (
@@ -111,22 +90,9 @@ const inboundWhatsApp = (orgId: string, line: string, counterpart: string, at: s
   scheduledFor: null,
   dueAt: Date.parse(at),
   owner: null,
-  record: null,
-  linkedRecords: [],
-  sid: null,
-  audioFileId: null,
-  errorMessage: null,
-  sentBy: null,
-  modified: at,
-  apiKeyId: null
+  ...ActionStore.UNTOUCHED,
+  modified: at
 })
-
-/**
- * The failure of `effect`. A success fails the test with a plain message: an
- * Effect failing with a Schema.Class-laden value can stall vitest's reporter.
- */
-const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
-  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
 
 const nowIso = Effect.map(TestClock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 

@@ -4,11 +4,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { ActionStore, ALL_SCOPES, ApiKeys, type ConversationSummary, Conversations, Crm, Cursors, Demo } from "../src/internal.js"
-import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
+import { callerFor, CoreTestLayer, failureOf, SALES, SALES_LINE, seedDemo, SUPPORT_LINE } from "./harness.js"
 
-const SALES = "PN00000000000000000000000000000001"
-const SALES_LINE = "+14155550100"
-const SUPPORT_LINE = "+14155550101"
 const ADA = "+447700900001"
 const ALAN = "+447700900002"
 const GRACE = "+14155550123"
@@ -23,13 +20,6 @@ interface Msg {
   readonly kind?: ActionStore.ActionKind
   readonly ownerId?: string
 }
-
-/**
- * The failure of `effect`. A success fails the test with a plain message: an
- * Effect failing with a Schema.Class-laden value can stall vitest's reporter.
- */
-const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
-  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
 
 let clock = Date.parse("2026-03-01T00:00:00Z")
 
@@ -60,14 +50,8 @@ const newAction = (orgId: string, m: Msg): ActionStore.NewAction => {
     scheduledFor: null,
     dueAt: clock,
     owner: m.ownerId === undefined ? null : { id: m.ownerId, name: m.ownerId },
-    record: null,
-    linkedRecords: [],
-    sid: null,
-    audioFileId: null,
-    errorMessage: null,
-    sentBy: null,
-    modified: at,
-    apiKeyId: null
+    ...ActionStore.UNTOUCHED,
+    modified: at
   }
 }
 

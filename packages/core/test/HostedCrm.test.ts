@@ -7,9 +7,8 @@ import { Actions, CreateMessageRequest, Crm, UnitOfWork } from "../src/internal.
 import { DomainLayer, MemoryPortsLayer } from "../src/layers.js"
 import * as Cursors from "../src/domain/Cursors.js"
 import { RateLimitConfig } from "../src/domain/RateLimiter.js"
-import { callerFor, seedDemo } from "./harness.js"
+import { callerFor, SALES, seedDemo } from "./harness.js"
 
-const SALES = "PN00000000000000000000000000000001"
 const message = (fields: Record<string, unknown> = {}) =>
   Schema.decodeUnknownSync(CreateMessageRequest)({ to: "+14155550123", fromNumberSid: SALES, body: "hello", ...fields })
 

@@ -12,45 +12,16 @@ import {
   Actions,
   CreateMessageRequest,
   Conversations,
-  EventOutbox,
   Inbound
 } from "../src/internal.js"
-import { callerFor, CoreTestLayer, MONDAY_10_UTC, seedDemo } from "./harness.js"
+import { callerFor, CoreTestLayer, crmActions, events, failureOf, MONDAY_10_UTC, SALES, SALES_LINE, seedDemo, SUPPORT, SUPPORT_LINE, WHATSAPP, WHATSAPP_LINE } from "./harness.js"
 
-const SALES = "PN00000000000000000000000000000001"
-const SALES_LINE = "+14155550100"
-const SUPPORT = "PN00000000000000000000000000000002"
-const SUPPORT_LINE = "+14155550101"
-const WHATSAPP = "PN00000000000000000000000000000003"
-const WHATSAPP_LINE = "+14155550199"
 const ADA = "+447700900001"
 const KATHERINE = "+14155550124"
 const STRANGER = "+16505550199"
 
-/**
- * The failure of `effect`. A success fails the test with a plain message: an
- * Effect failing with a Schema.Class-laden value can stall vitest's reporter.
- */
-const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
-  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
-
 const receive = (message: Omit<Inbound.InboundMessage, "orgId"> & { readonly orgId?: string }) =>
   Effect.flatMap(Inbound.Inbound, (inbound) => inbound.receive({ orgId: "org_demo", ...message }))
-
-/** Every CRM action of the organisation, newest first. */
-const crmActions = (orgId: string) =>
-  Effect.flatMap(ActionStore.ActionStore, (store) =>
-    store.queryActions({
-      orgId,
-      kinds: ["message", "ai_call"],
-      lines: null,
-      ownerId: null,
-      conversation: null,
-      beforeId: null,
-      limit: 10_000
-    }))
-
-const events = (orgId: string) => Effect.flatMap(EventOutbox.EventOutbox, (outbox) => outbox.list(orgId))
 
 const whatsAppText = (fields: Record<string, unknown> = {}) =>
   Schema.decodeUnknownSync(CreateMessageRequest)({

@@ -3,14 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ActionStore, ALL_SCOPES, ApiKeys, Crm, Demo, RecordLists } from "../src/internal.js"
-import { callerFor, CoreTestLayer, sampleText, seedDemo } from "./harness.js"
-
-const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
-  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
-
-const SALES = "PN00000000000000000000000000000001"
-const SALES_LINE = "+14155550100"
-const SUPPORT_LINE = "+14155550101"
+import { callerFor, CoreTestLayer, failureOf, SALES, SALES_LINE, sampleText, seedDemo, SUPPORT_LINE } from "./harness.js"
 
 /** `count` actions, oldest first, one minute apart from 2026-03-01 (their `modified` too). */
 const seed = (orgId: string, count: number, make: (i: number) => Partial<ActionStore.NewAction>) =>

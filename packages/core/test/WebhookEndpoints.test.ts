@@ -12,10 +12,7 @@ import {
   WebhookEndpoints,
   WebhookEndpointStore
 } from "../src/internal.js"
-import { callerFor, CoreTestLayer, seedDemo } from "./harness.js"
-
-const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
-  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
+import { callerFor, CoreTestLayer, failureOf, seedDemo } from "./harness.js"
 
 const decodeRequest = Schema.decodeUnknownEither(CreateWebhookEndpointRequest)
 

@@ -4,7 +4,7 @@
  * whose time starts at 0 (1970-01-01T00:00:00Z) unless a test sets it.
  */
 import { Effect, Layer, TestClock } from "effect"
-import { Demo } from "../src/internal.js"
+import { ActionStore, Demo, EventOutbox } from "../src/internal.js"
 import * as Authenticator from "../src/domain/Authenticator.js"
 import * as Cursors from "../src/domain/Cursors.js"
 import { RateLimitConfig } from "../src/domain/RateLimiter.js"
@@ -16,6 +16,37 @@ export const CoreTestLayer = DomainLayer.pipe(
   Layer.provideMerge(Cursors.layerFromSecret("test-secret")),
   Layer.provideMerge(RateLimitConfig.layer(RateLimitConfig.default))
 )
+
+/** The demo organisation's numbers (sid, then line): two SMS lines and a WhatsApp one. */
+export const SALES = "PN00000000000000000000000000000001"
+export const SALES_LINE = "+14155550100"
+export const SUPPORT = "PN00000000000000000000000000000002"
+export const SUPPORT_LINE = "+14155550101"
+export const WHATSAPP = "PN00000000000000000000000000000003"
+export const WHATSAPP_LINE = "+14155550199"
+
+/** Every CRM action of the organisation, newest first. */
+export const crmActions = (orgId: string) =>
+  Effect.flatMap(ActionStore.ActionStore, (store) =>
+    store.queryActions({
+      orgId,
+      kinds: ["message", "ai_call"],
+      lines: null,
+      ownerId: null,
+      conversation: null,
+      beforeId: null,
+      limit: 10_000
+    }))
+
+/** The organisation's events in the outbox. */
+export const events = (orgId: string) => Effect.flatMap(EventOutbox.EventOutbox, (outbox) => outbox.list(orgId))
+
+/**
+ * The failure of `effect`. A success fails the test with a plain message: an
+ * Effect failing with a Schema.Class-laden value can stall vitest's reporter.
+ */
+export const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<E, string, R> =>
+  Effect.flip(Effect.as(effect, "expected a failure, but the effect succeeded"))
 
 /** 2026-03-02T10:00:00Z, a Monday. */
 export const MONDAY_10_UTC = Date.parse("2026-03-02T10:00:00Z")

@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError } from "./support/wire.js"
-
-const CLI_HEAVY = 180_000
+import { CLI_HEAVY } from "./support/demo.js"
 
 /** The eleven destinations the attack pass tried, all accepted before the rules. */
 const HIGH_RISK = [

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson } from "./support/wire.js"
+import { CLI_HEAVY, PN1, PN1_PHONE, WA, WA_PHONE, type Page } from "./support/demo.js"
 
 interface CreationAck {
   readonly id: string
@@ -48,22 +49,11 @@ interface ConversationSummary {
   readonly phone: string
   readonly line?: string
 }
-interface Page<A> {
-  readonly items: ReadonlyArray<A>
-  readonly nextCursor: string | null
-}
 interface AddedTemplate {
   readonly id: string
   readonly name: string
 }
 
-/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
-const CLI_HEAVY = 180_000
-
-const PN1 = "PN00000000000000000000000000000001"
-const PN1_PHONE = "+14155550100"
-const WA = "PN00000000000000000000000000000003"
-const WA_PHONE = "+14155550199"
 const CONTENT_SID = "HX0123456789abcdef0123456789abcdef"
 const MINUTE = 60_000
 

@@ -8,6 +8,7 @@ import { ApiKeys } from "@parley/core/domain"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson } from "./support/wire.js"
+import { CLI_HEAVY, PN1, PN2, type CreatedKey, type Page } from "./support/demo.js"
 
 interface CreationAck {
   readonly id: string
@@ -35,14 +36,6 @@ interface ConversationSummary {
   readonly id: string
   readonly phone: string
 }
-interface Page<A> {
-  readonly items: ReadonlyArray<A>
-  readonly nextCursor: string | null
-}
-interface CreatedKey {
-  readonly key: string
-  readonly id: string
-}
 interface CreatedOrg {
   readonly id?: string
   readonly orgId?: string
@@ -50,12 +43,6 @@ interface CreatedOrg {
 
 type Scope = "resources:read" | "messages:read" | "messages:write" | "calls:read" | "calls:write"
 const SCOPES: ReadonlyArray<Scope> = ["resources:read", "messages:read", "messages:write", "calls:read", "calls:write"]
-
-/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
-const CLI_HEAVY = 180_000
-
-const PN1 = "PN00000000000000000000000000000001"
-const PN2 = "PN00000000000000000000000000000002"
 
 let phoneCounter = 0
 /** A counterpart number no other test uses. */

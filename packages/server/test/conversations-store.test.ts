@@ -8,13 +8,12 @@
  * schema gives, and gives up where the schema would fail.
  */
 import { ActionStore } from "@parley/core/domain"
-import { ConfigProvider, Effect, Either, Layer, ManagedRuntime, Schema } from "effect"
+import { Effect, Either, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readActionValues } from "../src/store/ActionRowReader.js"
-import { DatabaseLive } from "../src/store/Database.js"
-import { ServerConfig } from "../src/config/ServerConfig.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
 import { storedAt, storedText } from "./support/actions.js"
+import { onTestDatabase } from "./support/storeLayer.js"
 import { createTestDatabase, type TestDatabase } from "./support/store.js"
 
 const ORG = "org_store"
@@ -55,13 +54,7 @@ describe("conversation pages in the store", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase()
-    const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
-    const store = SqlActionStore.layer.pipe(
-      Layer.provide(DatabaseLive),
-      Layer.provide(ServerConfig.layer),
-      Layer.provide(Layer.setConfigProvider(config))
-    )
-    runtime = ManagedRuntime.make(store)
+    runtime = ManagedRuntime.make(onTestDatabase(db, SqlActionStore.layer))
     for (let i = 0; i < TOTAL; i++) stored.push(await run(Effect.flatMap(ActionStore.ActionStore, (store) => store.insertAction(action(i)))))
   }, 60_000)
   afterAll(async () => {

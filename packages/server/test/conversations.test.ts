@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson } from "./support/wire.js"
+import { CLI_HEAVY, PN1, PN1_PHONE, PN2, type CreatedKey, type Page } from "./support/demo.js"
 
 interface CreationAck {
   readonly id: string
@@ -35,26 +36,12 @@ interface ConversationSummary {
   readonly line?: string
   readonly linkedRecords: ReadonlyArray<unknown>
 }
-interface Page<A> {
-  readonly items: ReadonlyArray<A>
-  readonly nextCursor: string | null
-}
-interface CreatedKey {
-  readonly key: string
-  readonly id: string
-}
 interface Sent {
   readonly id: string
   readonly to: string
   readonly body: string
 }
 
-/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
-const CLI_HEAVY = 180_000
-
-const PN1 = "PN00000000000000000000000000000001"
-const PN1_PHONE = "+14155550100"
-const PN2 = "PN00000000000000000000000000000002"
 const PAGE = 50
 const TOTAL = 120
 /** Three counterparts: A gets 60 texts (two conversation pages), B 40, C 20. */

@@ -13,9 +13,9 @@ import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { VapiFake } from "./support/fakes/VapiFake.js"
 import { TestServer } from "./support/server.js"
 import { readUntil } from "./support/wire.js"
+import { PN1 } from "./support/demo.js"
 
 const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
 const PN9 = "PN00000000000000000000000000000009"
 const VAPI_PHONE = "3f1c9a2e-5b7d-4e61-9c3a-0d2b8e7f6a51"
 const ASSISTANT = "a1b2c3d4-0000-4000-8000-00000000a551"
@@ -58,11 +58,6 @@ describe("destination rules at dispatch", () => {
   /** Texts through Twilio, calls through Vapi. */
   let real: Org
 
-  const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
   const create = async (org: Org, path: "messages" | "ai-calls", payload: Record<string, unknown>, scheduledFor: string) => {
     const response = await server.fetch(`/api/v1/${path}`, {
       key: org.key,
@@ -95,22 +90,22 @@ describe("destination rules at dispatch", () => {
     const demo = await server.demo()
     simulated = { orgId: demo.orgId, key: demo.keys.live, sid: PN1, phone: "+14155550100" }
     const created = await server.adminJson<{ readonly id: string }>(["orgs", "create", "--name", "Providers Ltd"])
-    await cliOk(["crm", "connect", created.id, "--account", "Pat Providers"])
+    await server.adminOk(["crm", "connect", created.id, "--account", "Pat Providers"])
     const minted = await server.adminJson<{ readonly key: string }>(
       ["keys", "create", "--org", created.id, "--name", "live", "--scopes", "all", "--mode", "live"]
     )
     real = { orgId: created.id, key: minted.key, sid: PN9, phone: "+14155550109" }
-    await cliOk([
+    await server.adminOk([
       "providers", "set", "--org", real.orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
       "--auth-token", twilio.authToken, "--api-base", twilio.url
     ])
-    await cliOk([
+    await server.adminOk([
       "providers", "set", "--org", real.orgId, "--kind", "vapi", "--api-key", vapi.apiKey, "--webhook-secret", SECRET,
       "--api-base", vapi.url
     ])
     for (const org of [simulated, real]) {
-      await cliOk(["bots", "add", "--org", org.orgId, "--id", "bot_sales", "--name", "Sales", "--provider-id", ASSISTANT])
-      await cliOk([
+      await server.adminOk(["bots", "add", "--org", org.orgId, "--id", "bot_sales", "--name", "Sales", "--provider-id", ASSISTANT])
+      await server.adminOk([
         "numbers", "add", "--org", org.orgId, "--sid", org.sid, "--phone", org.phone, "--name", "Sales line",
         "--voice-bot", "bot_sales", "--provider-id", VAPI_PHONE
       ])
@@ -125,7 +120,7 @@ describe("destination rules at dispatch", () => {
 
   it("fails a scheduled text or call whose recipient the narrowed rules refuse, on every provider, and sends the rest", async () => {
     for (const org of [simulated, real]) {
-      await cliOk(["orgs", "update", org.orgId, "--destinations", "US,GB", "--premium-numbers", "allow"])
+      await server.adminOk(["orgs", "update", org.orgId, "--destinations", "US,GB", "--premium-numbers", "allow"])
     }
     const at = new Date(Date.now() + LEAD_MS).toISOString()
     const scheduled = []
@@ -140,7 +135,7 @@ describe("destination rules at dispatch", () => {
     }
     // The operator narrows the rules while everything waits: the UK and premium-rate numbers are now refused.
     for (const org of [simulated, real]) {
-      await cliOk(["orgs", "update", org.orgId, "--destinations", "US", "--premium-numbers", "refuse"])
+      await server.adminOk(["orgs", "update", org.orgId, "--destinations", "US", "--premium-numbers", "refuse"])
     }
     // Their time comes now rather than in 30 s (as dispatch.test.ts makes its allowance texts due): what is
     // under test is what the dispatcher does then; the wait for a scheduled time is dispatch.test.ts's own.

@@ -13,6 +13,7 @@ import { HttpApi } from "@effect/platform"
 import { ParleyApi } from "@parley/core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { TestServer } from "./support/server.js"
+import { CLI_HEAVY, PN1 } from "./support/demo.js"
 
 interface ErrorDetail {
   readonly code: string
@@ -53,10 +54,7 @@ const allowedOn = (path: string): string =>
     .filter(([, pattern]) => new RegExp(`^${pattern.replace(/\{\w+\}/g, "[^/]+")}$`).test(path))
     .map(([method]) => method)
     .join(", ")
-/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
-const CLI_HEAVY = 180_000
 
-const PN1 = "PN00000000000000000000000000000001"
 const KIB = 1024
 
 let counter = 0

@@ -20,11 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson, readUntil } from "./support/wire.js"
 import { createTestDatabase, testStore } from "./support/store.js"
+import { CLI_HEAVY, PN1 } from "./support/demo.js"
 
-/** Each admin CLI call starts a node process. */
-const CLI_HEAVY = 180_000
-
-const PN1 = "PN00000000000000000000000000000001"
 const WHATSAPP_SID = "PN00000000000000000000000000000003"
 const CONTENT_SID = `HX${"a1".repeat(16)}`
 
@@ -54,17 +51,10 @@ const closedWindow = () => {
   return `${pad(opens)}:00-${pad((opens + 1) % 24)}:00`
 }
 
-
-
 describe("hardening", () => {
   let server: TestServer
   let demo: DemoSummary
 
-  const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
   const post = (key: string, path: string, payload: Record<string, unknown>) =>
     server.fetch(path, { key, method: "POST", headers: { "idempotency-key": idem() }, body: JSON.stringify(payload) })
 
@@ -123,7 +113,7 @@ describe("hardening", () => {
       const numbers = await server.adminJson<{ items: ReadonlyArray<unknown> }>(["numbers", "list", "--org", other.id])
       expect(numbers.items).toEqual([])
       // the owner can still update its own number by sid
-      await cliOk(["numbers", "add", "--org", demo.orgId, "--phone", "+14155550100", "--name", "Sales line", "--sid", PN1])
+      await server.adminOk(["numbers", "add", "--org", demo.orgId, "--phone", "+14155550100", "--name", "Sales line", "--sid", PN1])
     }, CLI_HEAVY)
   })
 
@@ -135,8 +125,8 @@ describe("hardening", () => {
       expect(refused.stderr).toContain(`parley crm connect ${org.id}`)
       const keys = await server.adminJson<{ items: ReadonlyArray<unknown> }>(["keys", "list", "--org", org.id])
       expect(keys.items).toEqual([])
-      await cliOk(["crm", "connect", org.id, "--account", "Pat"])
-      await cliOk(["keys", "create", "--org", org.id, "--name", "k", "--scopes", "all", "--mode", "live"])
+      await server.adminOk(["crm", "connect", org.id, "--account", "Pat"])
+      await server.adminOk(["keys", "create", "--org", org.id, "--name", "k", "--scopes", "all", "--mode", "live"])
     }, CLI_HEAVY)
 
     it("refuses an expiry in the past", async () => {
@@ -164,7 +154,7 @@ describe("hardening", () => {
       const visible = await readJson<ActionRecord>(await server.fetch(`/api/v1/messages/${sent.id}`, { key: demo.keys.live }), 200)
       expect(visible.record?.name).toBe("Ada Lovelace")
 
-      await cliOk(["crm", "permissions", demo.orgId, "--modules", "Contacts"])
+      await server.adminOk(["crm", "permissions", demo.orgId, "--modules", "Contacts"])
       try {
         const hidden = await readJson<ActionRecord>(await server.fetch(`/api/v1/messages/${sent.id}`, { key: demo.keys.live }), 200)
         expect(JSON.stringify(hidden)).not.toContain("Ada Lovelace")
@@ -187,7 +177,7 @@ describe("hardening", () => {
         )
         expect(JSON.stringify(messages)).not.toContain("Ada Lovelace")
       } finally {
-        await cliOk(["crm", "permissions", demo.orgId, "--modules", "Leads,Contacts,Vendors,Deals"])
+        await server.adminOk(["crm", "permissions", demo.orgId, "--modules", "Leads,Contacts,Vendors,Deals"])
       }
     }, CLI_HEAVY)
   })
@@ -265,7 +255,7 @@ describe("hardening", () => {
 
   describe("sending hours", () => {
     it("refuses a live WhatsApp message outside sending hours (a test key is still simulated), and SMS waits", async () => {
-      await cliOk(["orgs", "update", demo.orgId, "--sending-hours", closedWindow(), "--timezone", "UTC"])
+      await server.adminOk(["orgs", "update", demo.orgId, "--sending-hours", closedWindow(), "--timezone", "UTC"])
       try {
         const whatsApp = {
           to: "+447700900002",
@@ -287,14 +277,14 @@ describe("hardening", () => {
         const waiting = await readJson<ActionRecord>(await server.fetch(`/api/v1/messages/${held.id}`, { key: demo.keys.live }), 200)
         expect(waiting.status).toBe("Queued")
 
-        await cliOk(["orgs", "update", demo.orgId, "--sending-hours", "always", "--timezone", "UTC"])
+        await server.adminOk(["orgs", "update", demo.orgId, "--sending-hours", "always", "--timezone", "UTC"])
         const released = await readUntil(
           () => server.fetch(`/api/v1/messages/${held.id}`, { key: demo.keys.live }).then((r) => r.json() as Promise<ActionRecord>),
           (record) => record.status !== "Queued"
         )
         expect(released.status).not.toBe("Queued")
       } finally {
-        await cliOk(["orgs", "update", demo.orgId, "--sending-hours", "always", "--timezone", "UTC"])
+        await server.adminOk(["orgs", "update", demo.orgId, "--sending-hours", "always", "--timezone", "UTC"])
       }
     }, CLI_HEAVY)
   })

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson } from "./support/wire.js"
+import { CLI_HEAVY, PN1, PN1_PHONE, PN2, PN2_PHONE, type CreatedKey } from "./support/demo.js"
 
 interface ActionRecord {
   readonly id: string
@@ -24,15 +25,7 @@ interface Page {
   readonly items: ReadonlyArray<ActionRecord>
   readonly nextCursor: string | null
 }
-interface CreatedKey {
-  readonly key: string
-}
 
-const CLI_HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
-const PN1_PHONE = "+14155550100"
-const PN2 = "PN00000000000000000000000000000002"
-const PN2_PHONE = "+14155550101"
 const ON_PN1 = 60
 const ON_PN2 = 10
 const CANCELLED = 5

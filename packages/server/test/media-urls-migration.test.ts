@@ -5,13 +5,12 @@
  * their media apart.
  */
 import { ActionStore } from "@parley/core/domain"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, ManagedRuntime, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServerConfig } from "../src/config/ServerConfig.js"
-import { DatabaseLive } from "../src/store/Database.js"
 import { migrations } from "../src/store/migrations.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
 import { storedText } from "./support/actions.js"
+import { onTestDatabase } from "./support/storeLayer.js"
 import { createTestDatabase, type TestDatabase } from "./support/store.js"
 
 const ORG = "org_media"
@@ -20,12 +19,7 @@ const MEDIA = "https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MM1/Media
 describe("migration 0022_media_urls", () => {
   let db: TestDatabase
   const storeOn = (database: TestDatabase) => {
-    const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", database.dataDir], ...Object.entries(database.env)]))
-    return ManagedRuntime.make(SqlActionStore.layer.pipe(
-      Layer.provideMerge(DatabaseLive),
-      Layer.provide(ServerConfig.layer),
-      Layer.provide(Layer.setConfigProvider(config))
-    ))
+    return ManagedRuntime.make(onTestDatabase(database, SqlActionStore.layer))
   }
 
   beforeAll(async () => {

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { PN1 } from "./support/demo.js"
 
 interface HeaderObject {
   readonly $ref?: string
@@ -22,7 +23,6 @@ interface Document {
 const PARLEY_HEADERS = ["x-request-id", "ratelimit-policy", "ratelimit", "retry-after", "idempotent-replayed"]
 
 const RATE_LIMIT = 4
-const PN1 = "PN00000000000000000000000000000001"
 
 let server: TestServer
 let demo: DemoSummary

@@ -6,15 +6,14 @@
  * `orgs update` fail this way ("storage failure in organisations.update").
  */
 import { Organisations } from "@parley/core/domain"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, ManagedRuntime, Option } from "effect"
 import { spawn } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServerConfig } from "../src/config/ServerConfig.js"
-import { DatabaseLive } from "../src/store/Database.js"
 import * as SqlOrganisations from "../src/store/SqlOrganisations.js"
 import { openOrganisation } from "./support/organisations.js"
+import { onTestDatabase } from "./support/storeLayer.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 
 /** Takes the database's write lock, says so, keeps it 300 ms with an uncommitted change, then commits. */
@@ -35,12 +34,7 @@ describe.skipIf(testStore !== "sqlite")("organisation settings under a concurren
 
   beforeAll(async () => {
     db = await createTestDatabase()
-    const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
-    runtime = ManagedRuntime.make(SqlOrganisations.layer.pipe(
-      Layer.provide(DatabaseLive),
-      Layer.provide(ServerConfig.layer),
-      Layer.provide(Layer.setConfigProvider(config))
-    ))
+    runtime = ManagedRuntime.make(onTestDatabase(db, SqlOrganisations.layer))
     await runtime.runPromise(Effect.flatMap(Organisations.Organisations, (o) =>
       o.insert(openOrganisation("org_busy", "Busy"))))
   }, 60_000)

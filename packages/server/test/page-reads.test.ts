@@ -7,13 +7,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { ActionStore } from "@parley/core/domain"
-import { ConfigProvider, Deferred, Effect, Either, Fiber, Layer, ManagedRuntime, Option, Tracer } from "effect"
+import { Deferred, Effect, Either, Fiber, ManagedRuntime, Option, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServerConfig } from "../src/config/ServerConfig.js"
-import { DatabaseLive } from "../src/store/Database.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
 import { SqliteHandle } from "../src/store/sqlite/SqliteDriver.js"
 import { storedText } from "./support/actions.js"
+import { onTestDatabase } from "./support/storeLayer.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 
 const ORG = "org_pages"
@@ -53,14 +52,7 @@ describe.skipIf(testStore !== "sqlite")("page reads on the embedded SQLite store
 
   beforeAll(async () => {
     db = await createTestDatabase("sqlite")
-    const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
-    runtime = ManagedRuntime.make(
-      SqlActionStore.layer.pipe(
-        Layer.provideMerge(DatabaseLive),
-        Layer.provide(ServerConfig.layer),
-        Layer.provide(Layer.setConfigProvider(config))
-      )
-    ) as typeof runtime
+    runtime = ManagedRuntime.make(onTestDatabase(db, SqlActionStore.layer)) as typeof runtime
     for (let i = 0; i < 60; i++) await run(Effect.flatMap(ActionStore.ActionStore, (store) => store.insertAction(message(i))))
   }, 60_000)
   afterAll(async () => {

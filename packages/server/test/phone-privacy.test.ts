@@ -7,13 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { type Page } from "./support/demo.js"
 
 const COUNTERPART = "+14155550177"
 const DIGITS = "4155550177"
-
-interface Page<A> {
-  readonly items: ReadonlyArray<A>
-}
 
 describe("phone numbers in conversation ids and logs", () => {
   let server: TestServer

@@ -11,12 +11,12 @@ import { ParleyApi } from "@parley/core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type RawAnswer, type RawOutcome, rawRequest, requestHead } from "./support/rawHttp.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
+import { CLI_HEAVY } from "./support/demo.js"
 
 /** Generous for a loaded 2-core machine; a hang is what this catches, not slowness. */
 const ANSWER_WITHIN_MS = 10_000
 const KIB = 1024
 const MIB = 1024 * KIB
-const CLI_HEAVY = 180_000
 
 interface ErrorDetail {
   readonly code: string

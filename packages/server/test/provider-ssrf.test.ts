@@ -12,10 +12,10 @@ import { checkSettings } from "../src/providers/ProviderSettings.js"
 import { PROVIDERS } from "../src/providers/Registry.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { readUntil } from "./support/wire.js"
+import { PN1 } from "./support/demo.js"
 
 const SECRET = "INTERNAL-SERVICE-SECRET"
 const ACCOUNT_SID = `AC${"0".repeat(32)}`
-const PN1 = "PN00000000000000000000000000000001"
 
 interface ActionRecord {
   readonly status?: string | null

@@ -16,9 +16,9 @@ import { RetellFake } from "./support/fakes/RetellFake.js"
 import { VapiFake } from "./support/fakes/VapiFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { readUntil } from "./support/wire.js"
+import { PN1 } from "./support/demo.js"
 
 const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
 const LINE = "+14155550100"
 const VAPI_PHONE = "3f1c9a2e-5b7d-4e61-9c3a-0d2b8e7f6a51"
 const ASSISTANT = "a1b2c3d4-0000-4000-8000-00000000a551"
@@ -154,18 +154,13 @@ describe("providers, one per kind", () => {
   let retell: RetellFake
   let counter = 0
 
-  const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
   const useVapi = () =>
-    cliOk([
+    server.adminOk([
       "providers", "set", "--org", demo.orgId, "--kind", "vapi", "--api-key", vapi.apiKey,
       "--webhook-secret", "vapi-secret-for-the-seam", "--api-base", vapi.url
     ])
   const useRetell = () =>
-    cliOk(["providers", "set", "--org", demo.orgId, "--kind", "retell", "--api-key", retell.apiKey, "--api-base", retell.url])
+    server.adminOk(["providers", "set", "--org", demo.orgId, "--kind", "retell", "--api-key", retell.apiKey, "--api-base", retell.url])
   const accountKinds = async () =>
     (await server.db.query<{ kind: string }>("SELECT kind FROM provider_accounts WHERE org_id = ? ORDER BY kind", [
       demo.orgId
@@ -178,12 +173,12 @@ describe("providers, one per kind", () => {
       env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "2000" }
     })
     demo = await server.demo()
-    await cliOk([
+    await server.adminOk([
       "numbers", "add", "--org", demo.orgId, "--sid", PN1, "--phone", LINE, "--name", "Sales line",
       "--voice-bot", "bot_sales", "--provider-id", VAPI_PHONE
     ])
     // The same bot id serves both providers here: the agent and the assistant are the provider's business.
-    await cliOk(["bots", "add", "--org", demo.orgId, "--id", "bot_sales", "--name", "Sales qualifier", "--provider-id", ASSISTANT])
+    await server.adminOk(["bots", "add", "--org", demo.orgId, "--id", "bot_sales", "--name", "Sales qualifier", "--provider-id", ASSISTANT])
     const invited = await server.adminJson<{ link: string }>(["admins", "create", demo.orgId, "--email", "seam@a.example"])
     await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD)
   }, HEAVY)

@@ -15,9 +15,9 @@ import { twilioSignature } from "../src/providers/twilio/TwilioSignature.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { readUntil } from "./support/wire.js"
+import { PN1 } from "./support/demo.js"
 
 const HEAVY = 180_000
-const PN1 = "PN00000000000000000000000000000001"
 const WHATSAPP_SID = "PN00000000000000000000000000000003"
 const TEMPLATE = `HX${"a1".repeat(16)}`
 const NAMED_TEMPLATE = `HX${"b2".repeat(16)}`
@@ -35,7 +35,6 @@ interface ActionRecord {
 let counter = 0
 const idem = () => `twilio-${Date.now()}-${++counter}`
 
-
 const FINAL = new Set(["Delivered", "Undelivered", "Failed"])
 
 describe("Twilio", () => {
@@ -45,14 +44,8 @@ describe("Twilio", () => {
   let server: TestServer
   let demo: DemoSummary
 
-  // Set-up runs the CLI's commands in this process (test/support/admin.ts); the CLI itself is not under test here.
-  const cliOk = async (args: ReadonlyArray<string>) => {
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
-  }
   const connect = (authToken = twilio.authToken) =>
-    cliOk([
+    server.adminOk([
       "providers", "set", "--org", demo.orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
       "--auth-token", authToken, "--api-base", twilio.url, "--content-api-base", content.url
     ])
@@ -339,7 +332,7 @@ describe("Twilio", () => {
     ])
     expect(row?.secrets).toMatch(/^enc:v1:/)
     expect(row?.secrets).not.toContain(twilio.authToken)
-    await cliOk(["providers", "clear", "--org", demo.orgId, "--kind", "twilio"])
+    await server.adminOk(["providers", "clear", "--org", demo.orgId, "--kind", "twilio"])
     try {
       const to = "+14155550138"
       const id = await send({ to })
@@ -407,7 +400,7 @@ describe("Twilio", () => {
     }, HEAVY)
 
     it("keeps the chosen number through a Messaging Service: From is sent with MessagingServiceSid", async () => {
-      await cliOk([
+      await server.adminOk([
         "providers", "set", "--org", demo.orgId, "--kind", "twilio", "--account-sid", twilio.accountSid,
         "--auth-token", twilio.authToken, "--api-base", twilio.url, "--messaging-service-sid", SERVICE
       ])

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson } from "./support/wire.js"
+import { CLI_HEAVY, PN1, type CreatedKey, type Page } from "./support/demo.js"
 
 interface CreationAck {
   readonly id: string
@@ -34,19 +35,7 @@ interface ConversationSummary {
   readonly phone: string
   readonly preview?: string
 }
-interface Page<A> {
-  readonly items: ReadonlyArray<A>
-  readonly nextCursor: string | null
-}
-interface CreatedKey {
-  readonly key: string
-  readonly id: string
-}
 
-/** Each admin CLI call starts a node process (about 2 s, far more on a loaded machine). */
-const CLI_HEAVY = 180_000
-
-const PN1 = "PN00000000000000000000000000000001"
 const PAGE_FILL = 55
 
 let phoneCounter = 0

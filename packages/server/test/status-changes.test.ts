@@ -8,13 +8,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { ActionStore } from "@parley/core/domain"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, ManagedRuntime, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServerConfig } from "../src/config/ServerConfig.js"
-import { DatabaseLive } from "../src/store/Database.js"
 import * as SqlActionStore from "../src/store/SqlActionStore.js"
 import * as StatusChanges from "../src/store/StatusChanges.js"
 import { storedText } from "./support/actions.js"
+import { onTestDatabase } from "./support/storeLayer.js"
 import { createTestDatabase, type TestDatabase, testStore } from "./support/store.js"
 
 const ORG = "org_status"
@@ -55,14 +54,7 @@ describe("the one status writer", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase()
-    const config = ConfigProvider.fromMap(new Map([["PARLEY_DATA_DIR", db.dataDir], ...Object.entries(db.env)]))
-    runtime = ManagedRuntime.make(
-      SqlActionStore.layer.pipe(
-        Layer.provideMerge(DatabaseLive),
-        Layer.provide(ServerConfig.layer),
-        Layer.provide(Layer.setConfigProvider(config))
-      )
-    )
+    runtime = ManagedRuntime.make(onTestDatabase(db, SqlActionStore.layer))
   }, 60_000)
   afterAll(async () => {
     await runtime?.dispose()

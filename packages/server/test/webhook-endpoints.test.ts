@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { expectError, readJson } from "./support/wire.js"
+import { CLI_HEAVY, type CreatedKey } from "./support/demo.js"
 
 interface Endpoint {
   readonly id: string
@@ -25,18 +26,12 @@ interface Endpoint {
 interface Created extends Endpoint {
   readonly secret: string
 }
-interface CreatedKey {
-  readonly key: string
-}
 interface Received {
   readonly headers: Record<string, string>
   readonly body: string
   readonly type: string
   readonly dataId: string
 }
-
-/** Each admin CLI call starts a node process (seconds on a loaded machine). */
-const CLI_HEAVY = 180_000
 
 const flatten = (headers: IncomingHttpHeaders): Record<string, string> =>
   Object.fromEntries(Object.entries(headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])))

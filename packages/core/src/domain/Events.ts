@@ -6,8 +6,8 @@
 import { Clock, Effect } from "effect"
 import type { ActionEventType, EventPayload, OptOutEventPayload, OptOutEventType } from "../contract/Events.js"
 import type { Action } from "../ports/ActionStore.js"
-import { EventOutbox } from "../ports/EventOutbox.js"
-import type { OptOutEntry } from "../ports/OptOuts.js"
+import { EventOutbox, type OutboxEvent } from "../ports/EventOutbox.js"
+import { type OptOutEntry, publicOptOut } from "../ports/OptOuts.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
 import { newId } from "./Crypto.js"
@@ -23,19 +23,22 @@ export { EventPayload, EventType, OptOutEventPayload } from "../contract/Events.
  */
 const encodePayload = (payload: EventPayload | OptOutEventPayload): string => JSON.stringify(payload)
 
+/** The outbox row of an action's event: its record as the event's data, its id, kind and status as the subject. */
+const actionEvent = (type: ActionEventType, action: Action, timestamp: string): OutboxEvent => ({
+  id: newId("evt"),
+  orgId: action.orgId,
+  type,
+  timestamp,
+  payload: encodePayload({ type, timestamp, data: toActionRecord(action) }),
+  subject: { actionId: action.id, kind: action.kind, status: action.status }
+})
+
 /** Appends the event to the outbox; call it inside the unit of work of the change it reports. */
 export const emit = (type: ActionEventType, action: Action): Effect.Effect<void, StorageError, EventOutbox> =>
   Effect.gen(function*() {
     const outbox = yield* EventOutbox
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* outbox.append({
-      id: newId("evt"),
-      orgId: action.orgId,
-      type,
-      timestamp,
-      payload: encodePayload({ type, timestamp, data: toActionRecord(action) }),
-      subject: { actionId: action.id, kind: action.kind, status: action.status }
-    })
+    yield* outbox.append(actionEvent(type, action, timestamp))
   })
 
 /**
@@ -49,14 +52,7 @@ export const emitAll = (
     if (changes.length === 0) return
     const outbox = yield* EventOutbox
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* outbox.appendAll(changes.map(({ action, type }) => ({
-      id: newId("evt"),
-      orgId: action.orgId,
-      type,
-      timestamp,
-      payload: encodePayload({ type, timestamp, data: toActionRecord(action) }),
-      subject: { actionId: action.id, kind: action.kind, status: action.status }
-    })))
+    yield* outbox.appendAll(changes.map(({ action, type }) => actionEvent(type, action, timestamp)))
   })
 
 /**
@@ -67,14 +63,7 @@ export const emitOptOut = (type: OptOutEventType, entry: OptOutEntry): Effect.Ef
   Effect.gen(function*() {
     const outbox = yield* EventOutbox
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const data = {
-      phone: entry.phone,
-      channels: entry.channels,
-      source: entry.source,
-      reason: entry.reason,
-      cause: entry.cause,
-      createdAt: entry.createdAt
-    }
+    const data = publicOptOut(entry)
     yield* outbox.append({ id: newId("evt"), orgId: entry.orgId, type, timestamp, payload: encodePayload({ type, timestamp, data }) })
   })
 

@@ -7,7 +7,7 @@
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { InvalidRequest, NotFound, OptOutNotRemovable, ResourceDenied } from "../contract/Errors.js"
 import { type ListOptOutsParams, OptOut, OptOutPage, type PutOptOutRequest } from "../contract/OptOuts.js"
-import { type OptOutEntry, OptOuts } from "../ports/OptOuts.js"
+import { type OptOutEntry, OptOuts, publicOptOut } from "../ports/OptOuts.js"
 import type { StorageError } from "../ports/StorageError.js"
 import type { CallerInfo } from "./Caller.js"
 import { Consent } from "./Consent.js"
@@ -18,14 +18,7 @@ export const PAGE_SIZE = 50
 const PageCursor = Schema.Struct({ k: Schema.Literal("optouts"), f: Schema.String, c: Schema.String, p: Schema.String })
 
 export const toOptOut = (entry: OptOutEntry): OptOut =>
-  OptOut.make({
-    phone: entry.phone,
-    channels: entry.channels,
-    source: entry.source,
-    reason: entry.reason,
-    cause: entry.cause,
-    createdAt: entry.createdAt
-  })
+  OptOut.make(publicOptOut(entry))
 
 const notFound = (phone: string) => new NotFound({ message: `${phone} has not opted out: it may be texted and called.` })
 

@@ -12,7 +12,7 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { CallStatus, MessageStatus, RecordStatus } from "../contract/Statuses.js"
-import { ActionStore, type ActionKind, type Action } from "../ports/ActionStore.js"
+import { ActionStore, type ActionKind, type Action, type ProviderChange } from "../ports/ActionStore.js"
 import type { EventOutbox } from "../ports/EventOutbox.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
@@ -57,21 +57,11 @@ export const movesForward = (kind: ActionKind, current: RecordStatus, next: Reco
   return from !== undefined && to !== undefined && from < FINAL_RANK && to > from
 }
 
-/** One report about one action. */
-export interface ProviderReport {
+/** One report about one action: what it changes (ProviderChange, less what the host decides), and which action. */
+export interface ProviderReport extends Omit<ProviderChange, "workAt" | "modified"> {
   readonly orgId: string
   readonly actionId: string
   readonly kind: ActionKind
-  readonly status: RecordStatus
-  /** The provider's own status value. */
-  readonly providerStatus: string
-  /** The provider's id for the action; recorded when the action has none yet (a report can beat the send's answer). */
-  readonly sid?: string | undefined
-  readonly errorMessage?: string | null | undefined
-  /** A call's transcript. */
-  readonly body?: string | undefined
-  /** A call's recording. */
-  readonly audioFileId?: string | undefined
   /**
    * When the host should ask the provider again if no further report arrives (providers do not retry
    * callbacks that failed while the host was down); ignored once the status is final.

@@ -88,6 +88,17 @@ export const NO_SENDING_DETAILS = {
   whatsAppContentVariables: null
 } as const satisfies Partial<NewAction>
 
+/** The fields of an action that no CRM record, provider, failure or key has touched yet. */
+export const UNTOUCHED = {
+  record: null,
+  linkedRecords: [],
+  sid: null,
+  audioFileId: null,
+  errorMessage: null,
+  sentBy: null,
+  apiKeyId: null
+} as const satisfies Partial<NewAction>
+
 /**
  * The fields of an action that a conversation list (GET /conversations) reads. A page reads 51 actions, and
  * reading only these lets a store fetch half the columns (with SQLite, fetching a row's values costs about as
@@ -144,11 +155,14 @@ export interface ActionQuery {
 /** A provider's report applied to an action (see ProviderReports); a field left undefined keeps its value. */
 export interface ProviderChange {
   readonly status: RecordStatus
+  /** The provider's own status value. */
   readonly providerStatus: string
-  /** Recorded only when the action has no provider id yet. */
+  /** The provider's id for the action; recorded only when the action has none yet (a report can beat the send's answer). */
   readonly sid?: string | undefined
   readonly errorMessage?: string | null | undefined
+  /** A call's transcript. */
   readonly body?: string | undefined
+  /** A call's recording. */
   readonly audioFileId?: string | undefined
   /** When the host's queue should look at the action again (epoch ms); null to leave it to reports. */
   readonly workAt: number | null

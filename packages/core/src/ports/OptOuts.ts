@@ -18,6 +18,16 @@ export interface OptOutEntry {
   readonly createdAt: string
 }
 
+/** An entry as the contract shows it (GET /opt-outs/{phone}, opt-out events, the CLI): without its organisation. */
+export const publicOptOut = (entry: OptOutEntry) => ({
+  phone: entry.phone,
+  channels: entry.channels,
+  source: entry.source,
+  reason: entry.reason,
+  cause: entry.cause,
+  createdAt: entry.createdAt
+})
+
 /** One line of a number's history: an entry recorded, or removed (opted back in). */
 export interface OptOutChange {
   readonly orgId: string

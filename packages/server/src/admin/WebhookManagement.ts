@@ -8,7 +8,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import {
   ActionRecords,
-  type ActionStore,
+  ActionStore,
   Crypto,
   type EnabledEvent,
   type StorageError,
@@ -195,25 +195,14 @@ export const sendTestEvent = (orgId: string, endpoint: WebhookRow, allowed: Webh
       fromNumberSid: null,
       body: "A test event from the Parley console.",
       mediaUrls: [],
-      botId: null,
-      mode: null,
-      purposeMessage: null,
-      templateId: null,
-      whatsAppContentSid: null,
-      whatsAppContentVariables: null,
+      ...ActionStore.NO_SENDING_DETAILS,
       read: null,
       at: timestamp,
       scheduledFor: null,
       dueAt: now,
       owner: null,
-      record: null,
-      linkedRecords: [],
-      sid: null,
-      audioFileId: null,
-      errorMessage: null,
-      sentBy: null,
-      modified: timestamp,
-      apiKeyId: null
+      ...ActionStore.UNTOUCHED,
+      modified: timestamp
     }
     const eventId = Crypto.newId("evt")
     const payload = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp, data: ActionRecords.toActionRecord(made) })

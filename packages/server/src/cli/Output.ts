@@ -8,6 +8,13 @@ import { Console, Data, Effect } from "effect"
 
 export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON"))
 
+/** `--org`, the organisation a command acts on. */
+export const orgFlag = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
+
+/** A text flag the command may go without (Option.none when absent). */
+export const optionalText = (name: string, description: string) =>
+  Options.text(name).pipe(Options.withDescription(description), Options.optional)
+
 /** A failure the user caused or can fix: printed as is, exit code 1. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
 

@@ -103,13 +103,9 @@ export interface ProviderDefinition<S, R> {
 }
 
 /** A registered provider, its settings type hidden behind what it stores. */
-export interface Provider<R = unknown> {
-  readonly name: string
-  readonly label: string
-  readonly kind: ServedKind
-  readonly serves: string
-  readonly defaultApiBase: string
-  readonly fields: ReadonlyArray<SettingField>
+export interface Provider<R = unknown>
+  extends Pick<ProviderDefinition<unknown, R>, "name" | "label" | "kind" | "serves" | "defaultApiBase" | "fields">
+{
   readonly check: (input: SettingsInput, apiBase: string) => Either.Either<StoredSettings, SettingsRefusal>
   readonly client: (stored: StoredSettings, context: ClientContext) => Effect.Effect<
     Providers.ProviderClient,

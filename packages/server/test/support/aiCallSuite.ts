@@ -150,9 +150,7 @@ export class AiCallSuite<F extends AiCallFake> {
   cliOk = async (args: ReadonlyArray<string>): Promise<CliResult> => {
     const server = this.server
     if (server === undefined) throw new Error("the suite has not started")
-    const result = await server.admin(args)
-    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
-    return result
+    return server.adminOk(args)
   }
 
   /** Connects the organisation to the fake (again), with `extra` flags for `providers set`. */

@@ -164,6 +164,13 @@ export class TestServer {
     return runAdmin(this.processEnv(), args)
   }
 
+  /** `admin`, for set-up: a command that fails throws with its exit code and standard error. */
+  async adminOk(args: ReadonlyArray<string>): Promise<CliResult> {
+    const result = await this.admin(args)
+    if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
+    return result
+  }
+
   async adminJson<A>(args: ReadonlyArray<string>): Promise<A> {
     const result = await this.admin([...args, "--json"])
     if (result.code !== 0) throw new Error(`parley ${args.join(" ")} failed: ${result.stderr}`)

@@ -1,6 +1,6 @@
 /**
- * What Send Message and Start AI Call share: the Idempotency-Key, the record
- * link and schedule, and the output that says whether the action was simulated.
+ * What Send Message and Start AI Call share: the recipient and sending number,
+ * the Idempotency-Key, the record link and schedule, and the output that says whether the action was simulated.
  */
 import { createHash } from 'crypto';
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
@@ -11,10 +11,23 @@ import {
 	refuse,
 	refuseIfExpressionFoundNothing,
 	textOf,
+	textParameter,
 } from './parameters';
-import type { ParleyResponse } from './transport';
+import { parleyRequestFull, type ParleyResponse } from './transport';
 
 const MAX_IDEMPOTENCY_KEY = 128;
+
+/** The request's `to` and `fromNumberSid`: the To field, and the sid the From picker holds. */
+export function recipientAndSender(context: IExecuteFunctions, itemIndex: number): IDataObject {
+	return {
+		to: textParameter(context, 'to', itemIndex, { label: 'To', required: true }),
+		fromNumberSid: textParameter(context, 'fromNumber', itemIndex, {
+			label: 'From',
+			required: true,
+			extractValue: true,
+		}),
+	};
+}
 
 /**
  * What makes one attempt to create an action. n8n's Retry On Fail reruns the
@@ -181,4 +194,16 @@ export function creationOutput(response: ParleyResponse<ApiCreationAck>, idempot
 	}
 	if (response.requestId !== undefined) output.requestId = response.requestId;
 	return output;
+}
+
+/** POSTs the create with this item's Idempotency-Key and answers the node's output for it. */
+export async function createAction(
+	this: IExecuteFunctions,
+	itemIndex: number,
+	path: '/messages' | '/ai-calls',
+	body: IDataObject,
+): Promise<IDataObject[]> {
+	const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
+	const response = await parleyRequestFull<ApiCreationAck>(this, { method: 'POST', path, body, idempotencyKey, itemIndex });
+	return [creationOutput(response, idempotencyKey)];
 }

@@ -12,102 +12,79 @@ export const toField: INodeProperties = {
 	description: 'Recipient phone number in E.164 format',
 };
 
-export const fromNumberField: INodeProperties = {
+/**
+ * A required picker (n8n's resource locator): an item from the list `searchListMethod` answers, or one typed
+ * in by its id.
+ */
+function picker(field: {
+	displayName: string;
+	name: string;
+	description: string;
+	listPlaceholder: string;
+	searchListMethod: string;
+	byIdName: string;
+	idPlaceholder: string;
+}): INodeProperties {
+	return {
+		displayName: field.displayName,
+		name: field.name,
+		type: 'resourceLocator',
+		default: { mode: 'list', value: '' },
+		required: true,
+		description: field.description,
+		modes: [
+			{
+				displayName: 'From List',
+				name: 'list',
+				type: 'list',
+				placeholder: field.listPlaceholder,
+				typeOptions: { searchListMethod: field.searchListMethod, searchable: true },
+			},
+			{ displayName: field.byIdName, name: 'id', type: 'string', placeholder: field.idPlaceholder },
+		],
+	};
+}
+
+export const fromNumberField = picker({
 	displayName: 'From',
 	name: 'fromNumber',
-	type: 'resourceLocator',
-	default: { mode: 'list', value: '' },
-	required: true,
 	description:
 		'Sender number of the organisation, picked from the list or given by its sid. The list shows the numbers that can do what this operation needs: voice for AI calls, SMS or WhatsApp for texts.',
-	modes: [
-		{
-			displayName: 'From List',
-			name: 'list',
-			type: 'list',
-			placeholder: 'Select a number…',
-			typeOptions: { searchListMethod: 'searchNumbers', searchable: true },
-		},
-		{
-			displayName: 'By Sid',
-			name: 'id',
-			type: 'string',
-			placeholder: 'PN0123456789abcdef',
-		},
-	],
-};
+	listPlaceholder: 'Select a number…',
+	searchListMethod: 'searchNumbers',
+	byIdName: 'By Sid',
+	idPlaceholder: 'PN0123456789abcdef',
+});
 
-export const templateField: INodeProperties = {
+export const templateField = picker({
 	displayName: 'Template',
 	name: 'template',
-	type: 'resourceLocator',
-	default: { mode: 'list', value: '' },
-	required: true,
 	description: 'CRM message template; its merge fields are filled from the linked record',
-	modes: [
-		{
-			displayName: 'From List',
-			name: 'list',
-			type: 'list',
-			placeholder: 'Select a template…',
-			typeOptions: { searchListMethod: 'searchTemplates', searchable: true },
-		},
-		{
-			displayName: 'By ID',
-			name: 'id',
-			type: 'string',
-			placeholder: 'Template ID',
-		},
-	],
-};
+	listPlaceholder: 'Select a template…',
+	searchListMethod: 'searchTemplates',
+	byIdName: 'By ID',
+	idPlaceholder: 'Template ID',
+});
 
-export const botField: INodeProperties = {
+export const botField = picker({
 	displayName: 'Bot',
 	name: 'bot',
-	type: 'resourceLocator',
-	default: { mode: 'list', value: '' },
-	required: true,
 	description: 'Active outbound AI bot that places the call',
-	modes: [
-		{
-			displayName: 'From List',
-			name: 'list',
-			type: 'list',
-			placeholder: 'Select a bot…',
-			typeOptions: { searchListMethod: 'searchBots', searchable: true },
-		},
-		{
-			displayName: 'By ID',
-			name: 'id',
-			type: 'string',
-			placeholder: 'Bot ID',
-		},
-	],
-};
+	listPlaceholder: 'Select a bot…',
+	searchListMethod: 'searchBots',
+	byIdName: 'By ID',
+	idPlaceholder: 'Bot ID',
+});
 
-export const conversationField: INodeProperties = {
+export const conversationField = picker({
 	displayName: 'Conversation',
 	name: 'conversation',
-	type: 'resourceLocator',
-	default: { mode: 'list', value: '' },
-	required: true,
 	description: 'Conversation whose messages to read',
-	modes: [
-		{
-			displayName: 'From List',
-			name: 'list',
-			type: 'list',
-			placeholder: 'Select a conversation…',
-			typeOptions: { searchListMethod: 'searchConversations', searchable: true },
-		},
-		{
-			displayName: 'By ID',
-			name: 'id',
-			type: 'string',
-			placeholder: 'Conversation ID',
-		},
-	],
-};
+	listPlaceholder: 'Select a conversation…',
+	searchListMethod: 'searchConversations',
+	byIdName: 'By ID',
+	idPlaceholder: 'Conversation ID',
+});
 
 /** Optional fields of both creates: the CRM record link and the schedule. */
 export const recordLinkFields: INodeProperties[] = [

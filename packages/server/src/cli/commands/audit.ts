@@ -7,7 +7,7 @@ import { Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { AuditLog, kindLabel } from "../../admin/AuditLog.js"
 import { fail, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { json, optionalText, orgFlag, print, table } from "../Output.js"
 
 const MAX_LIMIT = 1_000
 
@@ -15,10 +15,10 @@ export const audit = Command.make(
   "audit",
   {
     json,
-    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
-    actor: Options.text("actor").pipe(Options.withDescription("Only this actor's entries (an email, or cli)"), Options.optional),
-    kind: Options.text("kind").pipe(Options.withDescription("Only entries of this kind, such as key.created"), Options.optional),
-    after: Options.text("after").pipe(Options.withDescription("Continue after this cursor (`next` of the previous page)"), Options.optional),
+    org: orgFlag,
+    actor: optionalText("actor", "Only this actor's entries (an email, or cli)"),
+    kind: optionalText("kind", "Only entries of this kind, such as key.created"),
+    after: optionalText("after", "Continue after this cursor (`next` of the previous page)"),
     limit: Options.integer("limit").pipe(Options.withDescription(`Entries per page, 1 to ${MAX_LIMIT}`), Options.withDefault(50))
   },
   (input) =>

@@ -4,7 +4,7 @@ import { Crypto, Organisations } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import { fail, nonEmpty, orNone, requireOrg } from "../Input.js"
 import { listCommand } from "../ListCommand.js"
-import { json, print } from "../Output.js"
+import { json, optionalText, orgFlag, print } from "../Output.js"
 
 const view = (b: Organisations.BotRow) => ({
   id: b.id,
@@ -20,22 +20,16 @@ const add = Command.make(
   "add",
   {
     json,
-    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    org: orgFlag,
     name: Options.text("name").pipe(Options.withDescription("The bot's name")),
-    id: Options.text("id").pipe(
-      Options.withDescription("Bot id (default: a new bot_… id); an existing id is updated"),
-      Options.optional
-    ),
-    description: Options.text("description").pipe(Options.withDescription("What the bot does"), Options.optional),
+    id: optionalText("id", "Bot id (default: a new bot_… id); an existing id is updated"),
+    description: optionalText("description", "What the bot does"),
     inactive: Options.boolean("inactive").pipe(Options.withDescription("Add the bot switched off")),
     direction: Options.choice("direction", ["outbound", "inbound"]).pipe(
       Options.withDescription("Outbound bots can be started through the API"),
       Options.withDefault("outbound" as const)
     ),
-    providerId: Options.text("provider-id").pipe(
-      Options.withDescription("The bot's id at the organisation's AI-call provider (its assistant or agent id)"),
-      Options.optional
-    )
+    providerId: optionalText("provider-id", "The bot's id at the organisation's AI-call provider (its assistant or agent id)")
   },
   (input) =>
     Effect.gen(function*() {

@@ -8,13 +8,13 @@ import { Command, Options } from "@effect/cli"
 import { ActionRecords, Inbound } from "@parley/core/internal"
 import { Effect } from "effect"
 import { e164, fail, fields, orNone, requireOrg } from "../Input.js"
-import { json, print } from "../Output.js"
+import { json, orgFlag, print } from "../Output.js"
 
 export const inbound = Command.make(
   "inbound",
   {
     json,
-    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    org: orgFlag,
     from: Options.text("from").pipe(Options.withDescription("The sender, in E.164")),
     to: Options.text("to").pipe(Options.withDescription("One of the organisation's numbers, in E.164")),
     body: Options.text("body").pipe(Options.withDescription("The message text (may be empty with --media-url)")),

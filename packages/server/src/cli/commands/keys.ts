@@ -9,9 +9,8 @@ import { ALL_SCOPES, ApiKeyStore } from "@parley/core/internal"
 import { Clock, Effect, Option } from "effect"
 import { issueKey, type KeyField, type KeyRefused, renameKey, ROLL_OVERLAPS, rollKey } from "../../admin/KeyIssuing.js"
 import { csv, fail, fields, nowIso, orNone, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { json, optionalText, orgFlag, print, table } from "../Output.js"
 
-const orgOption = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
 
 const status = (key: ApiKeyStore.ApiKeyRow, now: number): "active" | "revoked" | "expired" =>
   key.revokedAt !== null ? "revoked" : key.expiresAt !== null && Date.parse(key.expiresAt) <= now ? "expired" : "active"
@@ -56,7 +55,7 @@ const create = Command.make(
   "create",
   {
     json,
-    org: orgOption,
+    org: orgFlag,
     name: Options.text("name").pipe(Options.withDescription("A name to tell the key apart")),
     scopes: Options.text("scopes").pipe(
       Options.withDescription(`Comma-separated scopes (${ALL_SCOPES.join(", ")}), or all`)
@@ -64,18 +63,9 @@ const create = Command.make(
     mode: Options.choice("mode", ["test", "live"]).pipe(
       Options.withDescription("test keys simulate creation and cancellation; live keys act")
     ),
-    numbers: Options.text("numbers").pipe(
-      Options.withDescription("Restrict the key to these number sids (comma-separated; default all)"),
-      Options.optional
-    ),
-    bots: Options.text("bots").pipe(
-      Options.withDescription("Restrict the key to these bot ids (comma-separated; default all)"),
-      Options.optional
-    ),
-    expiresAt: Options.text("expires-at").pipe(
-      Options.withDescription("ISO 8601 expiry with an offset, such as 2030-01-31T00:00:00Z"),
-      Options.optional
-    )
+    numbers: optionalText("numbers", "Restrict the key to these number sids (comma-separated; default all)"),
+    bots: optionalText("bots", "Restrict the key to these bot ids (comma-separated; default all)"),
+    expiresAt: optionalText("expires-at", "ISO 8601 expiry with an offset, such as 2030-01-31T00:00:00Z")
   },
   (input) =>
     Effect.gen(function*() {
@@ -127,7 +117,7 @@ const create = Command.make(
     })
 ).pipe(Command.withDescription("Create an API key and print it once"))
 
-const list = Command.make("list", { json, org: orgOption }, (input) =>
+const list = Command.make("list", { json, org: orgFlag }, (input) =>
   Effect.gen(function*() {
     yield* requireOrg(input.org)
     const store = yield* ApiKeyStore.ApiKeyStore
@@ -179,7 +169,7 @@ const roll = Command.make(
   "roll",
   {
     json,
-    org: orgOption,
+    org: orgFlag,
     key: keyOption,
     overlap: Options.choice("overlap", ROLL_OVERLAPS.map((o) => o.name)).pipe(
       Options.withDescription("How long the old secret keeps working: now, 1h, 24h or 7d"),
@@ -210,7 +200,7 @@ const rename = Command.make(
   "rename",
   {
     json,
-    org: orgOption,
+    org: orgFlag,
     key: keyOption,
     name: Options.text("name").pipe(Options.withDescription("The key's new name"))
   },

@@ -5,7 +5,7 @@ import { Organisations } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { csv, e164, fail, nonEmpty, oneOfEach, orNone, requireOrg } from "../Input.js"
 import { listCommand } from "../ListCommand.js"
-import { json, print } from "../Output.js"
+import { json, optionalText, orgFlag, print } from "../Output.js"
 
 const CAPABILITIES = ["sms", "voice", "whatsapp"] as const
 
@@ -28,21 +28,15 @@ const add = Command.make(
   "add",
   {
     json,
-    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    org: orgFlag,
     phone: Options.text("phone").pipe(Options.withDescription("The number in E.164, such as +14155550100")),
     name: Options.text("name").pipe(Options.withDescription("Friendly name")),
-    sid: Options.text("sid").pipe(
-      Options.withDescription("Number sid (default: PN followed by 32 hex digits); an existing sid is updated"),
-      Options.optional
-    ),
+    sid: optionalText("sid", "Number sid (default: PN followed by 32 hex digits); an existing sid is updated"),
     capabilities: Options.text("capabilities").pipe(
       Options.withDescription("Comma-separated: sms, voice, whatsapp (default sms,voice)"),
       Options.withDefault("sms,voice")
     ),
-    voiceBot: Options.text("voice-bot").pipe(
-      Options.withDescription("Bot id that answers outbound calls from this number"),
-      Options.optional
-    ),
+    voiceBot: optionalText("voice-bot", "Bot id that answers outbound calls from this number"),
     providerIds: Options.text("provider-id").pipe(
       Options.withDescription(
         "The number's ids at the organisation's providers (a carrier's phone number sid, an AI-call provider's " +

@@ -8,9 +8,8 @@ import { Command, Options } from "@effect/cli"
 import { ALL_OPT_OUT_CHANNELS, Consent, OptOuts, PhoneOrShortCode } from "@parley/core/internal"
 import { Effect, Option, Schema } from "effect"
 import { csv, fail, fields, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { json, optionalText, orgFlag, print, table } from "../Output.js"
 
-const org = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
 const isPhone = Schema.is(PhoneOrShortCode)
 
 const phoneOf = (value: string) =>
@@ -18,21 +17,14 @@ const phoneOf = (value: string) =>
     ? Effect.succeed(value.trim())
     : fail(`--phone "${value}" must be an E.164 telephone number such as +14155550100 (or a short code such as 89898)`)
 
-const view = (entry: OptOuts.OptOutEntry) => ({
-  phone: entry.phone,
-  channels: entry.channels,
-  source: entry.source,
-  reason: entry.reason,
-  cause: entry.cause,
-  createdAt: entry.createdAt
-})
+const view = OptOuts.publicOptOut
 
 const list = Command.make(
   "list",
   {
     json,
-    org,
-    phone: Options.text("phone").pipe(Options.withDescription("Only this number, with its history"), Options.optional)
+    org: orgFlag,
+    phone: optionalText("phone", "Only this number, with its history")
   },
   (input) =>
     Effect.gen(function*() {
@@ -62,13 +54,10 @@ const add = Command.make(
   "add",
   {
     json,
-    org,
+    org: orgFlag,
     phone: Options.text("phone").pipe(Options.withDescription("The recipient's number, in E.164")),
-    channels: Options.text("channels").pipe(
-      Options.withDescription(`Comma-separated channels (${ALL_OPT_OUT_CHANNELS.join(", ")}); default all`),
-      Options.optional
-    ),
-    reason: Options.text("reason").pipe(Options.withDescription("Why (kept in the history)"), Options.optional)
+    channels: optionalText("channels", `Comma-separated channels (${ALL_OPT_OUT_CHANNELS.join(", ")}); default all`),
+    reason: optionalText("reason", "Why (kept in the history)")
   },
   (input) =>
     Effect.gen(function*() {
@@ -93,7 +82,7 @@ const add = Command.make(
 
 const remove = Command.make(
   "remove",
-  { json, org, phone: Options.text("phone").pipe(Options.withDescription("The recipient's number, in E.164")) },
+  { json, org: orgFlag, phone: Options.text("phone").pipe(Options.withDescription("The recipient's number, in E.164")) },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)

@@ -11,7 +11,7 @@ import {
 } from "../../admin/SendingRules.js"
 import { Effect, Either, Option } from "effect"
 import { allowance, csv, fail, fields, nonEmpty, nowIso, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { json, optionalText, print, table } from "../Output.js"
 
 const showAllowance = (n: number | null) => (n === null ? "unlimited" : String(n))
 /** What `orgs create | update | show` print: the organisation, and with `--json` its usage beside its settings. */
@@ -89,10 +89,7 @@ const onOff = <A extends string, B extends string>(name: string, on: A, off: B, 
   Options.choice(name, [on, off]).pipe(Options.withDescription(description), Options.optional)
 
 const keywordText = (name: string, what: string) =>
-  Options.text(name).pipe(
-    Options.withDescription(`Parley's answer to ${what} with --keyword-replies parley; "" for the default, which names the organisation`),
-    Options.optional
-  )
+  optionalText(name, `Parley's answer to ${what} with --keyword-replies parley; "" for the default, which names the organisation`)
 
 const update = Command.make(
   "update",
@@ -103,32 +100,15 @@ const update = Command.make(
     seat: onOff("seat", "active", "inactive", "Seat of the connected CRM account"),
     pilot: onOff("pilot", "open", "pending", "Pilot gate"),
     aiCalls: onOff("ai-calls", "on", "off", "AI calls"),
-    sendingHours: Options.text("sending-hours").pipe(
-      Options.withDescription("`always` or windows such as \"Mon-Fri 09:00-17:00; Sat 10:00-14:00\""),
-      Options.optional
+    sendingHours: optionalText("sending-hours", "`always` or windows such as \"Mon-Fri 09:00-17:00; Sat 10:00-14:00\""),
+    timezone: optionalText("timezone", "IANA time zone of the sending hours, such as Europe/Berlin"),
+    recipientHours: optionalText(
+      "recipient-hours",
+      "Quiet hours on each recipient's own clock, such as 08:00-21:00 (live texts and calls wait outside them), or off"
     ),
-    timezone: Options.text("timezone").pipe(
-      Options.withDescription("IANA time zone of the sending hours, such as Europe/Berlin"),
-      Options.optional
-    ),
-    recipientHours: Options.text("recipient-hours").pipe(
-      Options.withDescription(
-        "Quiet hours on each recipient's own clock, such as 08:00-21:00 (live texts and calls wait outside them), or off"
-      ),
-      Options.optional
-    ),
-    smsAllowance: Options.text("sms-allowance").pipe(
-      Options.withDescription("SMS segments per month (in the organisation's time zone): N or unlimited"),
-      Options.optional
-    ),
-    callAllowance: Options.text("call-allowance").pipe(
-      Options.withDescription("AI calls per month (in the organisation's time zone): N or unlimited"),
-      Options.optional
-    ),
-    destinations: Options.text("destinations").pipe(
-      Options.withDescription("Regions texts and calls may go to: ISO codes such as US,CA,GB, or home (the sending line's)"),
-      Options.optional
-    ),
+    smsAllowance: optionalText("sms-allowance", "SMS segments per month (in the organisation's time zone): N or unlimited"),
+    callAllowance: optionalText("call-allowance", "AI calls per month (in the organisation's time zone): N or unlimited"),
+    destinations: optionalText("destinations", "Regions texts and calls may go to: ISO codes such as US,CA,GB, or home (the sending line's)"),
     premiumNumbers: onOff("premium-numbers", "allow", "refuse", "Premium-rate and shared-cost numbers"),
     internationalNetworks: onOff(
       "international-networks",
@@ -137,10 +117,7 @@ const update = Command.make(
       "International networks (non-geographic codes such as +882, +883, +979)"
     ),
     optOutCalls: onOff("opt-out-calls", "on", "off", "Whether a STOP reply also stops AI calls to the number (default on)"),
-    optOutWords: Options.text("opt-out-words").pipe(
-      Options.withDescription("The organisation's own opt-out words besides STOP and the standard ones, comma-separated (ARRET,BAJA); \"\" for none"),
-      Options.optional
-    ),
+    optOutWords: optionalText("opt-out-words", "The organisation's own opt-out words besides STOP and the standard ones, comma-separated (ARRET,BAJA); \"\" for none"),
     keywordReplies: Options.choice("keyword-replies", KEYWORD_REPLY_MODES).pipe(
       Options.withDescription(
         "Who answers STOP, START and HELP: parley (Parley sends the texts below), provider (the carrier does, as " +

@@ -14,10 +14,9 @@ import { checkSettings } from "../../providers/ProviderSettings.js"
 import { PROVIDER_NAMES, PROVIDERS, providerNamed, providersFor } from "../../providers/Registry.js"
 import { ProviderAccounts } from "../../store/SqlProviderAccounts.js"
 import { fail, fields, requireOrg } from "../Input.js"
-import { json, print, table } from "../Output.js"
+import { json, optionalText, orgFlag, print, table } from "../Output.js"
 import { isInteractive, oneFromStdin, resolveSecret, type SecretInput, secretOptions } from "../Secrets.js"
 
-const orgOption = Options.text("org").pipe(Options.withDescription("Organisation id (org_…)"))
 const kindOption = Options.choice("kind", PROVIDER_NAMES).pipe(
   Options.withDescription(PROVIDERS.map((p) => `${p.name} (${p.serves})`).join(", "))
 )
@@ -42,7 +41,7 @@ const flagsOf = (secret: boolean) => {
 const plainOptions = Object.fromEntries(
   flagsOf(false).map(({ description, flag }) => [
     flag,
-    Options.text(flag).pipe(Options.withDescription(description), Options.optional)
+    optionalText(flag, description)
   ])
 )
 const secretFlags = Object.fromEntries(
@@ -51,7 +50,7 @@ const secretFlags = Object.fromEntries(
 
 const set = Command.make(
   "set",
-  { json, org: orgOption, kind: kindOption, plain: Options.all(plainOptions), secrets: Options.all(secretFlags) },
+  { json, org: orgFlag, kind: kindOption, plain: Options.all(plainOptions), secrets: Options.all(secretFlags) },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
@@ -117,7 +116,7 @@ const set = Command.make(
 
 const show = Command.make(
   "show",
-  { json, org: orgOption },
+  { json, org: orgFlag },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)
@@ -143,7 +142,7 @@ const show = Command.make(
 
 const clear = Command.make(
   "clear",
-  { json, org: orgOption, kind: kindOption },
+  { json, org: orgFlag, kind: kindOption },
   (input) =>
     Effect.gen(function*() {
       yield* requireOrg(input.org)

@@ -9,7 +9,7 @@ import { OptOuts } from "@parley/core/internal"
 import { Effect, Option } from "effect"
 import { e164, fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
 import { listCommand } from "../ListCommand.js"
-import { json, print } from "../Output.js"
+import { json, optionalText, orgFlag, print } from "../Output.js"
 
 const view = (r: Crm.CrmRecord) => ({
   orgId: r.orgId,
@@ -55,12 +55,12 @@ const add = Command.make(
   "add",
   {
     json,
-    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    org: orgFlag,
     module: Options.choice("module", MODULES).pipe(Options.withDescription("CRM module")),
     id: Options.text("id").pipe(Options.withDescription("Record id in the module; an existing id is updated")),
     name: Options.text("name").pipe(Options.withDescription("Record name")),
-    phone: Options.text("phone").pipe(Options.withDescription("Phone number in E.164"), Options.optional),
-    owner: Options.text("owner").pipe(Options.withDescription("CRM account id of the record's owner"), Options.optional),
+    phone: optionalText("phone", "Phone number in E.164"),
+    owner: optionalText("owner", "CRM account id of the record's owner"),
     field: Options.text("field").pipe(
       Options.withDescription("A field value for merging, LABEL=VALUE, such as \"First Name=Ada\" (repeatable)"),
       Options.repeated

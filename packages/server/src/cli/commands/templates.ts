@@ -5,7 +5,7 @@ import { Crm } from "@parley/core/domain"
 import { Effect, Option } from "effect"
 import { fail, MODULES, nonEmpty, orNone, requireOrg } from "../Input.js"
 import { listCommand } from "../ListCommand.js"
-import { json, print } from "../Output.js"
+import { json, optionalText, orgFlag, print } from "../Output.js"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -22,15 +22,12 @@ const add = Command.make(
   "add",
   {
     json,
-    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    org: orgFlag,
     name: Options.text("name").pipe(Options.withDescription("Template name (templates are listed by name)")),
     body: Options.text("body").pipe(
       Options.withDescription("Template text; may contain merge placeholders such as ${Leads.First Name}")
     ),
-    id: Options.text("id").pipe(
-      Options.withDescription("Template UUID (default: a random UUID); an existing id is updated"),
-      Options.optional
-    ),
+    id: optionalText("id", "Template UUID (default: a random UUID); an existing id is updated"),
     recordType: Options.choice("record-type", MODULES).pipe(
       Options.withDescription("CRM module the template is written for"),
       Options.optional

@@ -12,7 +12,7 @@ import { addEndpoint, rotateSecret } from "../../admin/WebhookManagement.js"
 import { Webhooks, type WebhookRow } from "../../store/SqlWebhooks.js"
 import { csv, fail, fields, nowIso, oneOfEach, orNone, requireOrg } from "../Input.js"
 import { listCommand } from "../ListCommand.js"
-import { json, print } from "../Output.js"
+import { json, optionalText, orgFlag, print } from "../Output.js"
 
 const EVENT_CHOICES: ReadonlyArray<EnabledEvent> = [ALL_EVENTS, ...Events.EventType.literals]
 
@@ -42,16 +42,13 @@ const add = Command.make(
   "add",
   {
     json,
-    org: Options.text("org").pipe(Options.withDescription("Organisation id (org_…)")),
+    org: orgFlag,
     url: Options.text("url").pipe(Options.withDescription("http(s) endpoint that receives the signed events")),
     events: Options.text("events").pipe(
       Options.withDescription(`Comma-separated event types (${Events.EventType.literals.join(", ")}), or * for all`),
       Options.withDefault(ALL_EVENTS)
     ),
-    description: Options.text("description").pipe(
-      Options.withDescription("What the endpoint is for"),
-      Options.optional
-    )
+    description: optionalText("description", "What the endpoint is for")
   },
   (input) =>
     Effect.gen(function*() {

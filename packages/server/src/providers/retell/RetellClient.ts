@@ -12,8 +12,19 @@
  * every provider client (providers/Provider.ts, ProviderFailure): rejected,
  * auth_failed, rate_limited, unavailable, unknown_outcome. Messages are Retell's own, never the key.
  */
-import { Clock, Data, Effect, Option, Schema } from "effect"
-import { exchange, parseJson, type ProviderExchange, retryAfterMs } from "../ProviderExchange.js"
+import { Data, Effect, Option, Schema } from "effect"
+import {
+  type Answered,
+  apiUrl,
+  type ClientFailures,
+  createdAnswer,
+  foundAnswer,
+  type ProviderFailureFields,
+  type ProviderFailureReason,
+  readAnswer,
+  retryAdvice
+} from "../ProviderAnswers.js"
+import { exchange, parseJson } from "../ProviderExchange.js"
 
 export const RETELL_API_BASE = "https://api.retellai.com"
 export const RETELL_TIMEOUT_MS = 15_000
@@ -63,17 +74,10 @@ export interface RetellCallDetails extends RetellCall {
   readonly metadata: Readonly<Record<string, string>>
 }
 
-export type RetellFailureReason = "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
+export type RetellFailureReason = ProviderFailureReason
 
-export class RetellCallError extends Data.TaggedError("RetellCallError")<{
-  readonly reason: RetellFailureReason
-  /** The HTTP status, when there was an answer. */
-  readonly status: number | null
-  /** Retell's message (or ours when Retell gave none); never the key. */
-  readonly message: string
-  /** From Retry-After on 429/503, when present. */
-  readonly retryAfterMs: number | null
-}> {}
+/** Its message is Retell's own (or ours when Retell gave none); never the key. */
+export class RetellCallError extends Data.TaggedError("RetellCallError")<ProviderFailureFields<RetellFailureReason>> {}
 
 export interface RetellCallOptions {
   /** Default RETELL_TIMEOUT_MS. */
@@ -152,7 +156,7 @@ export const toCallDetails = (json: RetellCallJson): RetellCallDetails => ({
   metadata: metadataStrings(json.metadata)
 })
 
-const endpoint = (account: RetellAccount, path: string) => `${account.apiBase.replace(/\/+$/, "")}${path}`
+const endpoint = (account: RetellAccount, path: string) => apiUrl(account.apiBase, path)
 
 const errorMessage = (body: string, status: number): string =>
   Option.match(decodeError(parseJson(body)), {
@@ -160,16 +164,18 @@ const errorMessage = (body: string, status: number): string =>
     onSome: (json) => (json.message === "" ? `Retell answered HTTP ${status}.` : json.message)
   })
 
-const answeredError = (answer: Extract<ProviderExchange, { _tag: "Answered" }>, now: number): RetellCallError =>
+const answeredError = (answer: Answered, now: number): RetellCallError =>
   new RetellCallError({
     reason: classifyRetellError(answer.status),
     status: answer.status,
     message: errorMessage(answer.body, answer.status),
-    retryAfterMs: answer.status === 429 || answer.status === 503 ? retryAfterMs(answer.retryAfter, now) : null
+    retryAfterMs: retryAdvice(answer, now)
   })
 
 const connectionError = (reason: RetellFailureReason, detail: string) =>
   new RetellCallError({ reason, status: null, message: `Retell: ${detail}.`, retryAfterMs: null })
+
+const failures: ClientFailures<RetellCallError> = { connection: connectionError, answered: answeredError }
 
 const notACall = (status: number, what: string) =>
   new RetellCallError({ reason: "unavailable", status, message: `Retell answered ${what} with a body that is not a call.`, retryAfterMs: null })
@@ -198,27 +204,18 @@ export const createPhoneCall = Effect.fn("RetellClient.createPhoneCall")(functio
       metadata: request.metadata
     }),
     timeoutMs: options.timeoutMs ?? RETELL_TIMEOUT_MS
-  })
-  switch (answer._tag) {
-    case "NotSent":
-      return yield* connectionError("unavailable", answer.reason)
-    case "OutcomeUnknown":
-      return yield* connectionError("unknown_outcome", answer.reason)
-    case "Answered": {
-      if (answer.status < 200 || answer.status >= 300) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
-      const call = decodeCall(parseJson(answer.body))
-      if (Option.isNone(call)) {
-        // A success we cannot read: the phone may be ringing, but we do not know the call's id.
-        return yield* new RetellCallError({
-          reason: "unknown_outcome",
-          status: answer.status,
-          message: `Retell answered HTTP ${answer.status} with a body that is not a call.`,
-          retryAfterMs: null
-        })
-      }
-      return toCall(call.value)
-    }
+  }).pipe(Effect.flatMap((exchanged) => createdAnswer(exchanged, failures)))
+  const call = decodeCall(parseJson(answer.body))
+  if (Option.isNone(call)) {
+    // A success we cannot read: the phone may be ringing, but we do not know the call's id.
+    return yield* new RetellCallError({
+      reason: "unknown_outcome",
+      status: answer.status,
+      message: `Retell answered HTTP ${answer.status} with a body that is not a call.`,
+      retryAfterMs: null
+    })
   }
+  return toCall(call.value)
 })
 
 /**
@@ -232,15 +229,14 @@ export const getCall = Effect.fn("RetellClient.getCall")(function*(
   id: string,
   options: RetellCallOptions = {}
 ) {
-  const answer = yield* exchange({
+  const found = yield* exchange({
     method: "GET",
     url: endpoint(account, `/v2/get-call/${encodeURIComponent(id)}`),
     headers: headers(account, false),
     timeoutMs: options.timeoutMs ?? RETELL_TIMEOUT_MS
-  })
-  if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-  if (answer.status === 404 || answer.status === 422) return Option.none<RetellCallDetails>()
-  if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+  }).pipe(Effect.flatMap((exchanged) => foundAnswer(exchanged, failures, [404, 422])))
+  if (Option.isNone(found)) return Option.none<RetellCallDetails>()
+  const answer = found.value
   const call = decodeCall(parseJson(answer.body))
   if (Option.isNone(call)) return yield* notACall(answer.status, "get-call")
   return Option.some(toCallDetails(call.value))
@@ -302,10 +298,7 @@ export const findCalls = Effect.fn("RetellClient.findCalls")(function*(
         ...(paginationKey === null ? {} : { pagination_key: paginationKey })
       }),
       timeoutMs: options.timeoutMs ?? RETELL_TIMEOUT_MS
-    })
-    // A read changes nothing at Retell: whatever went wrong, it is safe to ask again.
-    if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-    if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+    }).pipe(Effect.flatMap((exchanged) => readAnswer(exchanged, failures)))
     const list = decodeList(parseJson(answer.body))
     if (Option.isNone(list)) {
       return yield* new RetellCallError({

@@ -14,8 +14,19 @@
  *
  * Errors carry Twilio's own message and code, never a credential.
  */
-import { Clock, Data, Effect, Option, Schema } from "effect"
-import { exchange, parseJson, type ProviderExchange, retryAfterMs } from "../ProviderExchange.js"
+import { Data, Effect, Option, Schema } from "effect"
+import {
+  type Answered,
+  apiUrl,
+  type ClientFailures,
+  createdAnswer,
+  foundAnswer,
+  type ProviderFailureFields,
+  type ProviderFailureReason,
+  readAnswer,
+  retryAdvice
+} from "../ProviderAnswers.js"
+import { exchange, parseJson } from "../ProviderExchange.js"
 
 export { twilioSignature, verifyTwilioSignature } from "./TwilioSignature.js"
 
@@ -77,19 +88,15 @@ export interface TwilioMessage {
   readonly dateCreated: string | null
 }
 
-export type TwilioFailureReason = "rejected" | "unsubscribed" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
+export type TwilioFailureReason = ProviderFailureReason | "unsubscribed"
 
-export class TwilioSendError extends Data.TaggedError("TwilioSendError")<{
-  readonly reason: TwilioFailureReason
-  /** Twilio's error code (21211, 21610, 21408, 63016, 20429, 20003 …) when it gave one. */
-  readonly code: number | null
-  /** The HTTP status, when there was an answer. */
-  readonly status: number | null
-  /** Twilio's message (or ours when Twilio gave none); never a secret. */
-  readonly message: string
-  /** From Retry-After on 429/503, when present. */
-  readonly retryAfterMs: number | null
-}> {}
+/** Its message is Twilio's own (or ours when Twilio gave none); never a secret. */
+export class TwilioSendError extends Data.TaggedError("TwilioSendError")<
+  ProviderFailureFields<TwilioFailureReason> & {
+    /** Twilio's error code (21211, 21610, 21408, 63016, 20429, 20003 …) when it gave one. */
+    readonly code: number | null
+  }
+> {}
 
 export interface TwilioCallOptions {
   /** Default TWILIO_TIMEOUT_MS. */
@@ -168,7 +175,7 @@ const authorization = (account: TwilioAccount) => {
 }
 
 const messagesUrl = (account: TwilioAccount) =>
-  `${account.apiBase.replace(/\/+$/, "")}/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}/Messages.json`
+  apiUrl(account.apiBase, `/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}/Messages.json`)
 
 /**
  * The contract keys a template's variables as its placeholders appear (`{{1}}`, `{{first_name}}`);
@@ -193,7 +200,7 @@ const sendForm = (request: TwilioSendRequest): string => {
 }
 
 /** The error for an answer that is not a success. */
-const answeredError = (answer: Extract<ProviderExchange, { _tag: "Answered" }>, now: number): TwilioSendError => {
+const answeredError = (answer: Answered, now: number): TwilioSendError => {
   const parsed = decodeError(parseJson(answer.body))
   const code = Option.match(parsed, { onNone: () => null, onSome: (e) => e.code })
   const message = Option.flatMap(parsed, (e) => Option.fromNullable(e.message))
@@ -202,14 +209,14 @@ const answeredError = (answer: Extract<ProviderExchange, { _tag: "Answered" }>, 
     code,
     status: answer.status,
     message: Option.getOrElse(message, () => `Twilio answered HTTP ${answer.status}.`),
-    retryAfterMs: answer.status === 429 || answer.status === 503
-      ? retryAfterMs(answer.retryAfter, now)
-      : null
+    retryAfterMs: retryAdvice(answer, now)
   })
 }
 
 const connectionError = (reason: TwilioFailureReason, detail: string) =>
   new TwilioSendError({ reason, code: null, status: null, message: `Twilio: ${detail}.`, retryAfterMs: null })
+
+const failures: ClientFailures<TwilioSendError> = { connection: connectionError, answered: answeredError }
 
 /** Creates the Message resource: Twilio answers 201 with the message queued (or accepted, with a service). */
 export const sendMessage = Effect.fn("TwilioClient.sendMessage")(function*(
@@ -227,30 +234,19 @@ export const sendMessage = Effect.fn("TwilioClient.sendMessage")(function*(
     },
     body: sendForm(request),
     timeoutMs: options.timeoutMs ?? TWILIO_TIMEOUT_MS
-  })
-  switch (answer._tag) {
-    case "NotSent":
-      return yield* connectionError("unavailable", answer.reason)
-    case "OutcomeUnknown":
-      return yield* connectionError("unknown_outcome", answer.reason)
-    case "Answered": {
-      if (answer.status < 200 || answer.status >= 300) {
-        return yield* answeredError(answer, yield* Clock.currentTimeMillis)
-      }
-      const message = decodeMessage(parseJson(answer.body))
-      if (Option.isNone(message)) {
-        // A success we cannot read: the message exists but we do not know its sid.
-        return yield* new TwilioSendError({
-          reason: "unknown_outcome",
-          code: null,
-          status: answer.status,
-          message: `Twilio answered HTTP ${answer.status} with a body that is not a Message resource.`,
-          retryAfterMs: null
-        })
-      }
-      return toMessage(message.value)
-    }
+  }).pipe(Effect.flatMap((exchanged) => createdAnswer(exchanged, failures)))
+  const message = decodeMessage(parseJson(answer.body))
+  if (Option.isNone(message)) {
+    // A success we cannot read: the message exists but we do not know its sid.
+    return yield* new TwilioSendError({
+      reason: "unknown_outcome",
+      code: null,
+      status: answer.status,
+      message: `Twilio answered HTTP ${answer.status} with a body that is not a Message resource.`,
+      retryAfterMs: null
+    })
   }
+  return toMessage(message.value)
 })
 
 /**
@@ -263,15 +259,14 @@ export const fetchMessage = Effect.fn("TwilioClient.fetchMessage")(function*(
   sid: string,
   options: TwilioCallOptions = {}
 ) {
-  const answer = yield* exchange({
+  const found = yield* exchange({
     method: "GET",
     url: messagesUrl(account).replace(/\.json$/, `/${encodeURIComponent(sid)}.json`),
     headers: { authorization: authorization(account), accept: "application/json" },
     timeoutMs: options.timeoutMs ?? TWILIO_TIMEOUT_MS
-  })
-  if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-  if (answer.status === 404) return Option.none<TwilioMessage>()
-  if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+  }).pipe(Effect.flatMap((exchanged) => foundAnswer(exchanged, failures, [404])))
+  if (Option.isNone(found)) return Option.none<TwilioMessage>()
+  const answer = found.value
   const message = decodeMessage(parseJson(answer.body))
   if (Option.isNone(message)) {
     return yield* new TwilioSendError({
@@ -349,10 +344,7 @@ export const findMessages = Effect.fn("TwilioClient.findMessages")(function*(
       url,
       headers: { authorization: authorization(account), accept: "application/json" },
       timeoutMs: options.timeoutMs ?? TWILIO_TIMEOUT_MS
-    })
-    // A read changes nothing at Twilio: whatever went wrong, it is safe to ask again.
-    if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-    if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+    }).pipe(Effect.flatMap((exchanged) => readAnswer(exchanged, failures)))
     const decoded = decodePage(parseJson(answer.body))
     if (Option.isNone(decoded)) {
       return yield* new TwilioSendError({

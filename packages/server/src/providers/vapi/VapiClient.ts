@@ -15,7 +15,18 @@
  */
 import { createHmac } from "node:crypto"
 import { Clock, Data, Effect, Either, Option, type ParseResult, Schema } from "effect"
-import { constantTimeEqual, exchange, parseJson, type ProviderExchange, retryAfterMs } from "../ProviderExchange.js"
+import {
+  type Answered,
+  apiUrl,
+  type ClientFailures,
+  createdAnswer,
+  foundAnswer,
+  type ProviderFailureFields,
+  type ProviderFailureReason,
+  readAnswer,
+  retryAdvice
+} from "../ProviderAnswers.js"
+import { constantTimeEqual, exchange, parseJson } from "../ProviderExchange.js"
 
 export const VAPI_API_BASE = "https://api.vapi.ai"
 export const VAPI_TIMEOUT_MS = 15_000
@@ -59,17 +70,10 @@ export interface VapiCallDetails extends VapiCall {
   readonly recordingUrl: string | null
 }
 
-export type VapiFailureReason = "rejected" | "rate_limited" | "auth_failed" | "unavailable" | "unknown_outcome"
+export type VapiFailureReason = ProviderFailureReason
 
-export class VapiCallError extends Data.TaggedError("VapiCallError")<{
-  readonly reason: VapiFailureReason
-  /** The HTTP status, when there was an answer. */
-  readonly status: number | null
-  /** Vapi's message (or ours when Vapi gave none); never the key. */
-  readonly message: string
-  /** From Retry-After on 429/503, when present. */
-  readonly retryAfterMs: number | null
-}> {}
+/** Its message is Vapi's own (or ours when Vapi gave none); never the key. */
+export class VapiCallError extends Data.TaggedError("VapiCallError")<ProviderFailureFields<VapiFailureReason>> {}
 
 export interface VapiCallOptions {
   /** Default VAPI_TIMEOUT_MS. */
@@ -125,7 +129,7 @@ const firstOf = (...values: ReadonlyArray<string | null | undefined>): string | 
 
 const toCall = (json: CallJson): VapiCall => ({ id: json.id, status: json.status, endedReason: json.endedReason })
 
-const endpoint = (account: VapiAccount, path: string) => `${account.apiBase.replace(/\/+$/, "")}${path}`
+const endpoint = (account: VapiAccount, path: string) => apiUrl(account.apiBase, path)
 
 const errorMessage = (body: string, status: number): string =>
   Option.match(decodeError(parseJson(body)), {
@@ -137,18 +141,20 @@ const errorMessage = (body: string, status: number): string =>
     }
   })
 
-const answeredError = (answer: Extract<ProviderExchange, { _tag: "Answered" }>, now: number): VapiCallError => {
+const answeredError = (answer: Answered, now: number): VapiCallError => {
   const message = errorMessage(answer.body, answer.status)
   return new VapiCallError({
     reason: classifyVapiError(answer.status, message),
     status: answer.status,
     message,
-    retryAfterMs: answer.status === 429 || answer.status === 503 ? retryAfterMs(answer.retryAfter, now) : null
+    retryAfterMs: retryAdvice(answer, now)
   })
 }
 
 const connectionError = (reason: VapiFailureReason, detail: string) =>
   new VapiCallError({ reason, status: null, message: `Vapi: ${detail}.`, retryAfterMs: null })
+
+const failures: ClientFailures<VapiCallError> = { connection: connectionError, answered: answeredError }
 
 /** POST /call: Vapi answers 201 with the call queued, then reports through server messages. */
 export const createCall = Effect.fn("VapiClient.createCall")(function*(
@@ -171,27 +177,18 @@ export const createCall = Effect.fn("VapiClient.createCall")(function*(
       assistantOverrides: { variableValues: request.variableValues, metadata: request.metadata }
     }),
     timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
-  })
-  switch (answer._tag) {
-    case "NotSent":
-      return yield* connectionError("unavailable", answer.reason)
-    case "OutcomeUnknown":
-      return yield* connectionError("unknown_outcome", answer.reason)
-    case "Answered": {
-      if (answer.status < 200 || answer.status >= 300) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
-      const call = decodeCall(parseJson(answer.body))
-      if (Option.isNone(call)) {
-        // A success we cannot read: the call may be ringing, but we do not know its id.
-        return yield* new VapiCallError({
-          reason: "unknown_outcome",
-          status: answer.status,
-          message: `Vapi answered HTTP ${answer.status} with a body that is not a call.`,
-          retryAfterMs: null
-        })
-      }
-      return toCall(call.value)
-    }
+  }).pipe(Effect.flatMap((exchanged) => createdAnswer(exchanged, failures)))
+  const call = decodeCall(parseJson(answer.body))
+  if (Option.isNone(call)) {
+    // A success we cannot read: the call may be ringing, but we do not know its id.
+    return yield* new VapiCallError({
+      reason: "unknown_outcome",
+      status: answer.status,
+      message: `Vapi answered HTTP ${answer.status} with a body that is not a call.`,
+      retryAfterMs: null
+    })
   }
+  return toCall(call.value)
 })
 
 /**
@@ -204,15 +201,14 @@ export const getCall = Effect.fn("VapiClient.getCall")(function*(
   id: string,
   options: VapiCallOptions = {}
 ) {
-  const answer = yield* exchange({
+  const found = yield* exchange({
     method: "GET",
     url: endpoint(account, `/call/${encodeURIComponent(id)}`),
     headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
     timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
-  })
-  if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-  if (answer.status === 404) return Option.none<VapiCallDetails>()
-  if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+  }).pipe(Effect.flatMap((exchanged) => foundAnswer(exchanged, failures, [404])))
+  if (Option.isNone(found)) return Option.none<VapiCallDetails>()
+  const answer = found.value
   const call = decodeCall(parseJson(answer.body))
   if (Option.isNone(call)) {
     return yield* new VapiCallError({
@@ -282,10 +278,7 @@ export const findCalls = Effect.fn("VapiClient.findCalls")(function*(
         url: endpoint(account, `/call?${params.toString()}`),
         headers: { authorization: `Bearer ${account.apiKey}`, accept: "application/json" },
         timeoutMs: options.timeoutMs ?? VAPI_TIMEOUT_MS
-      })
-      // A read changes nothing at Vapi: whatever went wrong, it is safe to ask again.
-      if (answer._tag !== "Answered") return yield* connectionError("unavailable", answer.reason)
-      if (answer.status !== 200) return yield* answeredError(answer, yield* Clock.currentTimeMillis)
+      }).pipe(Effect.flatMap((exchanged) => readAnswer(exchanged, failures)))
       const calls = decodeCalls(parseJson(answer.body))
       if (Option.isNone(calls)) {
         return yield* new VapiCallError({

@@ -1,7 +1,6 @@
 /** AI Call → Start: POST /ai-calls (queues or schedules an outbound AI bot call). */
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
-import type { ApiCreationAck } from '../../shared/api';
-import { addLinkAndSchedule, creationOutput, idempotencyKeyFor } from '../../shared/creation';
+import { addLinkAndSchedule, createAction, recipientAndSender } from '../../shared/creation';
 import {
 	botField,
 	fromNumberField,
@@ -11,7 +10,6 @@ import {
 } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
 import { optionalTextParameter, textParameter } from '../../shared/parameters';
-import { parleyRequestFull } from '../../shared/transport';
 
 export const start: ParleyOperation = {
 	fields: [
@@ -57,12 +55,7 @@ export const start: ParleyOperation = {
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
 		const body: IDataObject = {
-			to: textParameter(this, 'to', itemIndex, { label: 'To', required: true }),
-			fromNumberSid: textParameter(this, 'fromNumber', itemIndex, {
-				label: 'From',
-				required: true,
-				extractValue: true,
-			}),
+			...recipientAndSender(this, itemIndex),
 			botId: textParameter(this, 'bot', itemIndex, { label: 'Bot', required: true, extractValue: true }),
 			mode: this.getNodeParameter('mode', itemIndex) as string,
 		};
@@ -75,14 +68,6 @@ export const start: ParleyOperation = {
 		if (purposeMessage !== undefined) body.purposeMessage = purposeMessage;
 		addLinkAndSchedule.call(this, itemIndex, body);
 
-		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
-		const response = await parleyRequestFull<ApiCreationAck>(this, {
-			method: 'POST',
-			path: '/ai-calls',
-			body,
-			idempotencyKey,
-			itemIndex,
-		});
-		return [creationOutput(response, idempotencyKey)];
+		return createAction.call(this, itemIndex, '/ai-calls', body);
 	},
 };

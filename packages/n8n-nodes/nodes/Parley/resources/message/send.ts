@@ -1,7 +1,6 @@
 /** Message → Send: POST /messages (queues or schedules an SMS or WhatsApp text). */
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
-import type { ApiCreationAck } from '../../shared/api';
-import { addLinkAndSchedule, creationOutput, idempotencyKeyFor } from '../../shared/creation';
+import { addLinkAndSchedule, createAction, recipientAndSender } from '../../shared/creation';
 import {
 	fromNumberField,
 	idempotencyOptions,
@@ -11,7 +10,6 @@ import {
 } from '../../shared/descriptions';
 import type { ParleyOperation } from '../../shared/operation';
 import { optionalTextParameter, requiredTextOf, textParameter } from '../../shared/parameters';
-import { parleyRequestFull } from '../../shared/transport';
 
 function contentVariables(context: IExecuteFunctions, itemIndex: number): IDataObject | undefined {
 	const path = 'additionalFields.whatsAppContentVariables.variable';
@@ -120,12 +118,7 @@ export const send: ParleyOperation = {
 
 	async execute(this: IExecuteFunctions, itemIndex: number) {
 		const body: IDataObject = {
-			to: textParameter(this, 'to', itemIndex, { label: 'To', required: true }),
-			fromNumberSid: textParameter(this, 'fromNumber', itemIndex, {
-				label: 'From',
-				required: true,
-				extractValue: true,
-			}),
+			...recipientAndSender(this, itemIndex),
 			channel: this.getNodeParameter('channel', itemIndex) as string,
 		};
 		if (this.getNodeParameter('content', itemIndex) === 'template') {
@@ -148,14 +141,6 @@ export const send: ParleyOperation = {
 		const variables = contentVariables(this, itemIndex);
 		if (variables !== undefined) body.whatsAppContentVariables = variables;
 
-		const idempotencyKey = idempotencyKeyFor.call(this, itemIndex);
-		const response = await parleyRequestFull<ApiCreationAck>(this, {
-			method: 'POST',
-			path: '/messages',
-			body,
-			idempotencyKey,
-			itemIndex,
-		});
-		return [creationOutput(response, idempotencyKey)];
+		return createAction.call(this, itemIndex, '/messages', body);
 	},
 };
