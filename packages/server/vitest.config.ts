@@ -24,6 +24,11 @@ const SOAK_FILES = ["test/crash-*.test.ts", "test/fuzz.test.ts", "test/replicas.
  * pass's connections (a file with three replicas peaks at about 30, against a default PostgreSQL's 100).
  */
 const workers = (): number => {
+  // `vitest run FILE --maxWorkers=1` (one file while working on it) sets the pool's maximum; the minimum
+  // below must not exceed it (tinypool refuses the pool otherwise).
+  const flag = process.argv.findIndex((arg) => /^--max-?workers(=|$)/i.test(arg))
+  const fromFlag = flag === -1 ? NaN : Number(process.argv[flag]?.includes("=") ? process.argv[flag]?.split("=")[1] : process.argv[flag + 1])
+  if (Number.isInteger(fromFlag) && fromFlag > 0) return fromFlag
   const configured = Number(process.env["PARLEY_TEST_WORKERS"])
   return Number.isInteger(configured) && configured > 0 ? configured : 3
 }
