@@ -13,12 +13,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CUT_MARKER } from "../src/crm/zoho/ZohoFieldLengths.js"
 import { CallbackReceiver } from "./support/fakes/CallbackReceiver.js"
+import { Scrape } from "./support/prometheus.js"
 import type { ZohoFake, ZohoFakeField } from "./support/fakes/ZohoFake.js"
 import { until } from "./support/poll.js"
 import type { DemoSummary, TestServer } from "./support/server.js"
 import { connectZoho, HEAVY, idempotencyKey, sendText, startZohoSuite, type ZohoSuite } from "./support/zohoSuite.js"
 
 const idem = () => idempotencyKey("lost")
+const METRICS_TOKEN = "zoho-nothing-lost-metrics-0123456789"
 
 describe("Zoho: nothing lost", () => {
   let suite: ZohoSuite
@@ -59,7 +61,7 @@ describe("Zoho: nothing lost", () => {
   beforeAll(async () => {
     suite = await startZohoSuite({
       connect: false,
-      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "10000", PARLEY_INBOUND_UNSIGNED: "accept" }
+      env: { PARLEY_SIM_STEP_MS: "50", PARLEY_RATE_LIMIT_PER_MINUTE: "10000", PARLEY_INBOUND_UNSIGNED: "accept", PARLEY_METRICS_TOKEN: METRICS_TOKEN }
     })
     ;({ zoho, server, demo } = suite)
     leadId = zoho.addRecord("Leads", { First_Name: "Ada", Last_Name: "Lovelace", Full_Name: "Ada Lovelace", Phone: "+14155550123" })
@@ -126,6 +128,30 @@ describe("Zoho: nothing lost", () => {
       ["mandatory missing", "picklist value gone"]
     )
     expect(Number(rows[0]?.n)).toBe(0)
+  }, HEAVY)
+
+  it("DUPLICATE_DATA (an administrator made Name unique in Zoho) is 400 CRM_REJECTED, and the log line keeps Zoho's code and field", async () => {
+    // Every text to one number has the same Name ("SMS to +1…"): the second clashes with the first.
+    const undo = editField("Name", (f) => ({ ...f, unique: true }))
+    try {
+      const first = await send({ body: "first to a new number", to: "+14155550188" })
+      expect(first.status, await first.clone().text()).toBe(202)
+      const logFrom = server.output.length
+      const second = await send({ body: "second to a new number", to: "+14155550188" })
+      expect(second.status, await second.clone().text()).toBe(400)
+      const error = await errorOf(second)
+      expect(error.code).toBe("CRM_REJECTED")
+      expect(error.message).toContain("Name")
+      expect(error.message).toContain("DUPLICATE_DATA")
+      const refused = await until(async () => {
+        const lines = server.output.slice(logFrom).split("\n").filter((line) => line.startsWith("{"))
+          .map((line) => JSON.parse(line) as { message: unknown; annotations?: Record<string, unknown> })
+        return lines.find((l) => JSON.stringify(l.message).includes("crm refused"))
+      }, { timeoutMs: 10_000, what: "the log line of the refusal" })
+      expect(refused.annotations).toMatchObject({ crmCode: "DUPLICATE_DATA", field: "Name" })
+    } finally {
+      undo()
+    }
   }, HEAVY)
 
   it("Zoho at its limit (429) → 503 CRM_RATE_LIMITED with Retry-After", async () => {
@@ -249,6 +275,10 @@ describe("Zoho: nothing lost", () => {
   it("a write-back Zoho refuses for good (its record was deleted in Zoho) is given up, shown in crm status and sent as a crm.record_refused event", async () => {
     const events = await CallbackReceiver.start()
     await server.adminJson(["webhooks", "add", "--org", demo.orgId, "--url", events.at("/events"), "--events", "crm.record_refused"])
+    const refusedCount = async () =>
+      Scrape.parse(await (await server.fetch("/metrics", { key: METRICS_TOKEN })).text())
+        .value("parley_zoho_refused_total", { outbox: "writeback", code: "INVALID_DATA" })
+    const countedBefore = await refusedCount()
     const response = await send({ body: "record deleted in Zoho" })
     expect(response.status).toBe(202)
     const { id } = (await response.json()) as { id: string }
@@ -260,6 +290,8 @@ describe("Zoho: nothing lost", () => {
     expect(lastError).toContain("on field id")
     // Given up: nothing of it is left to retry.
     expect(await writebacks(id)).toHaveLength(0)
+    // Counted in the metric an operator alerts on.
+    expect(await refusedCount()).toBe(countedBefore + 1)
     // And an integration hears of it: the action's record as the event's data.
     const event = await until(async () => {
       const found = events.received.map((r) => JSON.parse(r.body) as { type: string; data: { id: string } })
@@ -290,5 +322,38 @@ describe("Zoho: nothing lost", () => {
       what: "the record after the reconnect"
     })
     expect(record).toMatchObject({ Direction: "Inbound", Lead: { id: leadId } })
+  }, HEAVY)
+
+  it("an organisation whose Body is a small text area: an AI call's 3,000-character transcript is written back cut with a marker, not given up", async () => {
+    const undo = editField("Body", (f) => ({ ...f, textarea: { type: "small" }, length: 2_000 }))
+    try {
+      // The lengths Parley read are cached; a server restart reads them again, as after ten minutes.
+      await server.restart()
+      const purpose = `Purpose ${"y".repeat(2_992)}`
+      const response = await server.fetch("/api/v1/ai-calls", {
+        key: demo.keys.live,
+        method: "POST",
+        headers: { "idempotency-key": idem() },
+        body: JSON.stringify({ to: "+14155550123", fromNumberSid: demo.numbers[0]?.sid, botId: "bot_sales", mode: "deliver_specific_message", purposeMessage: purpose })
+      })
+      expect(response.status, await response.clone().text()).toBe(202)
+      const { id } = (await response.json()) as { id: string }
+      const record = await until(async () => {
+        const r = messages().find((m) => m.id === id)
+        return r?.["Status"] === "Completed" && String(r["Body"] ?? "").startsWith("Bot (") ? r : undefined
+      }, { timeoutMs: 60_000, what: "the call Completed in Zoho with its transcript" })
+      const body = String(record["Body"] ?? "")
+      expect([...body].length).toBe(2_000)
+      expect(body.endsWith(CUT_MARKER)).toBe(true)
+      // Nothing of it refused: the outbox empties (a later step, a recording, may still be on its way).
+      await until(async () => ((await writebacks(id)).length === 0 ? true : undefined), { timeoutMs: 30_000, what: "the call's write-backs done" })
+      expect(String(messages().find((m) => m.id === id)?.["Body"] ?? "").endsWith(CUT_MARKER)).toBe(true)
+      // Parley keeps the whole transcript.
+      const read = (await server.fetch(`/api/v1/ai-calls/${id}`, { key: demo.keys.live }).then((r) => r.json())) as { body: string }
+      expect(read.body).toContain(purpose)
+      expect([...read.body].length).toBeGreaterThan(3_000)
+    } finally {
+      undo()
+    }
   }, HEAVY)
 })

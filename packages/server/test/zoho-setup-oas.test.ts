@@ -4,8 +4,9 @@
  * at commit 45dff2cc9c69403c85b8a3642e7056528dc668d5 (2025-06-27), folder v8.0:
  * - `POST /crm/v8/settings/fields`: fields.json `#/components/requestBodies/body` → `schemas/wrapper`
  *   (`fields`, required) → `schemas/fields`; the properties Parley can send keep their OAS types:
- *   `api_name`, `field_label`, `data_type` strings, `length` int32, `unique` → `schemas/unique`
- *   (`casesensitive`: string, nullable), `pick_list_values` → `schemas/pick_list_values`
+ *   `api_name`, `field_label`, `data_type` strings, `length` int32, `unique` (in `fields` an untyped
+ *   nullable object; the file's own `schemas/unique` types its `casesensitive` as a nullable string, and
+ *   that typing is what is checked here), `pick_list_values` → `schemas/pick_list_values`
  *   (`display_value`, `actual_value` strings), `textarea` → `schemas/textarea` (`type`: string),
  *   `lookup` (an object: `fields.properties.lookup` is `{type: object, nullable}`).
  * - `POST /crm/v8/settings/modules`: modules.json `requestBodies/body` → `schemas/Body_Wrapper`

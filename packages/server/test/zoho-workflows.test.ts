@@ -46,7 +46,8 @@ const readmeWebhook = (): ZohoWebhook => {
 const MERGE_FIELD = /\$\{!Leads\.([A-Za-z_]+)\}/g
 
 /**
- * The request Zoho makes when the rule fires for `lead` (Zoho's webhook API, zoho/crm-oas v8): the URL as
+ * The request Zoho makes when the rule fires for `lead` (Zoho's v8 Create Webhook API documentation; zoho/crm-oas
+ * v8.0 has no webhook definition): the URL as
  * configured, custom headers as given, module headers and the raw body with each merge field replaced by the
  * record's value (`Id` is the record's id; an empty field an empty string), `Content-Type` of the body's format.
  */
@@ -245,7 +246,7 @@ describe("Zoho: record owners and workflow rules", () => {
 
   it("the README's webhook, sent as Zoho sends it, texts the template to the Lead's mobile once per rule and record", async () => {
     const webhook = readmeWebhook()
-    // What Zoho's webhook API accepts (zoho/crm-oas v8): POST with headers and a raw JSON body of at most
+    // What Zoho's webhook API accepts (its v8 Create Webhook documentation): POST with headers and a raw JSON body of at most
     // 500 characters; at most 10 custom headers; each module header one merge field; no Host header.
     expect(webhook.http_method).toBe("POST")
     expect(webhook.body).toMatchObject({ type: "raw", format: "JSON" })

@@ -5,8 +5,9 @@
  * - PARLEY_ZOHO_ACCOUNTS_URL (default https://accounts.zoho.com): where the
  *   consent flow starts; when set, also the only accounts server trusted
  *   besides Zoho's documented ones (a regional server, or a local fake)
- * - PARLEY_ZOHO_CONCURRENCY (default 5): concurrent calls per Zoho organisation
- *   of the write-back
+ * - PARLEY_ZOHO_CONCURRENCY (default 5): Zoho calls in flight at once per Zoho
+ *   organisation, shared by every call (creation, the outboxes, `crm setup`) and,
+ *   on Postgres, by every replica (ZohoCallSlots)
  * - PARLEY_ZOHO_TEMPLATE_CACHE_MS (default 60000): how long a template list is
  *   served from memory before it is read from Zoho again (tests shorten it)
  */

@@ -18,7 +18,11 @@ export const layer: Layer.Layer<SettingsCache, never, SqliteHandle> = Layer.scop
     Effect.map(
       Effect.acquireRelease(
         Effect.sync(() => WalCommitProbe.open(handle.db.name)),
-        (probe) => Effect.sync(probe.close)
+        // Not while the connection is open (it is, here: this layer is released before the connection): POSIX
+        // locks belong to the process, so closing any descriptor of the -shm file drops every lock SQLite holds
+        // on it, and other processes then reset the WAL index under this one — its later commits went unseen by
+        // them and the file ended "malformed" (sqlite-wal-readers.test.ts). The descriptor closes with the process.
+        (probe) => Effect.sync(() => (handle.db.open ? undefined : probe.close()))
       ),
       (probe) => cache(handle, probe)
     ))
