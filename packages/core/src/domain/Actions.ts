@@ -27,7 +27,7 @@ import type { OptOutChannel } from "../contract/OptOuts.js"
 import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Resources.js"
 import { Crm, type CrmError, type CrmRecord } from "../ports/Crm.js"
 import { ActionStore, type ActionKind, type Action, isCancellable, type NewAction, publicId } from "../ports/ActionStore.js"
-import type { EventOutbox } from "../ports/EventOutbox.js"
+import { EventOutbox } from "../ports/EventOutbox.js"
 import { type AllowanceKind, Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
@@ -38,8 +38,9 @@ import { Consent, refusal as optOutRefusal } from "./Consent.js"
 import { newId } from "./Crypto.js"
 import { refusal, rulesOf } from "./Destinations.js"
 import { Directory } from "./Directory.js"
-import { emit } from "./Events.js"
+import { emitTo } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
+import { spanned } from "./Spans.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
 import { allowanceUnits } from "./Segments.js"
 import { releaseAt } from "./RecipientHours.js"
@@ -109,7 +110,7 @@ export const layer: Layer.Layer<
     const store = yield* ActionStore
     const directory = yield* Directory
     const idempotency = yield* Idempotency
-    const outbox = yield* Effect.context<EventOutbox>()
+    const outbox = yield* EventOutbox
     const unitOfWork = yield* UnitOfWork
     const organisations = yield* Organisations
     const consent = yield* Consent
@@ -232,7 +233,7 @@ export const layer: Layer.Layer<
         })
         return Effect.gen(function*() {
           const stored = yield* store.insertAction({ ...action, crmId: Option.getOrNull(crmId) })
-          yield* Effect.provide(emit(action.kind === "message" ? "message.queued" : "ai_call.queued", stored), outbox)
+          yield* emitTo(outbox, action.kind === "message" ? "message.queued" : "ai_call.queued", stored)
           return CreationAck.make({ id: publicId(stored), status, test: false })
         })
       })
@@ -376,7 +377,7 @@ export const layer: Layer.Layer<
               dueAt: schedule.dueAt
             }, idempotencyKey)
           }))
-        }).pipe(Effect.withSpan("Actions.createMessage", { captureStackTrace: false })),
+        }).pipe(spanned("Actions.createMessage", { captureStackTrace: false })),
 
       createAiCall: (caller, request, idempotencyKey) =>
         Effect.gen(function*() {
@@ -417,7 +418,7 @@ export const layer: Layer.Layer<
               dueAt: schedule.dueAt
             }, idempotencyKey)
           }))
-        }).pipe(Effect.withSpan("Actions.createAiCall", { captureStackTrace: false })),
+        }).pipe(spanned("Actions.createAiCall", { captureStackTrace: false })),
 
       get: (caller, kind, id) =>
         Effect.map(visibleAction(caller, kind, id), (action) => toActionRecord(action, caller.account.permissions.modules)),
@@ -447,15 +448,12 @@ export const layer: Layer.Layer<
               case "NotCancellable":
                 return yield* refuse(outcome.action)
               case "Cancelled": {
-                yield* Effect.provide(
-                  emit(kind === "message" ? "message.cancelled" : "ai_call.cancelled", outcome.action),
-                  outbox
-                )
+                yield* emitTo(outbox, kind === "message" ? "message.cancelled" : "ai_call.cancelled", outcome.action)
                 return CancellationAck.make({ id, status: "cancelled" })
               }
             }
           }))
-        }).pipe(Effect.withSpan("Actions.cancel"))
+        }).pipe(spanned("Actions.cancel"))
     })
   })
 )

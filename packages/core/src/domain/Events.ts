@@ -6,7 +6,7 @@
 import { Clock, Effect } from "effect"
 import type { ActionEventType, EventPayload, OptOutEventPayload, OptOutEventType } from "../contract/Events.js"
 import type { Action } from "../ports/ActionStore.js"
-import { EventOutbox } from "../ports/EventOutbox.js"
+import { EventOutbox, type EventOutboxService } from "../ports/EventOutbox.js"
 import type { OptOutEntry } from "../ports/OptOuts.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
@@ -23,12 +23,15 @@ export { EventPayload, EventType, OptOutEventPayload } from "../contract/Events.
  */
 const encodePayload = (payload: EventPayload | OptOutEventPayload): string => JSON.stringify(payload)
 
-/** Appends the event to the outbox; call it inside the unit of work of the change it reports. */
-export const emit = (type: ActionEventType, action: Action): Effect.Effect<void, StorageError, EventOutbox> =>
-  Effect.gen(function*() {
-    const outbox = yield* EventOutbox
-    const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* outbox.append({
+/**
+ * Appends the event to `outbox`, the service itself: a caller that holds it (Actions) appends without
+ * providing it to the effect, which would copy the fiber's context on every creation. Call it inside the
+ * unit of work of the change it reports.
+ */
+export const emitTo = (outbox: EventOutboxService, type: ActionEventType, action: Action): Effect.Effect<void, StorageError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const timestamp = new Date(now).toISOString()
+    return outbox.append({
       id: newId("evt"),
       orgId: action.orgId,
       type,
@@ -37,6 +40,10 @@ export const emit = (type: ActionEventType, action: Action): Effect.Effect<void,
       subject: { actionId: action.id, kind: action.kind, status: action.status }
     })
   })
+
+/** Appends the event to the outbox; call it inside the unit of work of the change it reports. */
+export const emit = (type: ActionEventType, action: Action): Effect.Effect<void, StorageError, EventOutbox> =>
+  Effect.flatMap(EventOutbox, (outbox) => emitTo(outbox, type, action))
 
 /**
  * Appends one event per change, with one timestamp for the batch; call it inside the unit of work of

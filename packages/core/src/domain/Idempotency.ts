@@ -21,6 +21,7 @@ import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { canonicalJson } from "./Canonical.js"
 import { sha256Hex } from "./Crypto.js"
+import { spanned } from "./Spans.js"
 
 export const RETENTION_MS = 24 * 60 * 60 * 1000
 export const LOCK_MS = 60 * 1000
@@ -169,7 +170,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
           )
         )
         return { value, replayed: false }
-      }).pipe(Effect.withSpan("Idempotency.run", { captureStackTrace: false }))
+      }).pipe(spanned("Idempotency.run", { captureStackTrace: false }))
 
     return Idempotency.of({
       run: (request, response, create) => runPrepared(request, response, Effect.succeed(create)),
