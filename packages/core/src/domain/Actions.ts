@@ -27,7 +27,7 @@ import type { OptOutChannel } from "../contract/OptOuts.js"
 import { type ActionRecord, CancellationAck, CreationAck } from "../contract/Resources.js"
 import { Crm, type CrmError, type CrmRecord } from "../ports/Crm.js"
 import { ActionStore, type ActionKind, type Action, isCancellable, type NewAction, publicId } from "../ports/ActionStore.js"
-import type { EventOutbox } from "../ports/EventOutbox.js"
+import { EventOutbox } from "../ports/EventOutbox.js"
 import { type AllowanceKind, Organisations } from "../ports/Organisations.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
@@ -38,8 +38,9 @@ import { Consent, refusal as optOutRefusal } from "./Consent.js"
 import { newId } from "./Crypto.js"
 import { refusal, rulesOf } from "./Destinations.js"
 import { Directory } from "./Directory.js"
-import { emit } from "./Events.js"
+import { emitTo } from "./Events.js"
 import { Idempotency } from "./Idempotency.js"
+import { spanned } from "./Spans.js"
 import { cancellationHorizon, validateScheduledFor } from "./Scheduling.js"
 import { allowanceUnits } from "./Segments.js"
 import { releaseAt } from "./RecipientHours.js"
@@ -109,7 +110,7 @@ export const layer: Layer.Layer<
     const store = yield* ActionStore
     const directory = yield* Directory
     const idempotency = yield* Idempotency
-    const outbox = yield* Effect.context<EventOutbox>()
+    const outbox = yield* EventOutbox
     const unitOfWork = yield* UnitOfWork
     const organisations = yield* Organisations
     const consent = yield* Consent
@@ -119,12 +120,14 @@ export const layer: Layer.Layer<
      * which spends nothing). Read at acceptance so a used-up allowance is refused at once; the dispatcher
      * takes the units when it commits the send, so a text cancelled before then never counts.
      */
-    const allowanceLeft = (caller: CallerInfo, kind: AllowanceKind) =>
-      Effect.gen(function*() {
-        if (caller.mode !== "live" || AllowancePeriods.limitOf(caller.organisation, kind) === null) return null
-        const period = AllowancePeriods.periodOf(yield* Clock.currentTimeMillis, caller.organisation.timezone)
-        return AllowancePeriods.left(caller.organisation, yield* organisations.usage(caller.orgId, period), kind)
-      })
+    const allowanceLeft = (caller: CallerInfo, kind: AllowanceKind): Effect.Effect<number | null, StorageError> =>
+      caller.mode !== "live" || AllowancePeriods.limitOf(caller.organisation, kind) === null
+        ? Effect.succeed(null)
+        : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.map(
+            organisations.usage(caller.orgId, AllowancePeriods.periodOf(now, caller.organisation.timezone)),
+            (usage) => AllowancePeriods.left(caller.organisation, usage, kind)
+          ))
 
     const requireWrite = (caller: CallerInfo) =>
       caller.account.permissions.actionsWrite
@@ -144,9 +147,12 @@ export const layer: Layer.Layer<
         )
 
     /** The linked record, with the fields a template needs (all of them without one). */
-    const linkedRecord = (caller: CallerInfo, link: RecordLink | undefined, fieldLabels?: ReadonlyArray<string>) =>
-      Effect.gen(function*() {
-        if (link === undefined) return null
+    const linkedRecord = (
+      caller: CallerInfo,
+      link: RecordLink | undefined,
+      fieldLabels?: ReadonlyArray<string>
+    ): Effect.Effect<CrmRecord | null, CrmPermissionDenied | InvalidRequest | CrmError | StorageError> =>
+      link === undefined ? Effect.succeed(null) : Effect.gen(function*() {
         yield* requireModule(caller, link)
         const found = yield* crm.findRecord(caller.orgId, link.module, link.id, fieldLabels).pipe(
           // The CRM's own record-level refusal (a hosted CRM's sharing rules) is the contract's 403.
@@ -169,11 +175,12 @@ export const layer: Layer.Layer<
      * like a listed number; a live key also puts the number on the list (Consent.fromCrm), so the next send to
      * it is refused even unlinked. A test key hears the same refusal and changes nothing.
      */
-    const refuseMarkedRecord = (caller: CallerInfo, record: CrmRecord | null, to: string, channel: OptOutChannel) =>
-      Effect.gen(function*() {
-        if (record === null || record.optedOut === undefined || !record.optedOut.includes(channel)) return
+    const refuseMarkedRecord = (caller: CallerInfo, record: CrmRecord | null, to: string, channel: OptOutChannel) => {
+      const channels = record?.optedOut
+      if (record === null || channels === undefined || !channels.includes(channel)) return Effect.void
+      return Effect.gen(function*() {
         const marked = {
-          channels: record.optedOut,
+          channels,
           record: `${record.module} record ${record.id}`,
           at: new Date(yield* Clock.currentTimeMillis).toISOString()
         }
@@ -182,6 +189,7 @@ export const layer: Layer.Layer<
           : { orgId: caller.orgId, phone: to, channels: marked.channels, source: "crm" as const, reason: null, cause: marked.record, createdAt: marked.at }
         return yield* new RecipientOptedOut({ message: `record: ${optOutRefusal(entry, channel) ?? ""}` })
       })
+    }
 
     const baseAction = (caller: CallerInfo, record: CrmRecord | null, now: string) => ({
       orgId: caller.orgId,
@@ -230,11 +238,12 @@ export const layer: Layer.Layer<
           sentBy: action.sentBy,
           record: action.record === null ? null : { module: action.record.module, id: action.record.id }
         })
-        return Effect.gen(function*() {
-          const stored = yield* store.insertAction({ ...action, crmId: Option.getOrNull(crmId) })
-          yield* Effect.provide(emit(action.kind === "message" ? "message.queued" : "ai_call.queued", stored), outbox)
-          return CreationAck.make({ id: publicId(stored), status, test: false })
-        })
+        // Validated once, where the answer is encoded (stored for replays, and written), not here as well.
+        return Effect.flatMap(store.insertAction({ ...action, crmId: Option.getOrNull(crmId) }), (stored) =>
+          Effect.as(
+            emitTo(outbox, action.kind === "message" ? "message.queued" : "ai_call.queued", stored),
+            CreationAck.make({ id: publicId(stored), status, test: false }, true)
+          ))
       })
 
     const idempotent = <E, E2>(
@@ -280,8 +289,7 @@ export const layer: Layer.Layer<
     return Actions.of({
       // The creation spans capture no call-site stack (an Error per request, for a trace nobody reads by line).
       createMessage: (caller, request, idempotencyKey) =>
-        Effect.gen(function*() {
-          return yield* idempotent(caller, "/api/v1/messages", request, idempotencyKey, Effect.gen(function*() {
+        idempotent(caller, "/api/v1/messages", request, idempotencyKey, Effect.gen(function*() {
             yield* requireWrite(caller)
             const schedule = yield* validateScheduledFor(request.scheduledFor)
             const number = yield* directory.resolveNumber(
@@ -375,12 +383,10 @@ export const layer: Layer.Layer<
               scheduledFor: schedule.scheduledFor,
               dueAt: schedule.dueAt
             }, idempotencyKey)
-          }))
-        }).pipe(Effect.withSpan("Actions.createMessage", { captureStackTrace: false })),
+        })).pipe(spanned("Actions.createMessage", { captureStackTrace: false })),
 
       createAiCall: (caller, request, idempotencyKey) =>
-        Effect.gen(function*() {
-          return yield* idempotent(caller, "/api/v1/ai-calls", request, idempotencyKey, Effect.gen(function*() {
+        idempotent(caller, "/api/v1/ai-calls", request, idempotencyKey, Effect.gen(function*() {
             yield* requireWrite(caller)
             if (caller.mode === "live" && !caller.organisation.aiCallsEnabled) {
               return yield* new AiCallsDisabled({ message: "AI calls are turned off in the organisation's AI settings." })
@@ -416,8 +422,7 @@ export const layer: Layer.Layer<
               scheduledFor: schedule.scheduledFor,
               dueAt: schedule.dueAt
             }, idempotencyKey)
-          }))
-        }).pipe(Effect.withSpan("Actions.createAiCall", { captureStackTrace: false })),
+        })).pipe(spanned("Actions.createAiCall", { captureStackTrace: false })),
 
       get: (caller, kind, id) =>
         Effect.map(visibleAction(caller, kind, id), (action) => toActionRecord(action, caller.account.permissions.modules)),
@@ -447,15 +452,12 @@ export const layer: Layer.Layer<
               case "NotCancellable":
                 return yield* refuse(outcome.action)
               case "Cancelled": {
-                yield* Effect.provide(
-                  emit(kind === "message" ? "message.cancelled" : "ai_call.cancelled", outcome.action),
-                  outbox
-                )
+                yield* emitTo(outbox, kind === "message" ? "message.cancelled" : "ai_call.cancelled", outcome.action)
                 return CancellationAck.make({ id, status: "cancelled" })
               }
             }
           }))
-        }).pipe(Effect.withSpan("Actions.cancel"))
+        }).pipe(spanned("Actions.cancel"))
     })
   })
 )

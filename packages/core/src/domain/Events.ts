@@ -6,7 +6,7 @@
 import { Clock, Effect } from "effect"
 import type { ActionEventType, EventPayload, OptOutEventPayload, OptOutEventType } from "../contract/Events.js"
 import type { Action } from "../ports/ActionStore.js"
-import { EventOutbox, type OutboxEvent } from "../ports/EventOutbox.js"
+import { EventOutbox, type EventOutboxService, type OutboxEvent } from "../ports/EventOutbox.js"
 import { type OptOutEntry, publicOptOut } from "../ports/OptOuts.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { toActionRecord } from "./ActionRecords.js"
@@ -33,13 +33,17 @@ const actionEvent = (type: ActionEventType, action: Action, timestamp: string): 
   subject: { actionId: action.id, kind: action.kind, status: action.status }
 })
 
+/**
+ * Appends the event to `outbox`, the service itself: a caller that holds it (Actions) appends without
+ * providing it to the effect, which would copy the fiber's context on every creation. Call it inside the
+ * unit of work of the change it reports.
+ */
+export const emitTo = (outbox: EventOutboxService, type: ActionEventType, action: Action): Effect.Effect<void, StorageError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => outbox.append(actionEvent(type, action, new Date(now).toISOString())))
+
 /** Appends the event to the outbox; call it inside the unit of work of the change it reports. */
 export const emit = (type: ActionEventType, action: Action): Effect.Effect<void, StorageError, EventOutbox> =>
-  Effect.gen(function*() {
-    const outbox = yield* EventOutbox
-    const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* outbox.append(actionEvent(type, action, timestamp))
-  })
+  Effect.flatMap(EventOutbox, (outbox) => emitTo(outbox, type, action))
 
 /**
  * Appends one event per change, with one timestamp for the batch; call it inside the unit of work of

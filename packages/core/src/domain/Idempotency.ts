@@ -14,13 +14,14 @@
  * mid-request leaves a reservation that lapses after LOCK_MS. Records are kept
  * at least 24 hours, and 24 hours past a scheduled action's time.
  */
-import { Clock, Context, Data, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Schema } from "effect"
 import { ActionProcessing, IdempotencyKeyReused } from "../contract/Errors.js"
 import { type Holder, IdempotencyStore, type ReserveRequest, type StoredResponse } from "../ports/IdempotencyStore.js"
 import type { StorageError } from "../ports/StorageError.js"
 import { UnitOfWork } from "../ports/UnitOfWork.js"
 import { canonicalJson } from "./Canonical.js"
 import { sha256Hex } from "./Crypto.js"
+import { spanned } from "./Spans.js"
 
 export const RETENTION_MS = 24 * 60 * 60 * 1000
 export const LOCK_MS = 60 * 1000
@@ -110,8 +111,10 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
       Effect.gen(function*() {
         if (held.fingerprint !== print) return yield* reused()
         if (held._tag === "InFlight") return yield* processing()
-        const value = yield* Schema.decode(storedAs(schema))(held.response.body).pipe(Effect.orDie)
-        return { value, replayed: true }
+        // Synchronous: the stored answer's schema is plain data (a defect if it ever were not).
+        const decoded = Schema.decodeEither(storedAs(schema))(held.response.body)
+        if (Either.isLeft(decoded)) return yield* Effect.die(decoded.left)
+        return { value: decoded.right, replayed: true }
       })
 
     const runPrepared = <A, I, E, R, E2, R2>(
@@ -131,9 +134,11 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
           lockedUntil: now + LOCK_MS,
           expiresAt
         }
-        const encode = Schema.encode(storedAs(response.schema))
-        const stored = (value: A) =>
-          Effect.map(Effect.orDie(encode(value)), (body): StoredResponse => ({ status: response.status, body }))
+        const encode = Schema.encodeEither(storedAs(response.schema))
+        const stored = (value: A): Effect.Effect<StoredResponse> => {
+          const body = encode(value)
+          return Either.isLeft(body) ? Effect.die(body.left) : Effect.succeed({ status: response.status, body: body.right })
+        }
 
         if (store.exclusion === "record") {
           const held = yield* store.find(request.keyId, request.idempotencyKey, now)
@@ -169,7 +174,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
           )
         )
         return { value, replayed: false }
-      }).pipe(Effect.withSpan("Idempotency.run", { captureStackTrace: false }))
+      }).pipe(spanned("Idempotency.run", { captureStackTrace: false }))
 
     return Idempotency.of({
       run: (request, response, create) => runPrepared(request, response, Effect.succeed(create)),

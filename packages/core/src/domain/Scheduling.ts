@@ -18,21 +18,19 @@ const MAX_HORIZON_MS = MAX_HORIZON_DAYS * 86_400_000
 export const validateScheduledFor = (
   scheduledFor: string | undefined
 ): Effect.Effect<{ readonly dueAt: number; readonly scheduledFor: string | null }, InvalidRequest> =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    if (scheduledFor === undefined) return { dueAt: now, scheduledFor: null }
+  // Every creation runs this: one step after the clock, no generator.
+  Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<{ readonly dueAt: number; readonly scheduledFor: string | null }, InvalidRequest> => {
+    if (scheduledFor === undefined) return Effect.succeed({ dueAt: now, scheduledFor: null })
     const at = Date.parse(scheduledFor)
     if (at - now < MIN_LEAD_MS) {
-      return yield* new InvalidRequest({
-        message: "scheduledFor: must be at least 30 seconds in the future (omit it to send now)."
-      })
+      return Effect.fail(
+        new InvalidRequest({ message: "scheduledFor: must be at least 30 seconds in the future (omit it to send now)." })
+      )
     }
     if (at - now > MAX_HORIZON_MS) {
-      return yield* new InvalidRequest({
-        message: `scheduledFor: must be at most ${MAX_HORIZON_DAYS} days in the future.`
-      })
+      return Effect.fail(new InvalidRequest({ message: `scheduledFor: must be at most ${MAX_HORIZON_DAYS} days in the future.` }))
     }
-    return { dueAt: at, scheduledFor: new Date(at).toISOString() }
+    return Effect.succeed({ dueAt: at, scheduledFor: new Date(at).toISOString() })
   })
 
 /** The instant after which a scheduledFor still allows cancellation. */

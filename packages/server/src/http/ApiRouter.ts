@@ -129,7 +129,10 @@ export const combineSecurity = <E>(
 ): Effect.Effect<void, E> => {
   const byTag = new Map<unknown, Array<Effect.Effect<void, E>>>()
   for (const { check, tag } of checks) byTag.set(tag, [...(byTag.get(tag) ?? []), check])
-  return Effect.forEach([...byTag.values()], (schemes) => Effect.firstSuccessOf(schemes), { discard: true })
+  // Every contract endpoint has one middleware with one scheme: that check alone, with no loop around it.
+  const middlewares = [...byTag.values()].map((schemes) => schemes.length === 1 && schemes[0] !== undefined ? schemes[0] : Effect.firstSuccessOf(schemes))
+  if (middlewares.length === 1 && middlewares[0] !== undefined) return middlewares[0]
+  return Effect.forEach(middlewares, (middleware) => middleware, { discard: true })
 }
 
 /**

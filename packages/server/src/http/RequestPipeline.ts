@@ -38,7 +38,7 @@ import {
   RequestTimeout,
   UnsupportedMediaType
 } from "@parley/core/internal"
-import { Cause, Context, Effect, type Exit, FiberRef, LogLevel, Runtime } from "effect"
+import { Cause, Context, Effect, type Exit, FiberRefs, LogLevel, Runtime } from "effect"
 import { type ContractAnswer, type ContractRoute, matchRoute } from "./ApiRouter.js"
 import {
   acceptsMediaType,
@@ -309,18 +309,20 @@ export const makeRequestPipeline = <R>(
     }
 
     /**
-     * Runs a route's program on the runtime, in a fiber of its own holding the request's id and state (set,
-     * not scoped: the fiber ends with the request).
+     * Runs a route's program on the runtime, in a fiber of its own holding the request's id and state: given
+     * to the fiber as it is made (no steps of its own, one copy of its fiber references), not scoped — the
+     * fiber ends with the request.
      */
     const serve = (program: (state: RequestState) => Effect.Effect<Answer>) => {
       const state: RequestState = { headers: {}, provided: Context.empty() }
       const work = Effect.suspend(() => program(state))
       run(
-        Effect.zipRight(
-          Effect.zipRight(FiberRef.set(CurrentRequestId, requestId), FiberRef.set(CurrentRequest, state)),
-          options.trace === undefined ? work : options.trace(work, { request, method, route: observedRoute, requestId, state })
-        ),
+        options.trace === undefined ? work : options.trace(work, { request, method, route: observedRoute, requestId, state }),
         {
+          updateRefs: (refs, fiberId) =>
+            FiberRefs.updateManyAs(refs, {
+              entries: [[CurrentRequestId, [[fiberId, requestId]]], [CurrentRequest, [[fiberId, state]]]]
+            }),
           onExit: (exit: Exit.Exit<Answer>) => {
             if (exit._tag === "Success") write(exit.value, state.headers)
             else write(errorAnswer(internal, requestId), state.headers)

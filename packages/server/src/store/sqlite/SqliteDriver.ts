@@ -221,12 +221,18 @@ const make = (filename: string) =>
     const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
     // With no transaction open on the connection the work runs at once: it is synchronous, so no other
     // fiber's statement can come between; otherwise in the fiber's own transaction, or after another's.
+    // Outside a transaction (the usual case) one step: the work runs inside the suspension itself.
     const use = <A>(work: () => A) =>
-      Effect.suspend(() =>
-        db.inTransaction
-          ? Effect.flatMap(inTransaction, (inside) => (inside ? attempt(work) : semaphore.withPermits(1)(attempt(work))))
-          : attempt(work)
-      )
+      Effect.suspend((): Effect.Effect<A, SqlError.SqlError> => {
+        if (db.inTransaction) {
+          return Effect.flatMap(inTransaction, (inside) => (inside ? attempt(work) : semaphore.withPermits(1)(attempt(work))))
+        }
+        try {
+          return Effect.succeed(work())
+        } catch (cause) {
+          return Effect.fail(new SqlError.SqlError({ cause, message: "Failed to execute statement" }))
+        }
+      })
     const begin = prepared("BEGIN")
     const commit = prepared("COMMIT")
     const rollback = prepared("ROLLBACK")
