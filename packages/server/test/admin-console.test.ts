@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { consoleGet, consolePost, csrfOf, postSignIn, setPasswordFromLink, signIn } from "./support/console.js"
+import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const PASSWORD_A = "a long passphrase for A"
@@ -90,11 +91,10 @@ describe("admin console security", () => {
     const shown = await row()
     expect(shown !== undefined && shown >= before.slice(0, 19)).toBe(true)
     // Noted in memory on the request path, written beside it (KeyUsage.FLUSH_EVERY).
-    let stored: ReadonlyArray<{ last_used_at: string }> = []
-    for (let i = 0; i < 60 && stored.length === 0; i++) {
-      stored = await server.db.query<{ last_used_at: string }>("SELECT last_used_at FROM api_key_usage WHERE key_id = ?", [fresh.id])
-      if (stored.length === 0) await new Promise((resolve) => setTimeout(resolve, 500))
-    }
+    const stored = await until(async () => {
+      const rows = await server.db.query<{ last_used_at: string }>("SELECT last_used_at FROM api_key_usage WHERE key_id = ?", [fresh.id])
+      return rows.length === 0 ? undefined : rows
+    }, { timeoutMs: 30_000, intervalMs: 100, what: "the key's use written to the store" })
     expect(stored[0]?.last_used_at).toBe(shown)
   }, 60_000)
 
