@@ -6,7 +6,7 @@
  * One Chromium per worker, not per file: the suite runs with `isolate: false` (vitest.config.ts), so this
  * module, and the browser it launched, stay loaded from one file to the next in a worker; each file opens its
  * own contexts and closes them (`closePages`), so no cookie or page crosses files. Playwright stops the
- * browsers it launched when the worker exits. A launch costs about a second of CPU on this suite's machines.
+ * browsers it launched when the worker exits.
  */
 import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -19,7 +19,7 @@ export const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
 
 /**
  * Whether `what` (the file's browser tests) runs on this pass. `sqliteOnly` files skip the Postgres pass
- * quietly (their reason is in the file and in docs/testing.md); a missing Chromium skips with one loud line,
+ * quietly (their reason is in the file and in docs/development.md); a missing Chromium skips with one loud line,
  * except under CI=true, where it fails the file: a green CI must mean the console was tested in a browser.
  */
 export const chromiumPlan = (what: string, options: { readonly sqliteOnly?: boolean } = {}): ChromiumPlan => {
