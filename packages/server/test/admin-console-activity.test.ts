@@ -5,28 +5,20 @@
  * page used to look among the organisation's latest 1,000 only). Then the same task in Chromium with axe-core
  * (SQLite pass). Records and later events are seeded in the database, copied from a real text's row.
  */
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
+import { Axe, chromiumPlan, closePages, openPage, sharedChromium } from "./support/browser.js"
 import { type ConsoleSession, consoleGet, setPasswordFromLink, signIn } from "./support/console.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
 const PASSWORD = "a long passphrase for the console"
 /** More than two pages of 50. */
 const SEEDED = 120
 /** More events after the first text than the page used to look through. */
 const LATER_EVENTS = 1_100
 
-const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
-const plan = onSqlite ? findChromium() : { kind: "missing" as const, reason: "the browser scenario runs on the SQLite pass" }
-if (onSqlite && plan.kind === "missing") {
-  if (process.env["CI"] === "true") throw new Error(`The console's browser tests need Chromium: ${plan.reason}`)
-  process.stderr.write(`\n*** SKIPPED: the console's Activity browser test: ${plan.reason} ***\n\n`)
-}
+const plan = chromiumPlan("the console's Activity browser test", { sqliteOnly: true })
 
 /** The record ids a page of the search lists, in its order, and its "Older records" link. */
 const listed = (html: string) => ({
@@ -176,29 +168,16 @@ describe("console Activity search", { timeout: 180_000 }, () => {
   })
 
   describe.skipIf(plan.kind !== "ready")("in Chromium", () => {
-    let browser: Browser
     let page: Page
-    const violations: Array<{ readonly id: string; readonly page: string }> = []
-    const audit = async (name: string) => {
-      // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
-      await page.evaluate(AXE_SOURCE)
-      const found = (await page.evaluate(
-        "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id))"
-      )) as ReadonlyArray<string>
-      violations.push(...found.map((id) => ({ id, page: name })))
-    }
+    const axe = new Axe()
+    const audit = (name: string) => axe.check(page, name)
 
     beforeAll(async () => {
-      browser = await chromium.launch({ executablePath: plan.kind === "ready" ? plan.path : "", headless: true, args: CHROMIUM_ARGS })
-      const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
-      const [name, value] = session.cookie.split("=")
-      await context.addCookies([{ name: name ?? "", value: value ?? "", domain: "127.0.0.1", path: "/", secure: true, httpOnly: true, sameSite: "Lax" }])
-      page = await context.newPage()
-      page.setDefaultTimeout(90_000)
+      page = await openPage(await sharedChromium(plan), server.baseUrl, { session: session.cookie })
     }, 120_000)
 
     afterAll(async () => {
-      await browser?.close()
+      await closePages()
     })
 
     it("searches by key and text, pages to the first text and opens its events; axe finds nothing", async () => {
@@ -219,7 +198,7 @@ describe("console Activity search", { timeout: 180_000 }, () => {
       await page.getByText("Enter a date as YYYY-MM-DD.").waitFor()
       expect(await page.getByLabel("Created from").getAttribute("aria-invalid")).toBe("true")
       await audit("activity-error")
-      expect(violations).toEqual([])
+      expect(axe.violations).toEqual([])
     })
   })
 })

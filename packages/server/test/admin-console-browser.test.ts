@@ -4,60 +4,38 @@
  * test-artifacts/console/ (not committed; two of them are copied to docs/ for the README).
  * The console's security over plain HTTP, on both stores, is admin-console.test.ts.
  */
-import { mkdirSync, readFileSync } from "node:fs"
-import { createRequire } from "node:module"
+import { mkdirSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
+import { Axe, chromiumPlan, closePages, openPage, sharedChromium } from "./support/browser.js"
+import { addAdmin } from "./support/console.js"
 import { CallbackReceiver } from "./support/fakes/CallbackReceiver.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), "..", "test-artifacts", "console")
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
-
-const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
-const plan = onSqlite ? findChromium() : { kind: "missing" as const, reason: "the browser scenario runs on the SQLite pass" }
-if (onSqlite && plan.kind === "missing") {
-  if (process.env["CI"] === "true") throw new Error(`The console's browser tests need Chromium: ${plan.reason}`)
-  process.stderr.write(`\n*** SKIPPED: the admin console's browser tests: ${plan.reason} ***\n\n`)
-}
+const plan = chromiumPlan("the admin console's browser tests", { sqliteOnly: true })
 
 const PASSWORD = "a long passphrase for the console"
-
-interface Violation {
-  readonly id: string
-  readonly impact: string | null
-  readonly help: string
-  readonly nodes: number
-}
 
 // Generous: each step is a few page loads, but the machines this runs on are shared and sometimes saturated.
 describe.skipIf(plan.kind !== "ready")("admin console in Chromium", { timeout: 180_000 }, () => {
   let server: TestServer
   let demo: DemoSummary
-  let browser: Browser
   let page: Page
   let receiver: CallbackReceiver
   let shot = 0
   /** The key made in the console, revoked in the next step. */
   let consoleKey = ""
-  const audited: Array<string> = []
-  const violations: Array<Violation & { readonly page: string }> = []
+  const axe = new Axe()
 
   /** Screenshot and axe-core: every page the tour reaches goes through here. */
   const audit = async (name: string) => {
     await page.screenshot({ path: join(ARTIFACTS, `${String(++shot).padStart(2, "0")}-${name}.png`), fullPage: true })
-    // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
-    await page.evaluate(AXE_SOURCE)
-    const found = (await page.evaluate(
-      "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length })))"
-    )) as ReadonlyArray<Violation>
-    audited.push(name)
-    violations.push(...found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({ ...v, page: name })))
+    await axe.check(page, name)
   }
 
   const sendText = (key: string, idempotencyKey: string) =>
@@ -73,18 +51,12 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", { timeout: 1
     receiver = await CallbackReceiver.start()
     server = await TestServer.start({ env: { PARLEY_SIM_STEP_MS: "100" } })
     demo = await server.demo()
-    const created = await server.cli(["admins", "create", demo.orgId, "--email", "dana@demo.example", "--password-stdin"], {
-      input: `${PASSWORD}\n`
-    })
-    expect(created.code, created.stderr).toBe(0)
-    const path = plan.kind === "ready" ? plan.path : ""
-    browser = await chromium.launch({ executablePath: path, headless: true, args: CHROMIUM_ARGS })
-    page = await (await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })).newPage()
-    page.setDefaultTimeout(90_000)
-  }, 180_000) // a real server, a real CLI process and Chromium on a shared 2-core machine
+    await addAdmin(server, demo.orgId, "dana@demo.example", PASSWORD)
+    page = await openPage(await sharedChromium(plan), server.baseUrl)
+  }, 180_000) // a real server and Chromium on a shared 2-core machine
 
   afterAll(async () => {
-    await browser?.close()
+    await closePages()
     await server?.dispose()
     await receiver?.stop()
   })
@@ -240,7 +212,7 @@ describe.skipIf(plan.kind !== "ready")("admin console in Chromium", { timeout: 1
   })
 
   it("axe-core finds no serious or critical violation on any page", () => {
-    expect(audited.length).toBeGreaterThanOrEqual(14)
-    expect(violations).toEqual([])
+    expect(axe.audited.length).toBeGreaterThanOrEqual(14)
+    expect(axe.violations).toEqual([])
   })
 })

@@ -6,24 +6,16 @@
  * stores; in Chromium (SQLite pass) the documentation page runs under its policy with no script refused, and
  * the console's 404 and 413 pages are axe clean.
  */
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
+import { Axe, chromiumPlan, closePages, openPage, sharedChromium } from "./support/browser.js"
 import { type ConsoleSession, consolePost, setPasswordFromLink, signIn } from "./support/console.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
 const PASSWORD = "a long passphrase for the console"
 const MAX_BODY = 4096
 
-const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
-const plan = onSqlite ? findChromium() : { kind: "missing" as const, reason: "the browser scenario runs on the SQLite pass" }
-if (onSqlite && plan.kind === "missing") {
-  if (process.env["CI"] === "true") throw new Error(`The console's browser tests need Chromium: ${plan.reason}`)
-  process.stderr.write(`\n*** SKIPPED: the console's framing browser test: ${plan.reason} ***\n\n`)
-}
+const plan = chromiumPlan("the console's framing browser test", { sqliteOnly: true })
 
 const expectFramingHeaders = (response: Response) => {
   expect(response.headers.get("x-frame-options")).toBe("DENY")
@@ -94,29 +86,16 @@ describe("pages a browser opens carry the console's headers", { timeout: 180_000
   })
 
   describe.skipIf(plan.kind !== "ready")("in Chromium", () => {
-    let browser: Browser
     let page: Page
-    const violations: Array<{ readonly id: string; readonly page: string }> = []
-    const audit = async (name: string) => {
-      // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
-      await page.evaluate(AXE_SOURCE)
-      const found = (await page.evaluate(
-        "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id))"
-      )) as ReadonlyArray<string>
-      violations.push(...found.map((id) => ({ id, page: name })))
-    }
+    const axe = new Axe()
+    const audit = (name: string) => axe.check(page, name)
 
     beforeAll(async () => {
-      browser = await chromium.launch({ executablePath: plan.kind === "ready" ? plan.path : "", headless: true, args: CHROMIUM_ARGS })
-      const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
-      const [name, value] = session.cookie.split("=")
-      await context.addCookies([{ name: name ?? "", value: value ?? "", domain: "127.0.0.1", path: "/", secure: true, httpOnly: true, sameSite: "Lax" }])
-      page = await context.newPage()
-      page.setDefaultTimeout(90_000)
+      page = await openPage(await sharedChromium(plan), server.baseUrl, { session: session.cookie })
     }, 120_000)
 
     afterAll(async () => {
-      await browser?.close()
+      await closePages()
     })
 
     it("the documentation page runs its own scripts under its policy, none refused", async () => {
@@ -140,7 +119,7 @@ describe("pages a browser opens carry the console's headers", { timeout: 180_000
       await page.getByRole("button", { name: "Opt out" }).click()
       await page.getByRole("heading", { name: "Form too large" }).waitFor()
       await audit("form-too-large")
-      expect(violations).toEqual([])
+      expect(axe.violations).toEqual([])
     })
   })
 })

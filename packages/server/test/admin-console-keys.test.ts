@@ -8,7 +8,7 @@
  */
 import { spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { consoleGet, consolePost, type ConsoleSession, signIn } from "./support/console.js"
+import { addAdmin, consoleGet, consolePost, type ConsoleSession, signIn } from "./support/console.js"
 import { freePort, type DemoSummary, TestServer } from "./support/server.js"
 import { createTestDatabase } from "./support/store.js"
 import { join } from "node:path"
@@ -47,10 +47,7 @@ describe("Developer access: roll, rename, create once", () => {
   beforeAll(async () => {
     server = await TestServer.start()
     demo = await server.demo()
-    const created = await server.cli(["admins", "create", demo.orgId, "--email", "kim@keys.example", "--password-stdin"], {
-      input: `${PASSWORD}\n`
-    })
-    expect(created.code, created.stderr).toBe(0)
+    await addAdmin(server, demo.orgId, "kim@keys.example", PASSWORD)
     owner = await signIn(server.baseUrl, "kim@keys.example", PASSWORD)
   }, 180_000)
 

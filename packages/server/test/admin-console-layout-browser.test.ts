@@ -7,22 +7,17 @@
  * disconnect asking before it acts. axe-core on every page and state. On the SQLite pass it also writes the
  * screenshots the docs show (docs/console-*.png).
  */
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
-import { consoleGet, setPasswordFromLink, signIn } from "./support/console.js"
+import { Axe, chromiumPlan, closePages, onSqlite, openPage, sharedChromium, signInWithForm } from "./support/browser.js"
+import { addAdmin, consoleGet, signIn } from "./support/console.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
 const DOCS = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "docs")
-const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
-const plan = findChromium()
-if (plan.kind === "missing" && process.env["CI"] === "true") throw new Error(`The console's browser tests need Chromium: ${plan.reason}`)
+const plan = chromiumPlan("the Usage, Sending rules and layout browser tests")
 
 const PASSWORD = "a long passphrase for the layout"
 const SEEDED = 10_000
@@ -44,12 +39,6 @@ const MAIN_PAGES = [
   { path: "/admin/admins", heading: "Administrators", shot: "console-administrators.png" },
   { path: "/admin/security", heading: "Security", shot: "console-security.png" }
 ] as const
-
-interface Violation {
-  readonly id: string
-  readonly impact: string | null
-  readonly page: string
-}
 
 /** The seeded record `i`: its channel and status, a known mix. */
 const seededType = (i: number) => (["WhatsApp", "SMS", "Call"] as const)[i % 3] ?? "SMS"
@@ -78,22 +67,10 @@ const SAME_NAME_CHECK = `(() => {
 describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in Chromium", { timeout: 300_000 }, () => {
   let server: TestServer
   let demo: DemoSummary
-  let browser: Browser
   let page: Page
-  const violations: Array<Violation> = []
-  const audited: Array<string> = []
+  const axe = new Axe()
   /** What the seeded data and the real texts add up to: `${type} ${status}` → count. */
   const expected = new Map<string, number>()
-
-  const axe = async (name: string) => {
-    // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
-    await page.evaluate(AXE_SOURCE)
-    const found = (await page.evaluate(
-      "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))"
-    )) as ReadonlyArray<Omit<Violation, "page">>
-    audited.push(name)
-    violations.push(...found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({ ...v, page: name })))
-  }
 
   const cell = (table: string, row: string, column: number) =>
     page.locator(`${table} tr`, { has: page.locator(`th[scope=row]`, { hasText: new RegExp(`^${row}$`) }) })
@@ -102,8 +79,7 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
   beforeAll(async () => {
     server = await TestServer.start({ env: { PARLEY_SIM_STEP_MS: "50" } })
     demo = await server.demo()
-    const invited = await server.adminJson<{ link: string }>(["admins", "create", demo.orgId, "--email", "lia@demo.example"])
-    await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD)
+    await addAdmin(server, demo.orgId, "lia@demo.example", PASSWORD)
     const sent = await server.fetch("/api/v1/messages", {
       method: "POST",
       key: demo.keys.live,
@@ -164,25 +140,19 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
     expect(updated.code, updated.stderr).toBe(0)
     await server.db.query("UPDATE allowance_usage SET sms_used = 123, call_used = 38 WHERE org_id = ?", [demo.orgId])
 
-    browser = await chromium.launch({ executablePath: plan.kind === "ready" ? plan.path : "", headless: true, args: CHROMIUM_ARGS })
-    page = await (await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })).newPage()
-    page.setDefaultTimeout(90_000)
-    await page.goto("/admin/sign-in")
-    await page.getByLabel("Email").fill("lia@demo.example")
-    await page.getByLabel("Password").fill(PASSWORD)
-    await page.getByRole("button", { name: "Sign in" }).click()
-    await page.getByRole("heading", { name: "Developer access" }).waitFor()
+    page = await openPage(await sharedChromium(plan), server.baseUrl)
+    await signInWithForm(page, "lia@demo.example", PASSWORD, "Developer access")
   }, 300_000)
 
   afterAll(async () => {
-    await browser?.close()
+    await closePages()
     await server?.dispose()
   })
 
   it("Usage shows the month's allowances as a chart with its table, and the last 30 days by channel and status", async () => {
     await page.getByRole("link", { name: "Usage" }).click()
     await page.getByRole("heading", { name: "Usage", exact: true }).waitFor()
-    await axe("usage")
+    await axe.check(page, "usage")
     const chart = page.getByRole("img", { name: /Allowances used in \d{4}-\d{2}/ })
     expect(await chart.count()).toBe(1)
     expect(await page.locator("#allowance-chart-desc").textContent()).toBe(
@@ -250,7 +220,7 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
       expect(await input.getAttribute("aria-describedby"), field).toContain(`field-${field}-error`)
       expect(await page.locator(`#field-${field}-error`).textContent(), field).toContain(message)
     }
-    await axe("sending-rules-errors")
+    await axe.check(page, "sending-rules-errors")
 
     await page.getByLabel("Sending hours").fill("Mon-Fri 08:00-20:00; Sat-Sun 00:00-24:00")
     await page.getByLabel("Time zone").fill("Europe/Berlin")
@@ -261,7 +231,7 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
     await page.getByLabel(/^Parley answers/).check()
     await page.getByRole("button", { name: "Save sending rules" }).click()
     await page.getByText("Sending rules saved.").waitFor()
-    await axe("sending-rules-saved")
+    await axe.check(page, "sending-rules-saved")
     expect(await page.getByLabel("Sending hours").inputValue()).toBe("Mon-Fri 08:00-20:00; Sat-Sun 00:00-24:00")
     expect(await page.getByLabel("Regions").inputValue()).toBe("DE, US")
     const org = await server.adminJson<{
@@ -329,7 +299,7 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
         const label = await page.evaluate(`getComputedStyle(document.querySelector("main tbody td[data-label]"), "::before").content`)
         expect(label, main.path).toMatch(/: "$/)
       }
-      await axe(`${main.path} at 390 px`)
+      await axe.check(page, `${main.path} at 390 px`)
     }
     await page.setViewportSize({ width: 1280, height: 900 })
     expect(sameNames).toEqual([])
@@ -339,7 +309,7 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
     await page.goto("/admin/crm")
     await page.getByRole("link", { name: "Disconnect" }).click()
     await page.getByRole("heading", { name: /^Disconnect the built-in CRM account Dana Demo\?$/ }).waitFor()
-    await axe("crm-disconnect-confirm")
+    await axe.check(page, "crm-disconnect-confirm")
     await page.getByRole("link", { name: "Cancel" }).click()
     await page.getByRole("heading", { name: "Connected account" }).waitFor()
     expect(await page.getByText("Dana Demo").first().isVisible()).toBe(true)
@@ -348,11 +318,11 @@ describe.skipIf(plan.kind !== "ready")("Usage, Sending rules and the layout in C
     await page.getByRole("link", { name: "Disconnect" }).click()
     await page.getByRole("button", { name: "Disconnect the CRM" }).click()
     await page.getByText("The CRM account was disconnected").waitFor()
-    await axe("crm-disconnected")
+    await axe.check(page, "crm-disconnected")
   })
 
   it("axe finds no serious or critical violation on any page", () => {
-    expect(audited.length).toBeGreaterThanOrEqual(MAIN_PAGES.length + 5)
-    expect(violations).toEqual([])
+    expect(axe.audited.length).toBeGreaterThanOrEqual(MAIN_PAGES.length + 5)
+    expect(axe.violations).toEqual([])
   })
 })

@@ -5,50 +5,24 @@
  * organisation's own opt-out words on Sending rules, with the error for a word too long shown in the page.
  * axe-core on every state, one page load each. Over plain HTTP on both stores: admin-console-optouts.test.ts.
  */
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
-import { setPasswordFromLink, signIn } from "./support/console.js"
+import { Axe, chromiumPlan, closePages, openPage, sharedChromium } from "./support/browser.js"
+import { addAdmin, signIn } from "./support/console.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
-
-const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
-const plan = onSqlite ? findChromium() : { kind: "missing" as const, reason: "the browser scenario runs on the SQLite pass" }
-if (onSqlite && plan.kind === "missing") {
-  if (process.env["CI"] === "true") throw new Error(`The console's browser tests need Chromium: ${plan.reason}`)
-  process.stderr.write(`\n*** SKIPPED: the console's opt-out browser tests: ${plan.reason} ***\n\n`)
-}
+const plan = chromiumPlan("the console's opt-out browser tests", { sqliteOnly: true })
 
 const PASSWORD = "a long passphrase for the console"
 const PHONE = "+14155550181"
 
-interface Violation {
-  readonly id: string
-  readonly impact: string | null
-  readonly help: string
-}
-
 describe.skipIf(plan.kind !== "ready")("console opt-outs in Chromium", { timeout: 180_000 }, () => {
   let server: TestServer
   let demo: DemoSummary
-  let browser: Browser
   let page: Page
   let n = 0
-  const audited: Array<string> = []
-  const violations: Array<Violation & { readonly page: string }> = []
-
-  const audit = async (name: string) => {
-    // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
-    await page.evaluate(AXE_SOURCE)
-    const found = (await page.evaluate(
-      "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help })))"
-    )) as ReadonlyArray<Violation>
-    audited.push(name)
-    violations.push(...found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({ ...v, page: name })))
-  }
+  const axe = new Axe()
+  const audit = (name: string) => axe.check(page, name)
 
   const text = () =>
     server.fetch("/api/v1/messages", {
@@ -61,21 +35,14 @@ describe.skipIf(plan.kind !== "ready")("console opt-outs in Chromium", { timeout
   beforeAll(async () => {
     server = await TestServer.start()
     demo = await server.demo()
-    const invited = await server.adminJson<{ link: string }>(["admins", "create", demo.orgId, "--email", "olga@demo.example"])
-    await setPasswordFromLink(server.baseUrl, invited.link, PASSWORD)
+    await addAdmin(server, demo.orgId, "olga@demo.example", PASSWORD)
     // Signed in over HTTP: the sign-in form has its own browser test.
     const session = await signIn(server.baseUrl, "olga@demo.example", PASSWORD)
-    const [name, value] = session.cookie.split("=")
-    browser = await chromium.launch({ executablePath: plan.kind === "ready" ? plan.path : "", headless: true, args: CHROMIUM_ARGS })
-    const context = await browser.newContext({ baseURL: server.baseUrl })
-    // The session cookie is `__Host-` prefixed: Secure, Path=/, no Domain (Chromium keeps it on loopback http).
-    await context.addCookies([{ name: name ?? "", value: value ?? "", domain: "127.0.0.1", path: "/", secure: true, httpOnly: true, sameSite: "Lax" }])
-    page = await context.newPage()
-    page.setDefaultTimeout(90_000)
+    page = await openPage(await sharedChromium(plan), server.baseUrl, { session: session.cookie })
   }, 180_000)
 
   afterAll(async () => {
-    await browser?.close()
+    await closePages()
     await server?.dispose()
   })
 
@@ -119,7 +86,7 @@ describe.skipIf(plan.kind !== "ready")("console opt-outs in Chromium", { timeout
   })
 
   it("axe-core finds no serious or critical violation on any of these pages", () => {
-    expect(audited).toEqual(["opt-outs-empty", "opt-outs-added", "opt-out-remove-confirmation", "sending-rules-error"])
-    expect(violations).toEqual([])
+    expect(axe.audited).toEqual(["opt-outs-empty", "opt-outs-added", "opt-out-remove-confirmation", "sending-rules-error"])
+    expect(axe.violations).toEqual([])
   })
 })

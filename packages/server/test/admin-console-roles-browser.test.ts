@@ -1,76 +1,46 @@
 /**
- * Roles and the audit log in Chromium (issue 33, items 5 and 6), on the store this run tests: an owner adds
+ * Roles and the audit log in Chromium (issue 33, items 5 and 6), on the SQLite pass: an owner adds
  * a viewer on the Administrators page, the viewer sets a password from the link and sees the pages without
  * their change buttons — and when the buttons are forced back into the page, the server still refuses the
  * change with the console's own 403 page; the owner then makes them an admin, who can create a key; the
  * Audit log page shows who did it, filtered by actor and kind. axe-core on every page and state.
+ *
+ * SQLite pass only: what this file adds is the browser's part (buttons hidden for a viewer, the forms, the
+ * console's 403 page, axe); adding administrators, roles, a viewer's refused changes and the audit log with
+ * its actor and kind filters are checked over HTTP on both stores by admin-console-roles.test.ts
+ * (docs/development.md).
  */
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
+import { Axe, chromiumPlan, closePages, openPage, sharedChromium, signInWithForm } from "./support/browser.js"
+import { addAdmin } from "./support/console.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
-const plan = findChromium()
-if (plan.kind === "missing" && process.env["CI"] === "true") throw new Error(`The console's browser tests need Chromium: ${plan.reason}`)
+const plan = chromiumPlan("the roles browser tests", { sqliteOnly: true })
 
 const OWNER_PASSWORD = "the owner's long passphrase"
 const VIEWER_PASSWORD = "the viewer's long passphrase"
 
-interface Violation {
-  readonly id: string
-  readonly impact: string | null
-  readonly page: string
-}
-
 describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { timeout: 180_000 }, () => {
   let server: TestServer
   let demo: DemoSummary
-  let browser: Browser
   let owner: Page
   let viewer: Page
-  const violations: Array<Violation> = []
-  const audited: Array<string> = []
+  const axe = new Axe()
 
-  const axe = async (page: Page, name: string) => {
-    // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply to it.
-    await page.evaluate(AXE_SOURCE)
-    const found = (await page.evaluate(
-      "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))"
-    )) as ReadonlyArray<Omit<Violation, "page">>
-    audited.push(name)
-    violations.push(...found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({ ...v, page: name })))
-  }
-
-  const signIn = async (page: Page, email: string, password: string) => {
-    await page.goto("/admin/sign-in")
-    await page.getByLabel("Email").fill(email)
-    await page.getByLabel("Password").fill(password)
-    await page.getByRole("button", { name: "Sign in" }).click()
-    await page.getByRole("heading", { name: "Developer access" }).waitFor()
-  }
+  const signIn = (page: Page, email: string, password: string) => signInWithForm(page, email, password, "Developer access")
 
   beforeAll(async () => {
     server = await TestServer.start()
     demo = await server.demo()
-    const created = await server.cli(["admins", "create", demo.orgId, "--email", "olga@demo.example", "--password-stdin"], {
-      input: `${OWNER_PASSWORD}\n`
-    })
-    expect(created.code, created.stderr).toBe(0)
-    browser = await chromium.launch({ executablePath: plan.kind === "ready" ? plan.path : "", headless: true, args: CHROMIUM_ARGS })
-    const open = async () => {
-      const page = await (await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })).newPage()
-      page.setDefaultTimeout(90_000)
-      return page
-    }
-    owner = await open()
-    viewer = await open()
+    await addAdmin(server, demo.orgId, "olga@demo.example", OWNER_PASSWORD)
+    const browser = await sharedChromium(plan)
+    owner = await openPage(browser, server.baseUrl)
+    viewer = await openPage(browser, server.baseUrl)
   }, 180_000)
 
   afterAll(async () => {
-    await browser?.close()
+    await closePages()
     await server?.dispose()
   })
 
@@ -79,12 +49,12 @@ describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { 
     await owner.getByRole("link", { name: "Administrators" }).click()
     await owner.getByRole("heading", { name: "Administrators" }).waitFor()
     expect(await owner.getByText("olga@demo.example (you)").isVisible()).toBe(true)
-    await axe(owner, "administrators")
+    await axe.check(owner, "administrators")
     await owner.getByLabel("Email").fill("vic@demo.example")
     await owner.getByLabel(/^viewer:/).check()
     await owner.getByRole("button", { name: "Add administrator" }).click()
     await owner.getByRole("heading", { name: "Administrator added" }).waitFor()
-    await axe(owner, "administrator-added")
+    await axe.check(owner, "administrator-added")
     const link = (await owner.locator("#new-link").textContent()) ?? ""
     expect(link).toMatch(/\/admin\/set-password\?token=\w+$/)
 
@@ -99,15 +69,15 @@ describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { 
     expect(await viewer.getByText("vic@demo.example (viewer)").isVisible()).toBe(true)
     expect(await viewer.getByRole("link", { name: "Create key" }).isVisible()).toBe(false)
     expect(await viewer.getByRole("button", { name: "Sign out" }).isVisible()).toBe(true)
-    await axe(viewer, "viewer-developer-access")
+    await axe.check(viewer, "viewer-developer-access")
     await viewer.getByRole("link", { name: "Events" }).click()
     await viewer.getByRole("heading", { name: "Events", exact: true }).waitFor()
     expect(await viewer.locator("main form[method=post]").evaluateAll((forms) => forms.filter((f) => f.checkVisibility()).length)).toBe(0)
-    await axe(viewer, "viewer-events")
+    await axe.check(viewer, "viewer-events")
     await viewer.getByRole("link", { name: "Administrators" }).click()
     expect(await viewer.getByText("Only an owner of this organisation adds administrators").isVisible()).toBe(true)
     expect(await viewer.getByRole("button", { name: "Add administrator" }).count()).toBe(0)
-    await axe(viewer, "viewer-administrators")
+    await axe.check(viewer, "viewer-administrators")
 
     // What a viewer could do by editing the page: the form is there, the server says no.
     await viewer.goto("/admin/keys/new")
@@ -117,7 +87,7 @@ describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { 
     await viewer.getByRole("button", { name: "Create key" }).click()
     await viewer.getByRole("heading", { name: "Not allowed" }).waitFor()
     expect(await viewer.getByText("Your role (viewer) does not allow changes").isVisible()).toBe(true)
-    await axe(viewer, "viewer-refused")
+    await axe.check(viewer, "viewer-refused")
     const keys = await server.adminJson<{ items: ReadonlyArray<{ name: string }> }>(["keys", "list", "--org", demo.orgId])
     expect(keys.items.map((k) => k.name)).not.toContain("viewer's key")
   })
@@ -127,7 +97,7 @@ describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { 
     await owner.getByLabel("Role of vic@demo.example", { exact: true }).selectOption("admin")
     await owner.getByRole("button", { name: "Save role for vic@demo.example" }).click()
     await owner.getByText("The role was changed").waitFor()
-    await axe(owner, "role-changed")
+    await axe.check(owner, "role-changed")
 
     await viewer.goto("/admin/keys")
     await viewer.getByRole("link", { name: "Create key" }).click()
@@ -140,7 +110,7 @@ describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { 
   it("the Audit log page shows who did what and from where, filtered by actor and by kind", async () => {
     await owner.getByRole("link", { name: "Audit log" }).click()
     await owner.getByRole("heading", { name: "Audit log" }).waitFor()
-    await axe(owner, "audit-log")
+    await axe.check(owner, "audit-log")
     const rows = owner.locator("main tbody tr")
     expect(await rows.first().innerText()).toContain("API key created")
     expect(await rows.first().innerText()).toContain("vic's key")
@@ -162,11 +132,11 @@ describe.skipIf(plan.kind !== "ready")("roles and the audit log in Chromium", { 
     expect(changes).toHaveLength(1)
     expect(changes[0]).toContain("olga@demo.example")
     expect(changes[0]).toContain("role=admin")
-    await axe(owner, "audit-log-filtered")
+    await axe.check(owner, "audit-log-filtered")
   })
 
   it("axe finds no serious or critical violation on any page", () => {
-    expect(audited.length).toBeGreaterThanOrEqual(9)
-    expect(violations).toEqual([])
+    expect(axe.audited.length).toBeGreaterThanOrEqual(9)
+    expect(axe.violations).toEqual([])
   })
 })

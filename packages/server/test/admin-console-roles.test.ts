@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.js"
 import { DatabaseLive } from "../src/store/Database.js"
 import { migrations } from "../src/store/migrations.js"
-import { consoleGet, consolePost, postSignIn, type ConsoleSession, setPasswordFromLink, signIn } from "./support/console.js"
+import { addAdmin, consoleGet, consolePost, postSignIn, type ConsoleSession, setPasswordFromLink, signIn } from "./support/console.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { createTestDatabase, type TestDatabase } from "./support/store.js"
 
@@ -42,21 +42,14 @@ describe("console roles and audit log", () => {
   const audit = (args: ReadonlyArray<string> = []) =>
     server.adminJson<{ items: ReadonlyArray<AuditItem>; next: string | null }>(["audit", "--org", demo.orgId, ...args])
 
-  const addAdmin = async (email: string, role?: string) => {
-    const created = await server.cli(
-      ["admins", "create", demo.orgId, "--email", email, "--password-stdin", ...(role === undefined ? [] : ["--role", role])],
-      { input: `${PASSWORD}\n` }
-    )
-    expect(created.code, created.stderr).toBe(0)
-  }
-
   beforeAll(async () => {
     db = await createTestDatabase()
     server = await TestServer.start({ database: db })
     demo = await server.demo()
-    await addAdmin("olga@a.example")
-    await addAdmin("adam@a.example")
-    await addAdmin("vera@a.example", "viewer")
+    // `parley admins create` in the test process (the real process's --password-stdin: admin-console.test.ts).
+    await addAdmin(server, demo.orgId, "olga@a.example", PASSWORD)
+    await addAdmin(server, demo.orgId, "adam@a.example", PASSWORD)
+    await addAdmin(server, demo.orgId, "vera@a.example", PASSWORD, "viewer")
     for (const email of ["olga@a.example", "adam@a.example", "vera@a.example"]) {
       sessions[email] = await signIn(server.baseUrl, email, PASSWORD)
     }

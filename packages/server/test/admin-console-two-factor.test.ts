@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { consoleGet, consolePost, type ConsoleSession, csrfOf, postSignIn, signIn } from "./support/console.js"
+import { addAdmin, consoleGet, consolePost, type ConsoleSession, csrfOf, postSignIn, signIn } from "./support/console.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { createTestDatabase, type TestDatabase } from "./support/store.js"
 import { Authenticator } from "./support/totp.js"
@@ -55,13 +55,6 @@ describe("two-factor sign-in", { timeout: 240_000 }, () => {
       ...(kind === undefined ? [] : ["--kind", kind])
     ])).items
 
-  const addAdmin = async (email: string, role: string) => {
-    const created = await server.cli(["admins", "create", demo.orgId, "--email", email, "--password-stdin", "--role", role], {
-      input: `${PASSWORD}\n`
-    })
-    expect(created.code, created.stderr).toBe(0)
-  }
-
   /** The right password: the answer, and the sign-in step's cookie when there is one. */
   const password = async (email: string, pass = PASSWORD) => {
     const answer = await postSignIn(server.baseUrl, email, pass)
@@ -103,9 +96,9 @@ describe("two-factor sign-in", { timeout: 240_000 }, () => {
     db = await createTestDatabase()
     server = await TestServer.start({ database: db })
     demo = await server.demo()
-    await addAdmin("olga@t.example", "owner")
-    await addAdmin("adam@t.example", "admin")
-    await addAdmin("vera@t.example", "viewer")
+    await addAdmin(server, demo.orgId, "olga@t.example", PASSWORD, "owner")
+    await addAdmin(server, demo.orgId, "adam@t.example", PASSWORD, "admin")
+    await addAdmin(server, demo.orgId, "vera@t.example", PASSWORD, "viewer")
   }, 180_000)
 
   afterAll(async () => {
@@ -114,6 +107,7 @@ describe("two-factor sign-in", { timeout: 240_000 }, () => {
   })
 
   let olgaCodes: ReadonlyArray<string> = []
+  let veraCodes: ReadonlyArray<string> = []
 
   it("only an owner sets the policy, and only once two-factor is on for them", async () => {
     const olga = await signIn(server.baseUrl, "olga@t.example", PASSWORD)
@@ -296,7 +290,8 @@ describe("two-factor sign-in", { timeout: 240_000 }, () => {
     shown.push(secret)
     apps["vera@t.example"] = new Authenticator(secret)
     const enrolled = await postCode(step!, await apps["vera@t.example"]!.nextCode(), "/admin/sign-in/enrol")
-    shown.push(...recoveryCodesOf(await enrolled.clone().text()))
+    veraCodes = recoveryCodesOf(await enrolled.clone().text())
+    shown.push(...veraCodes)
     const vera = await sessionFrom(enrolled)
     const wrong = await consolePost(server.baseUrl, vera, "/admin/security/password", {
       csrf: vera.csrf,
@@ -344,15 +339,18 @@ describe("two-factor sign-in", { timeout: 240_000 }, () => {
     expect(plain.answer.headers.get("location")).toBe("/admin/keys")
     expect(plain.session).toBeDefined()
 
-    const olga = await sessionFrom(await postCode((await password("olga@t.example")).step!, olgaCodes[3]!))
-    expect((await consolePost(server.baseUrl, olga, "/admin/security/disable", { csrf: olga.csrf, "disable-code": "000000" })).status).toBe(400)
-    const off = await consolePost(server.baseUrl, olga, "/admin/security/disable", {
-      csrf: olga.csrf,
-      "disable-code": await apps["olga@t.example"]!.nextCode()
+    // Vera turns hers off, not Olga: a code from Olga's app here would be her fourth in this file, and the
+    // server takes codes only from now ± one step, each step once, so a fourth waits up to 30 s for the clock.
+    const veraPassword = "a brand new passphrase"
+    const vera = await sessionFrom(await postCode((await password("vera@t.example", veraPassword)).step!, veraCodes[0]!))
+    expect((await consolePost(server.baseUrl, vera, "/admin/security/disable", { csrf: vera.csrf, "disable-code": "000000" })).status).toBe(400)
+    const off = await consolePost(server.baseUrl, vera, "/admin/security/disable", {
+      csrf: vera.csrf,
+      "disable-code": await apps["vera@t.example"]!.nextCode()
     })
     expect(off.headers.get("location")).toBe("/admin/security?done=disabled")
-    expect((await password("olga@t.example")).session).toBeDefined()
-    expect(await db.query("SELECT code_hash FROM admin_recovery_codes WHERE admin_id = (SELECT id FROM admins WHERE email = ?)", ["olga@t.example"]))
+    expect((await password("vera@t.example", veraPassword)).session).toBeDefined()
+    expect(await db.query("SELECT code_hash FROM admin_recovery_codes WHERE admin_id = (SELECT id FROM admins WHERE email = ?)", ["vera@t.example"]))
       .toEqual([])
   })
 

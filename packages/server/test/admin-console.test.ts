@@ -5,7 +5,8 @@
  * The browser scenario is admin-console-browser.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { consoleGet, consolePost, csrfOf, postSignIn, setPasswordFromLink, signIn } from "./support/console.js"
+import { consoleGet, consolePost, type ConsoleSession, csrfOf, postSignIn, setPasswordFromLink, signIn } from "./support/console.js"
+import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 
 const PASSWORD_A = "a long passphrase for A"
@@ -17,6 +18,9 @@ describe("admin console security", () => {
   let orgB: string
   let keyOfA: { readonly id: string; readonly key: string }
   let webhookOfA: string
+  let adaSession: ConsoleSession | undefined
+  /** Ada's session, signed in once for the tests that only use one (a sign-in is a scrypt hash on the server). */
+  const ada = async () => (adaSession ??= await signIn(server.baseUrl, "ada@a.example", PASSWORD_A))
 
   beforeAll(async () => {
     // The public URL is https: the session cookie must then be Secure.
@@ -77,7 +81,7 @@ describe("admin console security", () => {
     const fresh = await server.adminJson<{ id: string; key: string }>([
       "keys", "create", "--org", demo.orgId, "--name", "Usage probe", "--scopes", "resources:read", "--mode", "live"
     ])
-    const session = await signIn(server.baseUrl, "ada@a.example", PASSWORD_A)
+    const session = await ada()
     const row = async () => {
       const page = await (await consoleGet(server.baseUrl, session, "/admin/keys")).text()
       // Cells carry their column's name (data-label, for narrow screens); a time its ISO instant in `datetime`.
@@ -90,11 +94,10 @@ describe("admin console security", () => {
     const shown = await row()
     expect(shown !== undefined && shown >= before.slice(0, 19)).toBe(true)
     // Noted in memory on the request path, written beside it (KeyUsage.FLUSH_EVERY).
-    let stored: ReadonlyArray<{ last_used_at: string }> = []
-    for (let i = 0; i < 60 && stored.length === 0; i++) {
-      stored = await server.db.query<{ last_used_at: string }>("SELECT last_used_at FROM api_key_usage WHERE key_id = ?", [fresh.id])
-      if (stored.length === 0) await new Promise((resolve) => setTimeout(resolve, 500))
-    }
+    const stored = await until(async () => {
+      const rows = await server.db.query<{ last_used_at: string }>("SELECT last_used_at FROM api_key_usage WHERE key_id = ?", [fresh.id])
+      return rows.length === 0 ? undefined : rows
+    }, { timeoutMs: 30_000, intervalMs: 100, what: "the key's use written to the store" })
     expect(stored[0]?.last_used_at).toBe(shown)
   }, 60_000)
 
@@ -150,7 +153,7 @@ describe("admin console security", () => {
   })
 
   it("a conversation's page says how many media a message carries (a media-only one has no text)", async () => {
-    const a = await signIn(server.baseUrl, "ada@a.example", PASSWORD_A)
+    const a = await ada()
     await server.adminJson([
       "inbound", "--org", demo.orgId, "--from", "+447700900077", "--to", demo.numbers[0]?.phoneNumber ?? "", "--body", "",
       "--media-url", "https://example.com/1.jpg", "--media-url", "https://example.com/2.jpg"
@@ -164,7 +167,7 @@ describe("admin console security", () => {
   })
 
   it("a state-changing request without the session's CSRF token is refused (403) and changes nothing", async () => {
-    const a = await signIn(server.baseUrl, "ada@a.example", PASSWORD_A)
+    const a = await ada()
     const key = await server.adminJson<{ id: string; key: string }>([
       "keys", "create", "--org", demo.orgId, "--name", "csrf target", "--scopes", "resources:read", "--mode", "live"
     ])

@@ -5,19 +5,15 @@
  * allowed there or the button does nothing. Against the Zoho fake, on SQLite (see chromium.ts for when
  * Chromium is missing).
  */
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHROMIUM_ARGS, findChromium } from "./support/chromium.js"
+import { chromiumPlan, closePages, openPage, sharedChromium, signInWithForm } from "./support/browser.js"
+import { addAdmin } from "./support/console.js"
 import { ZohoFake } from "./support/fakes/ZohoFake.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
 import { zohoEnv } from "./support/zohoSuite.js"
 
-const onSqlite = process.env["PARLEY_TEST_STORE"] !== "postgres"
-const plan = onSqlite ? findChromium() : { kind: "missing" as const, reason: "the browser scenario runs on the SQLite pass" }
-if (onSqlite && plan.kind === "missing") {
-  if (process.env["CI"] === "true") throw new Error(`The console's browser tests need Chromium: ${plan.reason}`)
-  process.stderr.write(`\n*** SKIPPED: the Zoho console button's browser test: ${plan.reason} ***\n\n`)
-}
+const plan = chromiumPlan("the Zoho console button's browser test", { sqliteOnly: true })
 
 const PASSWORD = "a long passphrase for the console"
 
@@ -25,34 +21,24 @@ describe.skipIf(plan.kind !== "ready")("Connect Zoho CRM in Chromium", { timeout
   let zoho: ZohoFake
   let server: TestServer
   let demo: DemoSummary
-  let browser: Browser
   let page: Page
 
   beforeAll(async () => {
     zoho = await ZohoFake.start()
     server = await TestServer.start({ env: zohoEnv(zoho) })
     demo = await server.demo()
-    const created = await server.cli(["admins", "create", demo.orgId, "--email", "zoho@demo.example", "--password-stdin"], {
-      input: `${PASSWORD}\n`
-    })
-    expect(created.code, created.stderr).toBe(0)
-    browser = await chromium.launch({ executablePath: plan.kind === "ready" ? plan.path : "", headless: true, args: CHROMIUM_ARGS })
-    page = await (await browser.newContext({ baseURL: server.baseUrl })).newPage()
-    page.setDefaultTimeout(90_000)
+    await addAdmin(server, demo.orgId, "zoho@demo.example", PASSWORD)
+    page = await openPage(await sharedChromium(plan), server.baseUrl)
   }, 180_000)
 
   afterAll(async () => {
-    await browser?.close()
+    await closePages()
     await server?.dispose()
     await zoho?.stop()
   })
 
   it("the button lands on the accounts server's consent URL, and Zoho's answer connects the organisation", async () => {
-    await page.goto("/admin/sign-in")
-    await page.getByLabel("Email").fill("zoho@demo.example")
-    await page.getByLabel("Password").fill(PASSWORD)
-    await page.getByRole("button", { name: "Sign in" }).click()
-    await page.getByRole("heading", { name: "Developer access" }).waitFor()
+    await signInWithForm(page, "zoho@demo.example", PASSWORD, "Developer access")
     await page.goto("/admin/crm")
     const blocked: Array<string> = []
     page.on("console", (message) => {

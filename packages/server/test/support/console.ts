@@ -46,3 +46,18 @@ export const consolePost = (baseUrl: string, session: ConsoleSession | null, pat
     body: form(fields),
     redirect: "manual"
   })
+
+/**
+ * A new administrator of `orgId` with `password`, as set-up (not the CLI under test): `parley admins create`
+ * in the test process, then the password set from the one-time link it prints, as the invitee would.
+ */
+export const addAdmin = async (
+  server: { readonly baseUrl: string; adminJson<A>(args: ReadonlyArray<string>): Promise<A> },
+  orgId: string,
+  email: string,
+  password: string,
+  role?: "owner" | "admin" | "viewer"
+): Promise<void> => {
+  const invited = await server.adminJson<{ link: string }>(["admins", "create", orgId, "--email", email, ...(role === undefined ? [] : ["--role", role])])
+  await setPasswordFromLink(server.baseUrl, invited.link, password)
+}
