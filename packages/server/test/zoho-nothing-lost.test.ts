@@ -302,6 +302,39 @@ describe("Zoho: nothing lost", () => {
     await events.stop()
   }, HEAVY)
 
+  it("a write-back Zoho refuses for a permission the user lacks (NO_PERMISSION on the record) is kept, retried and shown in crm status, and lands once the permission is granted", async () => {
+    // The connected user's profile loses Edit on Parley_Messages after its texts were created (Create stays).
+    const profile = [...zoho.users.values()][0]?.profile.id ?? ""
+    zoho.setPermission(profile, "Parley_Messages", "Edit", false)
+    let granted = false
+    try {
+      const response = await send({ body: "edit permission withdrawn" })
+      expect(response.status).toBe(202)
+      const { id } = (await response.json()) as { id: string }
+      const lastError = await until(async () => {
+        const status = await server.adminJson<{ lastError: { message: string } | null }>(["crm", "status", demo.orgId])
+        return status.lastError?.message.includes("NO_PERMISSION") === true ? status.lastError.message : undefined
+      }, { timeoutMs: 60_000, what: "the permission refusal in crm status" })
+      expect(lastError).toContain("NO_PERMISSION")
+      expect(lastError).toContain("Crm_Implied_Edit_Parley_Messages")
+      expect(lastError).toContain("retries")
+      // Kept for a retry, not given up (before: given up as a refusal for good on the first answer).
+      const owed = await writebacks(id)
+      expect(owed).toHaveLength(1)
+      expect(Number(owed[0]?.attempts)).toBeGreaterThan(0)
+      zoho.setPermission(profile, "Parley_Messages", "Edit", true)
+      granted = true
+      const record = await until(async () => {
+        const found = messages().find((m) => m["id"] === id)
+        return found !== undefined && found["Status"] === "Delivered" ? found : undefined
+      }, { timeoutMs: 90_000, what: "the write-back after the permission came back" })
+      expect(record["Status"]).toBe("Delivered")
+      expect(await writebacks(id)).toHaveLength(0)
+    } finally {
+      if (!granted) zoho.setPermission(profile, "Parley_Messages", "Edit", true)
+    }
+  }, HEAVY)
+
   it("an inbound text while the connection has lapsed (OAUTH_REQUIRED overnight): 200 and stored; its record follows the reconnect", async () => {
     zoho.revokeAll()
     const response = await server.fetch("/carrier/inbound", {

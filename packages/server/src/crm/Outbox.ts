@@ -106,6 +106,36 @@ export const recordRefusal = (
   })
 
 /**
+ * Records a record the CRM refused for now, for a reason an administrator can mend (a permission the
+ * connected user lacks): kept and retried with the outbox's backoff, and named where the administrator looks
+ * (`crm status`, the console) and in the log with the CRM's code, so that it does not wait unseen.
+ */
+export const recordHeld = (
+  crm: RefusingCrm,
+  outbox: "writeback" | "inbound" | "optout",
+  orgId: string,
+  actionId: string,
+  refusal: { readonly code: string; readonly field?: string | undefined },
+  now: number
+) =>
+  Effect.gen(function*() {
+    const what = outbox === "writeback" ? "a write-back of action" : outbox === "inbound" ? "the record of inbound text" : "the opt-out of"
+    const field = refusal.field === undefined ? "" : `: ${refusal.field}`
+    yield* Effect.ignore(crm.recordError(
+      orgId,
+      `${crm.vendor} refused ${what} ${actionId} (${refusal.code}${field}); Parley retries it until the connected user is given the permission.`,
+      new Date(now).toISOString()
+    ))
+    yield* Effect.annotateLogs(Effect.logWarning(`${crm.name} refused a record for now`), {
+      outbox,
+      orgId,
+      actionId,
+      [`${crm.name}Code`]: refusal.code,
+      ...(refusal.field === undefined ? {} : { field: refusal.field })
+    })
+  })
+
+/**
  * An outbox's loop in a server process: a round after another, at once while a round takes a whole claim,
  * else after `pollMs`. A failed round is logged by kind only (a cause could carry the CRM's answer).
  */

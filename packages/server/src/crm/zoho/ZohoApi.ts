@@ -94,18 +94,24 @@ export interface CrmAnswer {
 const SETUP_CODES: ReadonlySet<string> = new Set(["INVALID_MODULE"])
 
 /**
- * Zoho's refusal of a request or of one record, as a CrmError: a missing module is `setup_required`, any other
- * code (INVALID_DATA, MANDATORY_NOT_FOUND, DUPLICATE_DATA, PATTERN_NOT_MATCHED…) is `rejected` — the same
- * request cannot succeed — naming Zoho's code and the field from `details.api_name`.
+ * Zoho's refusal of a request or of one record, as a CrmError: a missing module is `setup_required`, a missing
+ * permission `permission_denied` (the permission as the field), any other code (INVALID_DATA,
+ * MANDATORY_NOT_FOUND, DUPLICATE_DATA, PATTERN_NOT_MATCHED…) is `rejected` — the same request cannot
+ * succeed — naming Zoho's code and the field from `details.api_name`.
  */
 export const refusalOf = (operation: string, item: Readonly<Record<string, unknown>>): Crm.CrmError => {
   const code = typeof item["code"] === "string" ? item["code"] : "REFUSED"
   const details = item["details"]
-  const field = isRecord(details) && typeof details["api_name"] === "string" ? details["api_name"] : undefined
+  // NO_PERMISSION on one record names the permission the connected user lacks (Crm_Implied_Edit_<module>…):
+  // an administrator can grant it, so it is `permission_denied` (retried, shown), never a refusal for good.
+  const permission = isRecord(details) && Array.isArray(details["permissions"]) && typeof details["permissions"][0] === "string"
+    ? details["permissions"][0]
+    : undefined
+  const field = isRecord(details) && typeof details["api_name"] === "string" ? details["api_name"] : permission
   return new Crm.CrmError({
     operation,
     cause: code,
-    reason: SETUP_CODES.has(code) ? "setup_required" : "rejected",
+    reason: SETUP_CODES.has(code) ? "setup_required" : code === "NO_PERMISSION" ? "permission_denied" : "rejected",
     code,
     ...(field === undefined ? {} : { field })
   })

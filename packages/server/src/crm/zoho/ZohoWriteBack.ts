@@ -25,7 +25,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { ZohoConfig } from "./ZohoConfig.js"
 import { DbInt, NullableString } from "../../store/rows.js"
-import { backoffMs, type Claimed, isPermanent, makeOutbox, outboxLoop, recordRefusal } from "../Outbox.js"
+import { backoffMs, type Claimed, isPermanent, makeOutbox, outboxLoop, recordHeld, recordRefusal } from "../Outbox.js"
 import { dataOf, refusalOf, text } from "./ZohoApi.js"
 import { refusing, ZohoConnections } from "./ZohoConnections.js"
 import { makeFieldLengths } from "./ZohoFieldLengths.js"
@@ -97,6 +97,10 @@ export const make = Effect.gen(function*() {
       recordRefusal(refusing(connections), "writeback", row.org_id, row.action_id, { code: refusal.code ?? "REFUSED", field: refusal.field }, now)
     )
 
+  /** A row whose record Zoho refused for a permission the connected user lacks: retried, and shown. */
+  const hold = (row: Claimed, now: number, refusal: Crm.CrmError) =>
+    recordHeld(refusing(connections), "writeback", row.org_id, row.action_id, { code: refusal.code ?? "REFUSED", field: refusal.field }, now)
+
   /** One PUT of up to BATCH records of one organisation. */
   const writeBatch = (orgId: string, rows: ReadonlyArray<Claimed>) =>
     Effect.gen(function*() {
@@ -145,7 +149,10 @@ export const make = Effect.gen(function*() {
         } else if (item !== undefined && text(item, "code") !== undefined) {
           const refusal = refusalOf("zoho.writeBack", item)
           if (isPermanent(refusal)) yield* giveUp(row, now, refusal)
-          else failed.push(row)
+          else {
+            if (refusal.reason === "permission_denied") yield* hold(row, now, refusal)
+            failed.push(row)
+          }
         } else {
           failed.push(row)
         }

@@ -281,6 +281,14 @@ export class ZohoFake {
     return (this.moduleProfiles.get(module)?.has(profileId) ?? false) && this.permission(profileId, module).get(action).enabled
   }
 
+  /**
+   * Sets one permission of a profile, as an administrator does in Zoho's settings (a test of a user who lost
+   * Edit on a module: Zoho then answers each of that user's record edits NO_PERMISSION).
+   */
+  setPermission(profileId: string, module: string, action: ModuleAction, enabled: boolean): void {
+    this.permission(profileId, module).get(action).enabled = enabled
+  }
+
   /** The profiles a module is accessible to. */
   profilesOf(module: string): ReadonlyArray<string> {
     return [...(this.moduleProfiles.get(module) ?? [])]
