@@ -233,6 +233,27 @@ describe("requests in flight and failures", () => {
       expect(yield* Ref.get(runs)).toBe(1)
     }).pipe(Effect.provide(CoreTestLayer)))
 
+  it.effect("the host's IdempotencyLock replaces LOCK_MS: a reservation lapses after it", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(MONDAY_10_UTC)
+      const started = yield* Deferred.make<void>()
+      const never = yield* Deferred.make<void>()
+      const hung = Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(never)).pipe(Effect.as({ n: 0 }))
+      yield* Effect.fork(run(request(), hung))
+      yield* Deferred.await(started)
+      const { runs, create } = yield* counter
+      yield* TestClock.adjust(5_000 - 1)
+      expect((yield* Effect.flip(run(request(), create)))._tag).toBe("ActionProcessing")
+      yield* TestClock.adjust(1)
+      expect(yield* run(request(), create)).toEqual({ value: { n: 1 }, replayed: false })
+      expect(yield* Ref.get(runs)).toBe(1)
+    }).pipe(
+      Effect.provide(Idempotency.layer.pipe(
+        Layer.provideMerge(Layer.mergeAll(IdempotencyStore.makeMemory("reservation"), UnitOfWork.layerMemory)),
+        Layer.provide(Layer.succeed(Idempotency.IdempotencyLock, { lockMs: 5_000 }))
+      ))
+    ))
+
   it.effect("a request that hangs inside run holds its key only for LOCK_MS", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(MONDAY_10_UTC)

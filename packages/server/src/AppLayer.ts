@@ -6,7 +6,7 @@
  * loops, and the metrics and traces it exports). No feature module assembles a process of its own.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { DomainLayer, RateLimiter } from "@parley/core/domain"
+import { DomainLayer, Idempotency, RateLimiter } from "@parley/core/domain"
 import { Effect, Layer, Option } from "effect"
 import { consoleErrorPage } from "./admin/ConsoleErrors.js"
 import { consoleRoutes } from "./admin/ConsoleRoutes.js"
@@ -49,6 +49,11 @@ const RateLimitConfigLive = Layer.effect(
   Effect.map(ServerConfig, (config) => ({ limit: config.rateLimitPerMinute, windowSeconds: 60 }))
 )
 
+const IdempotencyLockLive = Layer.effect(
+  Idempotency.IdempotencyLock,
+  Effect.map(ServerConfig, (config) => ({ lockMs: config.idempotencyLockMs }))
+)
+
 /**
  * The store chosen for the process (DatabaseLive: SQLite or Postgres, with its ports) and the key that
  * seals its secrets. The server reseals stored secrets under the current key when it starts (serve); other
@@ -80,7 +85,8 @@ const ProvidersLayer = ProvidersLive.layer.pipe(Layer.provideMerge(SqlPortsLive)
 /** The domain services and the ports they run on; needs only ServerConfig. */
 export const AppLive = DomainLayer.pipe(
   Layer.provideMerge(ProvidersLayer),
-  Layer.provideMerge(RateLimitConfigLive)
+  Layer.provideMerge(RateLimitConfigLive),
+  Layer.provideMerge(IdempotencyLockLive)
 )
 
 /**

@@ -68,3 +68,13 @@ describe("PARLEY_DISPATCH_LEASE_MS", () => {
       expect(Either.isLeft(short) ? String(short.left) : "accepted").toContain("PARLEY_DISPATCH_LEASE_MS")
     }))
 })
+
+describe("PARLEY_IDEMPOTENCY_LOCK_MS", () => {
+  it.effect("reserves a key a minute by default, as long as it is set to, and refuses less than a second", () =>
+    Effect.gen(function*() {
+      expect(Either.map(yield* read({}), (s) => s.idempotencyLockMs)).toEqual(Either.right(60_000))
+      expect(Either.map(yield* read({ PARLEY_IDEMPOTENCY_LOCK_MS: "5000" }), (s) => s.idempotencyLockMs)).toEqual(Either.right(5_000))
+      const short = yield* read({ PARLEY_IDEMPOTENCY_LOCK_MS: "999" })
+      expect(Either.isLeft(short) ? String(short.left) : "accepted").toContain("PARLEY_IDEMPOTENCY_LOCK_MS")
+    }))
+})

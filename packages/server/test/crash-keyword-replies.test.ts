@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { twilioSignature } from "../src/providers/twilio/TwilioSignature.js"
-import { crashRounds } from "./support/crashes.js"
+import { crashEnv, crashRounds } from "./support/crashes.js"
 import { TwilioFake } from "./support/fakes/TwilioFake.js"
 import { until } from "./support/poll.js"
 import { type DemoSummary, TestServer } from "./support/server.js"
@@ -25,7 +25,9 @@ describe("kill -9 between a STOP and its confirmation", () => {
 
   beforeAll(async () => {
     twilio = await TwilioFake.start({ stepMs: 30 })
-    server = await TestServer.start({ env: { PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "3000" } })
+    server = await TestServer.start({
+      env: { ...crashEnv, PARLEY_RATE_LIMIT_PER_MINUTE: "100000", PARLEY_PROVIDER_RECHECK_MS: "3000" }
+    })
     demo = await server.demo()
     line = demo.numbers[0]!.phoneNumber
     await server.adminJson([

@@ -10,18 +10,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AiCallSuite, VAPI } from "./support/aiCallSuite.js"
 import type { VapiFake } from "./support/fakes/VapiFake.js"
+import { CRASH_LEASE_MS } from "./support/crashes.js"
 import { soakSize } from "./support/soak.js"
 
 /** 25 kills in `pnpm test:soak`; `pnpm test` runs 3 with the same assertions (support/soak.ts). */
 const ROUNDS = soakSize(3, 25)
 const SAME_CUSTOMER = "+14155550277"
 const HEAVY = 900_000
-/**
- * The claim a killed process leaves on its calls, shortened from the default 30 s, which the kill rounds
- * would otherwise wait out at the end (crash-twilio.test.ts keeps the default and checks it); 10 s keeps two
- * late renewals (every third of it) of margin on a loaded machine.
- */
-const LEASE_MS = 10_000
 
 /** The Parley action a call names in its assistantOverrides.metadata. */
 const actionOf = (call: { readonly assistantOverrides: Readonly<Record<string, unknown>> | null }): string | undefined => {
@@ -32,7 +27,7 @@ const actionOf = (call: { readonly assistantOverrides: Readonly<Record<string, u
 
 describe("kill -9 right after Vapi's 201", () => {
   let vapi: VapiFake
-  const suite = new AiCallSuite(VAPI, { recheckMs: 3_000, unlimitedCalls: true, leaseMs: LEASE_MS })
+  const suite = new AiCallSuite(VAPI, { recheckMs: 3_000, unlimitedCalls: true, leaseMs: CRASH_LEASE_MS })
 
   beforeAll(async () => {
     vapi = (await suite.start()).fake

@@ -11,7 +11,8 @@
  *
  * A request that fails releases its reservation, so the key can be retried
  * once the cause (an allowance, a setting) is fixed. A process that dies
- * mid-request leaves a reservation that lapses after LOCK_MS. Records are kept
+ * mid-request leaves a reservation that lapses after LOCK_MS (or the host's
+ * IdempotencyLock). Records are kept
  * at least 24 hours, and 24 hours past a scheduled action's time.
  */
 import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Schema } from "effect"
@@ -25,6 +26,13 @@ import { spanned } from "./Spans.js"
 
 export const RETENTION_MS = 24 * 60 * 60 * 1000
 export const LOCK_MS = 60 * 1000
+
+/**
+ * How long a reservation holds its key, when the host sets it (the server's PARLEY_IDEMPOTENCY_LOCK_MS);
+ * without it, LOCK_MS. A request that outlives its reservation can be taken over by a retry, so it must
+ * exceed the longest request: the crash tests shorten it, their killed requests having no live holder.
+ */
+export class IdempotencyLock extends Context.Tag("@parley/core/IdempotencyLock")<IdempotencyLock, { readonly lockMs: number }>() {}
 
 export interface IdempotentRequest {
   readonly keyId: string
@@ -105,6 +113,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
   Effect.gen(function*() {
     const store = yield* IdempotencyStore
     const unitOfWork = yield* UnitOfWork
+    const lockMs = Option.match(yield* Effect.serviceOption(IdempotencyLock), { onNone: () => LOCK_MS, onSome: (lock) => lock.lockMs })
 
     /** The answer to a request whose key is held: the stored response, reuse, or still in flight. */
     const answer = <A, I>(held: Holder, print: string, schema: Schema.Schema<A, I>) =>
@@ -131,7 +140,7 @@ export const layer: Layer.Layer<Idempotency, never, IdempotencyStore | UnitOfWor
           idempotencyKey: request.idempotencyKey,
           fingerprint: print,
           now,
-          lockedUntil: now + LOCK_MS,
+          lockedUntil: now + lockMs,
           expiresAt
         }
         const encode = Schema.encodeEither(storedAs(response.schema))

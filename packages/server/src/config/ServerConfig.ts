@@ -54,7 +54,7 @@
  *   OTEL_SERVICE_NAME (default parley); the exporter itself reads the other
  *   OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression)
  */
-import { WebhookAddresses } from "@parley/core/internal"
+import { Idempotency, WebhookAddresses } from "@parley/core/internal"
 import { LEASE_MS } from "../dispatch/Lease.js"
 import { parseTrustedProxies, type TrustedProxies } from "../http/ClientAddress.js"
 import { Config, ConfigError, Context, Effect, Either, Layer, LogLevel, Option, Redacted } from "effect"
@@ -92,6 +92,8 @@ export interface ServerSettings {
   readonly serviceName: string
   /** How long the dispatcher's claim on an action holds it (renewed while its work lasts): a crash delays it by at most this. */
   readonly dispatchLeaseMs: number
+  /** How long an Idempotency-Key stays reserved by a request whose process died (core Idempotency.LOCK_MS). */
+  readonly idempotencyLockMs: number
 }
 
 const logLevels: Readonly<Record<string, LogLevel.LogLevel>> = {
@@ -214,6 +216,10 @@ export const settingsConfig: Config.Config<ServerSettings> = Config.all({
   dispatchLeaseMs: Config.integer("PARLEY_DISPATCH_LEASE_MS").pipe(
     Config.validate({ message: "must be an integer of at least 1000", validation: (n) => n >= 1000 }),
     Config.withDefault(LEASE_MS)
+  ),
+  idempotencyLockMs: Config.integer("PARLEY_IDEMPOTENCY_LOCK_MS").pipe(
+    Config.validate({ message: "must be an integer of at least 1000", validation: (n) => n >= 1000 }),
+    Config.withDefault(Idempotency.LOCK_MS)
   )
 })
 

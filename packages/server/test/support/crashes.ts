@@ -7,6 +7,27 @@
  */
 import type { TestServer } from "./server.js"
 
+/**
+ * The dispatch lease the crash tests run with (PARLEY_DISPATCH_LEASE_MS), shortened from the default 30 s
+ * (config.test.ts checks the default): an action a killed process held is taken over once it lapses, so
+ * every kill round would otherwise wait 30 s for it. 10 s keeps two late renewals (every third of it) of
+ * margin on a loaded machine, so a live process never loses an action it is still working on.
+ */
+export const CRASH_LEASE_MS = 10_000
+
+/**
+ * How long a killed request's Idempotency-Key stays reserved on Postgres (PARLEY_IDEMPOTENCY_LOCK_MS),
+ * shortened from the default minute, which a client asking again after each kill would wait out. Safe
+ * here: the holder is dead, and a crash test asks again one request at a time, so no live request is taken over.
+ */
+export const CRASH_IDEMPOTENCY_LOCK_MS = 5_000
+
+/** The environment of a crash test's server: the short lease and reservation above. */
+export const crashEnv = {
+  PARLEY_DISPATCH_LEASE_MS: String(CRASH_LEASE_MS),
+  PARLEY_IDEMPOTENCY_LOCK_MS: String(CRASH_IDEMPOTENCY_LOCK_MS)
+} as const
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** How a test hands the harness its fake's "a create was answered" hook. */
